@@ -1,0 +1,64 @@
+"""TensorSight: find the silent bugs of PyTorch/NumPy training code, and measure the training loop.
+
+``import tensorsight`` is cheap (stdlib only); each public name loads its module on first use. In a debugged process
+the same module is the builtin ``tensorsight`` that breakpoint conditions use, e.g. ``tensorsight.nan(loss)``.
+
+Public names, by concern:
+- breakpoint predicates: ``nan``, ``inf``, ``nonfinite``, ``spike``, ``grad_norm``, ``shape_is``, ``wrong_device``,
+  ``rank``, ``on_rank``;
+- the lesson's toolbox: ``summarize``, ``debug_print``, ``Timer``, ``check_shapes``, ``detect_nan``,
+  ``check_data_leakage``, ``check_devices``, ``invalid_values``, ``setup_logging``, ``memory_top``,
+  ``overfit_one_batch``, and the Spanish aliases ``Cronometro``, ``fuga_de_datos``, ``valores_invalidos``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it (loaded on first attribute access)
+_LAZY: dict[str, str] = {
+    # tensor summaries
+    "summarize": "tensorsight.agent.presentation",
+    # breakpoint predicates
+    "nan": "tensorsight.agent.conditions",
+    "inf": "tensorsight.agent.conditions",
+    "nonfinite": "tensorsight.agent.conditions",
+    "spike": "tensorsight.agent.conditions",
+    "grad_norm": "tensorsight.agent.conditions",
+    "shape_is": "tensorsight.agent.conditions",
+    "wrong_device": "tensorsight.agent.conditions",
+    "rank": "tensorsight.agent.conditions",
+    "on_rank": "tensorsight.agent.conditions",
+    # the lesson's toolbox
+    "debug_print": "tensorsight.toolbox",
+    "check_shapes": "tensorsight.toolbox",
+    "detect_nan": "tensorsight.toolbox",
+    "check_data_leakage": "tensorsight.toolbox",
+    "check_devices": "tensorsight.toolbox",
+    "invalid_values": "tensorsight.toolbox",
+    "fuga_de_datos": "tensorsight.toolbox",
+    "valores_invalidos": "tensorsight.toolbox",
+    "Timer": "tensorsight.agent.timer",
+    "Cronometro": "tensorsight.agent.timer",
+    "setup_logging": "tensorsight.agent.training_log",
+    "memory_top": "tensorsight.agent.memory",
+    "overfit_one_batch": "tensorsight.agent.overfit",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'tensorsight' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

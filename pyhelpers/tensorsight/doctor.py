@@ -1,0 +1,143 @@
+"""Headless doctor: run a training script with the agent armed (no debugger), add the static rules, print findings.
+
+``python -m tensorsight doctor [--json] [--set KEY=JSON ...] script.py [args...]``
+
+The script runs in this process as ``__main__`` (like ``python script.py``) with the same agent hooks a debug
+session gets; its own output goes to stderr when ``--json`` is asked, so stdout stays one JSON document. Exit status:
+0 when no finding is an error, 1 when one is, 2 when the script could not be run at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import runpy
+import sys
+import traceback
+from typing import Any
+
+from .core.findings import Finding, findings_document, format_finding
+
+# Launch options the doctor arms by default: everything that observes without stopping.
+DOCTOR_OPTIONS: dict[str, Any] = {
+    "breakOnNonFinite": True,
+    "measure": True,
+    "observeShapes": True,
+    "checkLeakage": True,
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON document {findings: [...]}")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="override a launch option, e.g. --set measure=false",
+    )
+    parser.add_argument("--no-run", action="store_true", help="static rules only; do not execute the script")
+    parser.add_argument("script", help="the training script to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """``["a=1", "b=true", "c=text"]`` -> ``{"a": 1, "b": True, "c": "text"}``; raises ValueError on a bad pair."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set expects KEY=VALUE, got {pair!r}")
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+def static_findings(path: str) -> list[Finding]:
+    """Findings of the static rules on the script's source (none when the rules are not shipped)."""
+    try:
+        from .core import rules  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return []
+    with open(path, encoding="utf-8") as handle:
+        source = handle.read()
+    return list(rules.analyze(source, os.path.abspath(path)))
+
+
+def run_script(path: str, args: list[str], options: dict[str, Any], quiet_stdout: bool) -> tuple[list[Finding], str]:
+    """Run ``path`` under the agent; returns (runtime findings, error text or "")."""
+    from .agent import events, exceptions, install
+    from .agent import options as agent_options
+
+    agent_options.set_options(options)
+    collected: list[Finding] = []
+
+    def collect(event: dict[str, Any]) -> None:
+        if event.get("type") == "finding":
+            collected.append(Finding.from_dict(event["finding"]))
+
+    unsubscribe = events.subscribe(collect)
+    install.install("doctor")
+    error = ""
+    saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
+    sys.argv = [path, *args]
+    script_dir = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, script_dir)
+    redirect = contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext()
+    try:
+        with redirect:
+            runpy.run_path(path, run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            error = f"script exited with status {exc.code}"
+    except BaseException as exc:  # noqa: BLE001 - the user's script may raise anything
+        collected.extend(exceptions.explain(exc))
+        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        traceback.print_exc(file=sys.stderr)
+    finally:
+        sys.argv = saved_argv
+        if sys.path and sys.path[0] == script_dir:
+            del sys.path[0]
+        _ = saved_path0
+        events.emit("run-finished", error=error)
+        unsubscribe()
+    return collected, error
+
+
+def run(args: argparse.Namespace) -> int:
+    path = args.script
+    if not os.path.isfile(path):
+        print(f"tensorsight doctor: no such script: {path}", file=sys.stderr)
+        return 2
+    try:
+        options = {**DOCTOR_OPTIONS, **parse_overrides(args.set)}
+    except ValueError as exc:
+        print(f"tensorsight doctor: {exc}", file=sys.stderr)
+        return 2
+    findings = static_findings(path)
+    error = ""
+    if not args.no_run:
+        runtime, error = run_script(path, list(args.args), options, quiet_stdout=args.json)
+        findings.extend(runtime)
+    document = findings_document(findings)
+    if error:
+        document["error"] = error
+    if args.json:
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        print_report(document)
+    severities = {f["severity"] for f in document["findings"]}
+    return 1 if "error" in severities else 0
+
+
+def print_report(document: dict[str, Any]) -> None:
+    findings = [Finding.from_dict(f) for f in document["findings"]]
+    print(f"TensorSight doctor: {len(findings)} finding(s)")
+    for finding in findings:
+        print("  " + format_finding(finding))
+    if document.get("error"):
+        print(f"  the script stopped with: {document['error']}")

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh machine. Usage: scripts/setup.sh [python|node|e2e|all]  (default: all)
+#   python: .venv with the pinned test/check requirements (torch pinned to the local CPU build)
+#   node:   npm dependencies and the built extension (out/, extension/bundled/libs, the .vsix)
+#   e2e:    Debian Chromium, Node 24 and code-server under .tools/ for the real-VS-Code tests and the demo
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+what=${1:-all}
+
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "apt-get install ${missing[*]}"
+  local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+setup_python() {
+  if [ ! -x .venv/bin/python ]; then
+    log "creating .venv"
+    python3 -m venv .venv
+  fi
+  local stamp=.venv/.requirements-dev.sha
+  local want; want=$(sha256sum scripts/requirements-dev.txt | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    log "pip install -r scripts/requirements-dev.txt"
+    .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+    .venv/bin/python -m pip install -q -r scripts/requirements-dev.txt
+    echo "$want" > "$stamp"
+  fi
+}
+
+setup_node() {
+  if [ -f package.json ]; then
+    if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+      log "npm ci"
+      if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else npm install --no-audit --no-fund --loglevel=error; fi
+    fi
+    if npm run | grep -q "^  build$"; then
+      log "npm run build"
+      npm run --silent build
+    fi
+  fi
+}
+
+setup_e2e() {
+  [ -x scripts/setup-e2e.sh ] && scripts/setup-e2e.sh
+  return 0
+}
+
+case "$what" in
+  python) setup_python ;;
+  node) setup_node ;;
+  e2e) setup_e2e ;;
+  all) setup_python; setup_node; setup_e2e ;;
+  *) echo "usage: scripts/setup.sh [python|node|e2e|all]" >&2; exit 2 ;;
+esac
