@@ -10,6 +10,9 @@ from collections.abc import Sequence
 SUBCOMMANDS = {
     "doctor": ("tensorsight.doctor", "run a training script with the agent (no debugger) and print findings"),
     "demo": ("tensorsight.demo", "run every toolbox check on bundled synthetic data and print what each found"),
+    "profile": ("tensorsight.profiler", "profile N training steps of a script (cProfile, optional line_profiler)"),
+    "overfit": ("tensorsight.overfit_report", "train a script's model on one small batch and report if loss nears 0"),
+    "shapes": ("tensorsight.shape_report", "print the shape map (module tree with in/out shapes) of a script's model"),
 }
 
 
