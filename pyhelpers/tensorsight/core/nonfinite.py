@@ -148,6 +148,7 @@ def _numpy_counts(a: Any) -> NonFiniteCounts | None:
         if np.isfinite(a.sum()):
             return NONE_FOUND
     flat = a.reshape(-1) if a.flags.c_contiguous else None
+    blocks: Any
     nan = posinf = neginf = 0
     if flat is not None:
         blocks = (flat[i : i + CHUNK_ELEMENTS] for i in range(0, flat.size, CHUNK_ELEMENTS))
