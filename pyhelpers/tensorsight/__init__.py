@@ -32,6 +32,15 @@ _LAZY: dict[str, str] = {
     "wrong_device": "tensorsight.agent.conditions",
     "rank": "tensorsight.agent.conditions",
     "on_rank": "tensorsight.agent.conditions",
+    "world_size": "tensorsight.agent.conditions",
+    "zero": "tensorsight.agent.conditions",
+    "exploding": "tensorsight.agent.conditions",
+    "changed": "tensorsight.agent.conditions",
+    "grad_missing": "tensorsight.agent.conditions",
+    "step": "tensorsight.agent.conditions",
+    # stop at the first NaN/Inf (the sentinel's runtime switch and its last report)
+    "break_on_nonfinite": "tensorsight.agent.sentinel",
+    "last_nonfinite": "tensorsight.agent.sentinel",
     # the lesson's toolbox
     "debug_print": "tensorsight.toolbox",
     "check_shapes": "tensorsight.toolbox",

@@ -1,8 +1,9 @@
 """Cheap, exact NaN/Inf detection for torch tensors and numpy arrays, shared by summaries, conditions and sentinel.
 
-The fast path is one reduction: a finite sum proves there is no NaN or Inf (design: ``sum`` costs ~13 ms on 1e8
-float32 elements where ``isnan().sum()`` costs ~415 ms). Only a non-finite sum (a NaN/Inf, or an overflow of large
-finite values) pays for the exact count, done in bounded chunks so no full-size boolean mask is ever allocated.
+The fast path is one reduction: a finite minimum and maximum prove there is no NaN or Inf (``aminmax`` propagates
+NaN and, unlike a sum, cannot overflow: a float16 sum of 1e5 ones is already Inf). Design figures on 1e8 float32
+elements: ``aminmax`` ~15 ms, ``sum`` ~13 ms, ``isnan().sum()`` ~415 ms. Only a non-finite result pays for the exact
+count, done in bounded chunks so no full-size boolean mask is ever allocated.
 Nothing here mutates its input, records autograd history or touches the global RNG.
 """
 
@@ -82,7 +83,8 @@ def _torch_counts(t: Any) -> NonFiniteCounts | None:
             return NONE_FOUND
         if t.numel() == 0:
             return NONE_FOUND
-        if bool(torch.isfinite(t.sum())):
+        low, high = torch.aminmax(t)
+        if bool(torch.isfinite(low) & torch.isfinite(high)):
             return NONE_FOUND
         return _torch_exact(t)
 
@@ -145,7 +147,8 @@ def _numpy_counts(a: Any) -> NonFiniteCounts | None:
     if a.size == 0:
         return NONE_FOUND
     with np.errstate(all="ignore"):
-        if np.isfinite(a.sum()):
+        # float16 sums overflow to Inf long before a NaN check should fire: sum those in float32
+        if np.isfinite(a.sum(dtype=np.float32 if a.dtype.itemsize < 4 else None)):
             return NONE_FOUND
     flat = a.reshape(-1) if a.flags.c_contiguous else None
     blocks: Any

@@ -1,0 +1,151 @@
+/**
+ * Pure readers for the JSON the `python -m tensorsight <tool> --json` commands print: the findings (shared model:
+ * kind, severity, message, file, line, ...) and any tables (arrays of records such as profile rows or the shape
+ * map's modules), made ready for the Problems view and the sortable results view.
+ */
+
+export type Severity = 'error' | 'warning' | 'info';
+
+export interface Finding {
+  kind: string;
+  severity: Severity;
+  message: string;
+  file: string;
+  line: number;
+  step?: number;
+  rank?: number;
+}
+
+export type Cell = string | number | boolean | null;
+
+export interface Table {
+  name: string;
+  columns: string[];
+  rows: Cell[][];
+  /** Index of the row's source file / line in `rows`, when the records carry them (jump-to-source). */
+  fileColumn?: number;
+  lineColumn?: number;
+}
+
+export interface ToolReport {
+  findings: Finding[];
+  tables: Table[];
+  /** Scalar top-level fields (e.g. overfit's final loss, a verdict), shown as a summary. */
+  summary: Array<[string, Cell]>;
+  error?: string;
+}
+
+/** The JSON document in a tool's stdout (the last line that parses as an object, or the whole text). */
+export function parseToolOutput(stdout: string): Record<string, unknown> | undefined {
+  const whole = tryParseObject(stdout.trim());
+  if (whole) return whole;
+  const start = stdout.indexOf('\n{');
+  if (start >= 0) {
+    const tail = tryParseObject(stdout.slice(start + 1).trim());
+    if (tail) return tail;
+  }
+  const lines = stdout.trim().split(/\r?\n/).reverse();
+  for (const line of lines) {
+    const parsed = tryParseObject(line.trim());
+    if (parsed) return parsed;
+  }
+  return undefined;
+}
+
+export function readFindings(document: Record<string, unknown>): Finding[] {
+  const raw = document.findings;
+  if (!Array.isArray(raw)) return [];
+  const findings: Finding[] = [];
+  for (const item of raw) {
+    if (!isRecord(item)) continue;
+    const { kind, severity, message, file, line } = item;
+    if (typeof message !== 'string' || typeof file !== 'string') continue;
+    findings.push({
+      kind: typeof kind === 'string' ? kind : 'unknown',
+      severity: severity === 'error' || severity === 'warning' ? severity : 'info',
+      message,
+      file,
+      line: typeof line === 'number' && line >= 1 ? Math.floor(line) : 1,
+      ...(typeof item.step === 'number' ? { step: item.step } : {}),
+      ...(typeof item.rank === 'number' ? { rank: item.rank } : {}),
+    });
+  }
+  return findings;
+}
+
+const FILE_KEYS = ['file', 'filename', 'path'];
+const LINE_KEYS = ['line', 'lineno', 'line_number'];
+
+/** Every top-level array of records except `findings`, as a table (nested arrays inside records are left out). */
+export function readTables(document: Record<string, unknown>): Table[] {
+  const tables: Table[] = [];
+  for (const [name, value] of Object.entries(document)) {
+    if (name === 'findings' || !Array.isArray(value)) continue;
+    const records = value.filter(isRecord);
+    if (records.length === 0) continue;
+    const columns: string[] = [];
+    for (const record of records) {
+      for (const [key, cell] of Object.entries(record)) {
+        if (isCell(cell) && !columns.includes(key)) columns.push(key);
+      }
+    }
+    const rows = records.map((record) => columns.map((key) => (isCell(record[key]) ? (record[key] as Cell) : null)));
+    const fileColumn = columns.findIndex((c) => FILE_KEYS.includes(c));
+    const lineColumn = columns.findIndex((c) => LINE_KEYS.includes(c));
+    tables.push({
+      name,
+      columns,
+      rows,
+      ...(fileColumn >= 0 ? { fileColumn } : {}),
+      ...(lineColumn >= 0 ? { lineColumn } : {}),
+    });
+  }
+  return tables;
+}
+
+export function readReport(document: Record<string, unknown>): ToolReport {
+  const summary: Array<[string, Cell]> = [];
+  for (const [key, value] of Object.entries(document)) {
+    if (key !== 'error' && isCell(value)) summary.push([key, value]);
+  }
+  return {
+    findings: readFindings(document),
+    tables: readTables(document),
+    summary,
+    ...(typeof document.error === 'string' && document.error ? { error: document.error } : {}),
+  };
+}
+
+/** Findings grouped by file, for one diagnostics entry per file. */
+export function findingsByFile(findings: readonly Finding[]): Map<string, Finding[]> {
+  const byFile = new Map<string, Finding[]>();
+  for (const finding of findings) {
+    const list = byFile.get(finding.file) ?? [];
+    list.push(finding);
+    byFile.set(finding.file, list);
+  }
+  return byFile;
+}
+
+/** True when argparse rejected the subcommand: the installed helpers do not ship that tool (yet). */
+export function isMissingSubcommand(stderr: string, tool: string): boolean {
+  return stderr.includes(`invalid choice: '${tool}'`);
+}
+
+function tryParseObject(text: string): Record<string, unknown> | undefined {
+  if (!text.startsWith('{')) return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    return isRecord(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isCell(value: unknown): value is Cell {
+  return value === null || ['string', 'number', 'boolean'].includes(typeof value);
+}

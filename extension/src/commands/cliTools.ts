@@ -1,0 +1,155 @@
+/**
+ * "Run Doctor on This File", "Profile Training", "Check Shapes" and "Overfit One Batch": each runs
+ * `python -m tensorsight <tool> --json <file>` with the resolved interpreter under a cancellable progress
+ * notification, streams the tool's stderr to the output channel, turns findings into Problems (diagnostics) and shows
+ * tables (profile rows, the shape map) in the sortable results view.
+ */
+import * as path from 'node:path';
+import type { InterpreterService } from '../common/interpreterService';
+import type { ExtensionPaths } from '../common/paths';
+import { prependPath, runProcess } from '../common/process';
+import {
+  commands,
+  DiagnosticClass,
+  DiagnosticSeverity,
+  type DiagnosticCollection,
+  l10n,
+  type LogOutputChannel,
+  PositionClass,
+  ProgressLocation,
+  Range,
+  Uri,
+  window,
+  workspace,
+} from '../common/vscodeapi';
+import type { ResultsView } from '../panel/resultsView';
+import { type Finding, findingsByFile, isMissingSubcommand, parseToolOutput, readReport } from './cliResults';
+
+export type Tool = 'doctor' | 'profile' | 'shapes' | 'overfit';
+
+export class CliTools {
+  constructor(
+    private readonly paths: ExtensionPaths,
+    private readonly interpreters: InterpreterService,
+    private readonly diagnostics: DiagnosticCollection,
+    private readonly results: ResultsView,
+    private readonly log: LogOutputChannel,
+  ) {}
+
+  title(tool: Tool): string {
+    switch (tool) {
+      case 'doctor':
+        return l10n.t('TensorSight doctor');
+      case 'profile':
+        return l10n.t('TensorSight profile');
+      case 'shapes':
+        return l10n.t('TensorSight shapes');
+      default:
+        return l10n.t('TensorSight overfit one batch');
+    }
+  }
+
+  async run(tool: Tool, file?: string): Promise<Finding[] | undefined> {
+    if (!workspace.isTrusted()) {
+      void window.showWarningMessage(l10n.t('TensorSight does not run code in an untrusted workspace.'));
+      return undefined;
+    }
+    const target = file ?? activePythonFile();
+    if (!target) {
+      void window.showInformationMessage(l10n.t('Open a Python training script first.'));
+      return undefined;
+    }
+    const python = await this.interpreters.require();
+    if (!python) return undefined;
+    const cwd = workspace.getWorkspaceFolder(Uri.file(target))?.uri.fsPath ?? path.dirname(target);
+    const env = {
+      ...process.env,
+      PYTHONPATH: prependPath(process.env.PYTHONPATH, [this.paths.pyhelpers], path.delimiter),
+      PYTHONUNBUFFERED: '1',
+    };
+    const args = ['-m', 'tensorsight', tool, '--json', target];
+    this.log.info(`${python} ${args.join(' ')}  (cwd ${cwd})`);
+    const title = this.title(tool);
+    const result = await window.withProgress(
+      { location: ProgressLocation.Notification, title, cancellable: true },
+      async (progress, token) => {
+        progress.report({ message: path.basename(target) });
+        const abort = new AbortController();
+        token.onCancellationRequested(() => abort.abort());
+        return runProcess(python, args, {
+          cwd,
+          env,
+          signal: abort.signal,
+          onStderr: (text) => this.log.info(text.trimEnd()),
+        });
+      },
+    );
+    if (result.signal) {
+      this.log.info(`${tool} cancelled`);
+      return undefined;
+    }
+    if (isMissingSubcommand(result.stderr, tool)) {
+      void window.showWarningMessage(
+        l10n.t('"{0}" is not available in this version of the TensorSight Python helpers.', tool),
+      );
+      return undefined;
+    }
+    const document = parseToolOutput(result.stdout);
+    if (!document) {
+      this.log.error(`${tool} printed no report (exit status ${String(result.code)})`);
+      const showLog = l10n.t('Show Log');
+      void window.showErrorMessage(l10n.t('{0} failed; see the log for details.', title), showLog).then((choice) => {
+        if (choice === showLog) this.log.show();
+      });
+      return undefined;
+    }
+    const report = readReport(document);
+    this.publish(report.findings, tool === 'doctor' ? target : undefined);
+    this.log.info(`${tool}: ${report.findings.length} finding(s)`);
+    if (tool === 'doctor') {
+      const showProblems = l10n.t('Show Problems');
+      const message =
+        report.findings.length === 0
+          ? l10n.t('TensorSight doctor: no finding in {0}.', path.basename(target))
+          : l10n.t('TensorSight doctor: {0} finding(s) in {1}.', report.findings.length, path.basename(target));
+      void window.showInformationMessage(message, showProblems).then((choice) => {
+        if (choice === showProblems) void commands.executeCommand('workbench.actions.view.problems');
+      });
+    }
+    if (tool !== 'doctor' || report.tables.length > 0) this.results.show(`${title}: ${path.basename(target)}`, report);
+    return report.findings;
+  }
+
+  /** Replaces the diagnostics of the files this run reported on (and of the script itself for the doctor). */
+  private publish(findings: Finding[], script: string | undefined): void {
+    if (script) this.diagnostics.delete(Uri.file(script));
+    for (const [file, list] of findingsByFile(findings)) {
+      const uri = Uri.file(path.resolve(file));
+      this.diagnostics.set(
+        uri,
+        list.map((finding) => {
+          const position = new PositionClass(finding.line - 1, 0);
+          const diagnostic = new DiagnosticClass(
+            new Range(position, position.translate(0, 1000)),
+            finding.message,
+            finding.severity === 'error'
+              ? DiagnosticSeverity.Error
+              : finding.severity === 'warning'
+                ? DiagnosticSeverity.Warning
+                : DiagnosticSeverity.Information,
+          );
+          diagnostic.source = 'TensorSight doctor';
+          diagnostic.code = finding.kind;
+          return diagnostic;
+        }),
+      );
+    }
+  }
+}
+
+function activePythonFile(): string | undefined {
+  const editor = window.activeTextEditor();
+  if (!editor || editor.document.languageId !== 'python' || editor.document.uri.scheme !== 'file') return undefined;
+  if (editor.document.isDirty) void editor.document.save();
+  return editor.document.uri.fsPath;
+}

@@ -1,0 +1,129 @@
+/**
+ * The one seam between TensorSight and the `vscode` module.
+ *
+ * Every other module imports the editor API from here, never from 'vscode' directly, so the unit tests can replace
+ * this single module with a fake (tests/extension/support/fakeVscode.ts) and run under plain Node.
+ */
+import * as vscode from 'vscode';
+
+export type {
+  CancellationToken,
+  DebugAdapterDescriptor,
+  DebugAdapterDescriptorFactory,
+  DebugConfiguration,
+  DebugConfigurationProvider,
+  DebugSession,
+  Diagnostic,
+  DiagnosticCollection,
+  Disposable,
+  Event,
+  ExtensionContext,
+  LogOutputChannel,
+  OutputChannel,
+  Position,
+  Progress,
+  QuickPickItem,
+  StatusBarItem,
+  TextDocument,
+  TextEditor,
+  Webview,
+  WebviewPanel,
+  WorkspaceConfiguration,
+  WorkspaceFolder,
+} from 'vscode';
+
+// Values (classes and enums) that our modules construct.
+export const {
+  DebugAdapterExecutable,
+  Diagnostic: DiagnosticClass,
+  DiagnosticSeverity,
+  DebugConfigurationProviderTriggerKind,
+  EventEmitter,
+  Location,
+  Position: PositionClass,
+  ProgressLocation,
+  Range,
+  Selection,
+  SourceBreakpoint,
+  StatusBarAlignment,
+  ThemeColor,
+  Uri,
+  ViewColumn,
+  ConfigurationTarget,
+} = vscode;
+
+export const l10n = {
+  t: (message: string, ...args: Array<string | number | boolean>): string => vscode.l10n.t(message, ...args),
+};
+
+export const window = {
+  createOutputChannel: (name: string) => vscode.window.createOutputChannel(name, { log: true }),
+  createStatusBarItem: (id: string, alignment: vscode.StatusBarAlignment, priority: number) =>
+    vscode.window.createStatusBarItem(id, alignment, priority),
+  createWebviewPanel: (viewType: string, title: string, column: vscode.ViewColumn, options: vscode.WebviewOptions & vscode.WebviewPanelOptions) =>
+    vscode.window.createWebviewPanel(viewType, title, column, options),
+  showInformationMessage: <T extends string>(message: string, ...items: T[]) =>
+    vscode.window.showInformationMessage<T>(message, ...items),
+  showWarningMessage: <T extends string>(message: string, ...items: T[]) =>
+    vscode.window.showWarningMessage<T>(message, ...items),
+  showErrorMessage: <T extends string>(message: string, ...items: T[]) =>
+    vscode.window.showErrorMessage<T>(message, ...items),
+  showQuickPick: <T extends vscode.QuickPickItem>(items: T[], options: vscode.QuickPickOptions) =>
+    vscode.window.showQuickPick<T>(items, options),
+  showInputBox: (options: vscode.InputBoxOptions) => vscode.window.showInputBox(options),
+  showTextDocument: (uri: vscode.Uri, options?: vscode.TextDocumentShowOptions) =>
+    vscode.window.showTextDocument(uri, options),
+  withProgress: <R>(
+    options: vscode.ProgressOptions,
+    task: (progress: vscode.Progress<{ message?: string }>, token: vscode.CancellationToken) => Thenable<R>,
+  ) => vscode.window.withProgress(options, task),
+  activeTextEditor: (): vscode.TextEditor | undefined => vscode.window.activeTextEditor,
+  createTerminal: (name: string) => vscode.window.createTerminal(name),
+  setStatusBarMessage: (text: string, hideAfterTimeout: number) => vscode.window.setStatusBarMessage(text, hideAfterTimeout),
+  onDidChangeActiveColorTheme: vscode.window.onDidChangeActiveColorTheme,
+};
+
+export const workspace = {
+  getConfiguration: (section?: string, scope?: vscode.ConfigurationScope) =>
+    vscode.workspace.getConfiguration(section, scope),
+  onDidChangeConfiguration: vscode.workspace.onDidChangeConfiguration,
+  onDidGrantWorkspaceTrust: vscode.workspace.onDidGrantWorkspaceTrust,
+  isTrusted: (): boolean => vscode.workspace.isTrusted,
+  workspaceFolders: (): readonly vscode.WorkspaceFolder[] | undefined => vscode.workspace.workspaceFolders,
+  getWorkspaceFolder: (uri: vscode.Uri) => vscode.workspace.getWorkspaceFolder(uri),
+  createDiagnosticCollection: (name: string) => vscode.languages.createDiagnosticCollection(name),
+};
+
+export const debug = {
+  registerDebugConfigurationProvider: (
+    type: string,
+    provider: vscode.DebugConfigurationProvider,
+    trigger?: vscode.DebugConfigurationProviderTriggerKind,
+  ) => vscode.debug.registerDebugConfigurationProvider(type, provider, trigger),
+  registerDebugAdapterDescriptorFactory: (type: string, factory: vscode.DebugAdapterDescriptorFactory) =>
+    vscode.debug.registerDebugAdapterDescriptorFactory(type, factory),
+  addBreakpoints: (breakpoints: readonly vscode.Breakpoint[]) => vscode.debug.addBreakpoints(breakpoints),
+  breakpoints: (): readonly vscode.Breakpoint[] => vscode.debug.breakpoints,
+  removeBreakpoints: (breakpoints: readonly vscode.Breakpoint[]) => vscode.debug.removeBreakpoints(breakpoints),
+  activeDebugSession: (): vscode.DebugSession | undefined => vscode.debug.activeDebugSession,
+  onDidStartDebugSession: vscode.debug.onDidStartDebugSession,
+  onDidTerminateDebugSession: vscode.debug.onDidTerminateDebugSession,
+  onDidReceiveDebugSessionCustomEvent: vscode.debug.onDidReceiveDebugSessionCustomEvent,
+  registerDebugAdapterTrackerFactory: (type: string, factory: vscode.DebugAdapterTrackerFactory) =>
+    vscode.debug.registerDebugAdapterTrackerFactory(type, factory),
+};
+
+export const commands = {
+  registerCommand: (id: string, handler: (...args: never[]) => unknown) =>
+    vscode.commands.registerCommand(id, handler as (...args: unknown[]) => unknown),
+  executeCommand: <T = unknown>(id: string, ...args: unknown[]) => vscode.commands.executeCommand<T>(id, ...args),
+};
+
+export const extensions = {
+  getExtension: (id: string) => vscode.extensions.getExtension(id),
+};
+
+export const env = {
+  openExternal: (uri: vscode.Uri) => vscode.env.openExternal(uri),
+  language: (): string => vscode.env.language,
+};

@@ -1,0 +1,117 @@
+/**
+ * Turns a "Debug Training" launch configuration (debug type `tensorsight`) into the launch request debugpy's adapter
+ * understands, and computes the environment that injects the TensorSight agent into the debuggee:
+ *   - PYTHONPATH gains `pyhelpers`, so debugpy loads our pydevd plugin before user code runs;
+ *   - TENSORSIGHT_OPTIONS carries the TensorSight launch options as JSON;
+ *   - TENSORSIGHT_HUB / TENSORSIGHT_TOKEN connect the agent to the language server's hub (when it runs).
+ * Pure functions, used by the debug configuration providers and pinned by tests/extension/launchConfig.test.ts.
+ */
+
+export const DEBUG_TYPE = 'tensorsight';
+export const SESSION_ID_KEY = 'tensorsightSessionId';
+
+export interface TensorSightLaunchConfig {
+  type: string;
+  request: string;
+  name: string;
+  program?: string;
+  module?: string;
+  args?: string[] | string;
+  cwd?: string;
+  env?: Record<string, string | null>;
+  python?: string;
+  justMyCode?: boolean;
+  console?: string;
+  stopOnEntry?: boolean;
+  breakOnNonFinite?: boolean;
+  options?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export interface Hub {
+  address: string;
+  token: string;
+}
+
+export interface AgentContext {
+  pyhelpers: string;
+  /** PATH-like separator of the platform (':' or ';'). */
+  separator: string;
+  /** The extension host's environment (its PYTHONPATH is kept after ours). */
+  baseEnv: Readonly<Record<string, string | undefined>>;
+  sessionId: string;
+  hub?: Hub;
+}
+
+/** The options object the agent reads (camelCase keys); the top-level `breakOnNonFinite` wins over `options`. */
+export function launchOptions(config: TensorSightLaunchConfig, breakOnNonFiniteDefault: boolean): Record<string, unknown> {
+  const options: Record<string, unknown> = { ...(isPlainObject(config.options) ? config.options : {}) };
+  if (typeof config.breakOnNonFinite === 'boolean') options.breakOnNonFinite = config.breakOnNonFinite;
+  else if (typeof options.breakOnNonFinite !== 'boolean') options.breakOnNonFinite = breakOnNonFiniteDefault;
+  return options;
+}
+
+/** The debuggee environment: the user's `env` plus the injection variables. A `null` value unsets a variable. */
+export function agentEnvironment(
+  userEnv: Record<string, string | null> | undefined,
+  options: Record<string, unknown>,
+  context: AgentContext,
+): Record<string, string | null> {
+  const env: Record<string, string | null> = { ...(userEnv ?? {}) };
+  const existing = 'PYTHONPATH' in env ? env.PYTHONPATH : context.baseEnv.PYTHONPATH;
+  const parts = [context.pyhelpers, ...(existing ? existing.split(context.separator) : [])].filter(
+    (part, index, all) => part.length > 0 && all.indexOf(part) === index,
+  );
+  env.PYTHONPATH = parts.join(context.separator);
+  env.TENSORSIGHT_OPTIONS = JSON.stringify(options);
+  env.TENSORSIGHT_SESSION = context.sessionId;
+  if (context.hub) {
+    env.TENSORSIGHT_HUB = context.hub.address;
+    env.TENSORSIGHT_TOKEN = context.hub.token;
+  }
+  return env;
+}
+
+/** A problem that makes the configuration unusable, in words for the user; undefined when it is fine. */
+export function launchProblem(config: TensorSightLaunchConfig): string | undefined {
+  if (config.request !== 'launch') return 'request';
+  if (!config.program && !config.module) return 'program';
+  return undefined;
+}
+
+/** The launch request for `python -m debugpy.adapter`. */
+export function toDebugpyLaunch(
+  config: TensorSightLaunchConfig,
+  python: string,
+  breakOnNonFiniteDefault: boolean,
+  context: AgentContext,
+): TensorSightLaunchConfig {
+  const options = launchOptions(config, breakOnNonFiniteDefault);
+  const launch: TensorSightLaunchConfig = {
+    ...config,
+    type: config.type,
+    request: 'launch',
+    name: config.name,
+    args: config.args ?? [],
+    console: config.console ?? 'internalConsole',
+    justMyCode: config.justMyCode ?? false,
+    python: config.python ?? python,
+    env: agentEnvironment(config.env, options, context),
+    breakOnNonFinite: options.breakOnNonFinite === true,
+    [SESSION_ID_KEY]: context.sessionId,
+  };
+  if (config.cwd === undefined) delete launch.cwd;
+  delete launch.options; // carried in TENSORSIGHT_OPTIONS; debugpy does not know this key
+  return launch;
+}
+
+/** The configuration offered for F5 without a launch.json, and as the dynamic configuration for a file. */
+export function launchForFile(name: string, program: string, cwd: string | undefined): TensorSightLaunchConfig {
+  const config: TensorSightLaunchConfig = { type: DEBUG_TYPE, request: 'launch', name, program, args: [] };
+  if (cwd) config.cwd = cwd;
+  return config;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,166 @@
+/**
+ * "Debug Training": the DebugConfigurationProvider of our `tensorsight` debug type (initial and dynamic
+ * configurations, F5 without launch.json, final resolution into a debugpy launch request with the agent injected),
+ * and the adapter factory that runs `python -m debugpy.adapter` from the bundled debugpy. Also injects the agent
+ * into the Microsoft Python extension's plain `debugpy` sessions when `tensorsight.injectIntoPythonDebugger` is on.
+ */
+import * as path from 'node:path';
+import type { InterpreterService } from '../common/interpreterService';
+import type { ExtensionPaths } from '../common/paths';
+import { prependPath } from '../common/process';
+import { readSettings } from '../common/settings';
+import {
+  type CancellationToken,
+  DebugAdapterExecutable,
+  type DebugAdapterDescriptor,
+  type DebugAdapterDescriptorFactory,
+  type DebugConfiguration,
+  type DebugConfigurationProvider,
+  type DebugSession,
+  l10n,
+  type LogOutputChannel,
+  window,
+  workspace,
+  type WorkspaceFolder,
+} from '../common/vscodeapi';
+import {
+  agentEnvironment,
+  DEBUG_TYPE,
+  launchForFile,
+  launchOptions,
+  launchProblem,
+  SESSION_ID_KEY,
+  type TensorSightLaunchConfig,
+  toDebugpyLaunch,
+} from './launchConfig';
+import type { AgentSessions } from './sessions';
+
+export class TrainingConfigurationProvider implements DebugConfigurationProvider {
+  constructor(
+    private readonly paths: ExtensionPaths,
+    private readonly interpreters: InterpreterService,
+    private readonly sessions: AgentSessions,
+    private readonly log: LogOutputChannel,
+  ) {}
+
+  /** The initial configuration written into a new launch.json. */
+  provideDebugConfigurations(folder: WorkspaceFolder | undefined): DebugConfiguration[] {
+    return [launchForFile(l10n.t('Debug Training'), '${file}', folder ? '${workspaceFolder}' : undefined)];
+  }
+
+  /** The dynamic configuration offered in the Run view: debug the active Python file. */
+  dynamicConfigurations(folder: WorkspaceFolder | undefined): DebugConfiguration[] {
+    const editor = window.activeTextEditor();
+    if (!editor || editor.document.languageId !== 'python' || editor.document.uri.scheme !== 'file') return [];
+    const file = editor.document.uri.fsPath;
+    const cwd = folder?.uri.fsPath ?? workspace.getWorkspaceFolder(editor.document.uri)?.uri.fsPath;
+    return [launchForFile(l10n.t('Debug Training: {0}', path.basename(file)), file, cwd ?? path.dirname(file))];
+  }
+
+  /** F5 with no launch.json gives an empty configuration: debug the active Python file. */
+  resolveDebugConfiguration(
+    folder: WorkspaceFolder | undefined,
+    config: DebugConfiguration,
+  ): DebugConfiguration | undefined {
+    if (!config.type && !config.request && !config.name) {
+      const editor = window.activeTextEditor();
+      if (!editor || editor.document.languageId !== 'python') {
+        void window.showErrorMessage(l10n.t('Open a Python file to debug it with "Debug Training".'));
+        return undefined;
+      }
+      const file = editor.document.uri.fsPath;
+      return launchForFile(l10n.t('Debug Training'), file, folder?.uri.fsPath ?? path.dirname(file));
+    }
+    return config;
+  }
+
+  async resolveDebugConfigurationWithSubstitutedVariables(
+    _folder: WorkspaceFolder | undefined,
+    config: DebugConfiguration,
+    _token?: CancellationToken,
+  ): Promise<DebugConfiguration | undefined> {
+    if (!workspace.isTrusted()) {
+      void window.showWarningMessage(l10n.t('TensorSight does not run code in an untrusted workspace.'));
+      return undefined;
+    }
+    const launch = config as TensorSightLaunchConfig;
+    const problem = launchProblem(launch);
+    if (problem) {
+      void window.showErrorMessage(
+        problem === 'request'
+          ? l10n.t('"Debug Training" supports "request": "launch" only.')
+          : l10n.t('"Debug Training" needs a "program" (or "module") to run.'),
+      );
+      return undefined;
+    }
+    const python = await this.interpreters.require();
+    if (!python) return undefined;
+    const { sessionId, hub } = await this.sessions.open();
+    const settings = readSettings();
+    const resolved = toDebugpyLaunch(launch, python, settings.breakOnNonFinite, {
+      pyhelpers: this.paths.pyhelpers,
+      separator: path.delimiter,
+      baseEnv: process.env,
+      sessionId,
+      hub,
+    });
+    this.log.info(`Debug Training: ${resolved.program ?? resolved.module ?? ''} (session ${sessionId})`);
+    return resolved as DebugConfiguration;
+  }
+}
+
+/** Runs debugpy's adapter with the bundled debugpy first on its PYTHONPATH. */
+export class TrainingAdapterFactory implements DebugAdapterDescriptorFactory {
+  constructor(
+    private readonly paths: ExtensionPaths,
+    private readonly interpreters: InterpreterService,
+    private readonly log: LogOutputChannel,
+  ) {}
+
+  async createDebugAdapterDescriptor(session: DebugSession): Promise<DebugAdapterDescriptor | undefined> {
+    const configured = (session.configuration as TensorSightLaunchConfig).python;
+    const python = typeof configured === 'string' && configured ? configured : await this.interpreters.require();
+    if (!python) return undefined;
+    const env = { PYTHONPATH: prependPath(process.env.PYTHONPATH, [this.paths.bundledLibs], path.delimiter) };
+    this.log.info(`debug adapter: ${python} -m debugpy.adapter`);
+    return new DebugAdapterExecutable(python, ['-m', 'debugpy.adapter'], { env });
+  }
+}
+
+/**
+ * For the Python extension's `debugpy` (and legacy `python`) types: adds the agent's environment to launch
+ * requests. Attach requests cannot be injected (the process already runs) and are left alone.
+ */
+export class PythonDebuggerInjection implements DebugConfigurationProvider {
+  constructor(
+    private readonly paths: ExtensionPaths,
+    private readonly sessions: AgentSessions,
+    private readonly log: LogOutputChannel,
+  ) {}
+
+  async resolveDebugConfigurationWithSubstitutedVariables(
+    _folder: WorkspaceFolder | undefined,
+    config: DebugConfiguration,
+  ): Promise<DebugConfiguration | undefined> {
+    const settings = readSettings();
+    if (!settings.injectIntoPythonDebugger || !workspace.isTrusted() || config.request !== 'launch') return config;
+    if (config[SESSION_ID_KEY] !== undefined) return config;
+    const launch = config as TensorSightLaunchConfig;
+    const { sessionId, hub } = await this.sessions.open();
+    const options = launchOptions(launch, settings.breakOnNonFinite);
+    this.log.info(`injecting the agent into ${config.type} session "${config.name}" (session ${sessionId})`);
+    return {
+      ...config,
+      env: agentEnvironment(launch.env, options, {
+        pyhelpers: this.paths.pyhelpers,
+        separator: path.delimiter,
+        baseEnv: process.env,
+        sessionId,
+        hub,
+      }),
+      [SESSION_ID_KEY]: sessionId,
+    };
+  }
+}
+
+export { DEBUG_TYPE };

@@ -1,0 +1,149 @@
+/**
+ * The live record of each debugged training run, built from the hub's `tensorsight/runEvent` notifications: scalar
+ * series (loss, lr, grad norms per layer, train and val), the phase breakdown, the latest weight/gradient histograms,
+ * memory, and NaN/Inf stops. Pure (no editor API): the training panel renders its snapshots, the status bar reads the
+ * step, and tests/extension/runStore.test.ts pins the reduction.
+ */
+import type { RunEvent } from '../server/protocol';
+
+export const MAX_POINTS = 2000;
+export const PHASES = ['data', 'forward', 'backward', 'optimizer', 'other'] as const;
+export type Phase = (typeof PHASES)[number];
+
+export interface Series {
+  steps: number[];
+  values: number[];
+}
+
+export interface Histogram {
+  name: string;
+  kind: 'weight' | 'grad';
+  step: number;
+  edges: number[];
+  counts: number[];
+}
+
+export interface RunSnapshot {
+  sessionId: string;
+  /** Scalar series keyed "split/name", e.g. "train/loss", "train/grad_norm/fc1.weight", "val/loss". */
+  scalars: Record<string, Series>;
+  /** Seconds per phase summed over the recorded steps, and the number of steps they cover. */
+  phaseTotals: Record<Phase, number>;
+  phaseSteps: number;
+  lastPhases?: { step: number; seconds: Record<Phase, number> };
+  histograms: Record<string, Histogram>;
+  memory: Series;
+  nonfinite: Array<{ step: number; file: string; line: number; message: string }>;
+  lastStep: number;
+  events: number;
+}
+
+export function emptyRun(sessionId: string): RunSnapshot {
+  return {
+    sessionId,
+    scalars: {},
+    phaseTotals: { data: 0, forward: 0, backward: 0, optimizer: 0, other: 0 },
+    phaseSteps: 0,
+    histograms: {},
+    memory: { steps: [], values: [] },
+    nonfinite: [],
+    lastStep: -1,
+    events: 0,
+  };
+}
+
+/** Applies one event to the run (mutating it, for speed with many events) and returns it. */
+export function applyEvent(run: RunSnapshot, event: RunEvent): RunSnapshot {
+  run.events++;
+  const step = finiteNumber(event.step);
+  if (step !== undefined) run.lastStep = Math.max(run.lastStep, step);
+  switch (event.type) {
+    case 'scalars': {
+      const values = event.values;
+      if (step === undefined || !isRecord(values)) break;
+      const split = typeof event.split === 'string' ? event.split : 'train';
+      for (const [name, value] of Object.entries(values)) {
+        // NaN/Inf are kept (as null gaps in the plot) so a blow-up is visible rather than silently dropped.
+        if (typeof value !== 'number' && value !== null) continue;
+        const key = `${split}/${name}`;
+        const series = (run.scalars[key] ??= { steps: [], values: [] });
+        push(series, step, typeof value === 'number' ? value : Number.NaN);
+      }
+      break;
+    }
+    case 'phases': {
+      const seconds = event.seconds;
+      if (!isRecord(seconds)) break;
+      const clean = { data: 0, forward: 0, backward: 0, optimizer: 0, other: 0 } as Record<Phase, number>;
+      for (const phase of PHASES) {
+        const value = finiteNumber(seconds[phase]);
+        if (value !== undefined && value >= 0) clean[phase] = value;
+        run.phaseTotals[phase] += clean[phase];
+      }
+      run.phaseSteps++;
+      run.lastPhases = { step: step ?? run.phaseSteps, seconds: clean };
+      break;
+    }
+    case 'histogram': {
+      const { name, kind, edges, counts } = event;
+      if (typeof name !== 'string' || !isNumberArray(edges) || !isNumberArray(counts)) break;
+      if (edges.length !== counts.length + 1) break;
+      const histogramKind = kind === 'grad' ? 'grad' : 'weight';
+      run.histograms[`${histogramKind}:${name}`] = { name, kind: histogramKind, step: step ?? -1, edges, counts };
+      break;
+    }
+    case 'memory': {
+      const bytes = finiteNumber(event.cuda_allocated) ?? finiteNumber(event.cpu_rss_bytes);
+      if (step !== undefined && bytes !== undefined) push(run.memory, step, bytes);
+      break;
+    }
+    case 'nonfinite': {
+      run.nonfinite.push({
+        step: step ?? -1,
+        file: typeof event.file === 'string' ? event.file : '',
+        line: finiteNumber(event.line) ?? 0,
+        message: typeof event.message === 'string' ? event.message : 'NaN/Inf',
+      });
+      break;
+    }
+    default:
+      break;
+  }
+  return run;
+}
+
+/** Share of each phase in the recorded time (0..1), or undefined before the first phases event. */
+export function phaseShares(run: RunSnapshot): Record<Phase, number> | undefined {
+  const total = PHASES.reduce((sum, phase) => sum + run.phaseTotals[phase], 0);
+  if (run.phaseSteps === 0 || total <= 0) return undefined;
+  const shares = {} as Record<Phase, number>;
+  for (const phase of PHASES) shares[phase] = run.phaseTotals[phase] / total;
+  return shares;
+}
+
+/** Keeps a series bounded: past MAX_POINTS, every other old point is dropped (the shape of the curve survives). */
+function push(series: Series, step: number, value: number): void {
+  const last = series.steps.length - 1;
+  if (last >= 0 && series.steps[last] === step) {
+    series.values[last] = value; // the same step reported again (e.g. a re-logged value): keep the latest
+    return;
+  }
+  series.steps.push(step);
+  series.values.push(value);
+  if (series.steps.length > MAX_POINTS) {
+    series.steps = series.steps.filter((_, index) => index % 2 === 0 || index === series.steps.length - 1);
+    series.values = series.values.filter((_, index) => index % 2 === 0 || index === series.values.length - 1);
+  }
+}
+
+function finiteNumber(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isNumberArray(value: unknown): value is number[] {
+  return Array.isArray(value) && value.every((item) => typeof item === 'number');
+}

@@ -1,0 +1,170 @@
+/**
+ * Owns the language server's lifetime: resolves the interpreter, starts `python -m tensorsight.server` with
+ * vscode-languageclient, restarts it serially when the interpreter or a server setting changes, and relays the
+ * custom notifications (run events, GPU, status) to the rest of the extension. Called from extension.ts.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import {
+  CloseAction,
+  ErrorAction,
+  LanguageClient,
+  type LanguageClientOptions,
+  type ServerOptions,
+  State,
+  TransportKind,
+} from 'vscode-languageclient/node';
+import type { Resolution } from '../common/interpreter';
+import type { ExtensionPaths } from '../common/paths';
+import { SerialRunner } from '../common/serial';
+import { readSettings } from '../common/settings';
+import { EventEmitter, type LogOutputChannel, workspace } from '../common/vscodeapi';
+import { SERVER_MODULE, serverLaunch } from './launch';
+import { type GpuParams, Methods, type RunEventParams, type StatusParams } from './protocol';
+
+export type ServerState = 'starting' | 'ready' | 'failed' | 'disabled' | 'stopped';
+
+export class LanguageServer {
+  private client: LanguageClient | undefined;
+  private readonly runner: SerialRunner;
+  private readonly stateEmitter = new EventEmitter<ServerState>();
+  private readonly runEventEmitter = new EventEmitter<RunEventParams>();
+  private readonly gpuEmitter = new EventEmitter<GpuParams>();
+  private readonly statusEmitter = new EventEmitter<StatusParams>();
+  private currentState: ServerState = 'stopped';
+  private lastFailure = '';
+
+  readonly onDidChangeState = this.stateEmitter.event;
+  readonly onRunEvent = this.runEventEmitter.event;
+  readonly onGpu = this.gpuEmitter.event;
+  readonly onStatus = this.statusEmitter.event;
+
+  constructor(
+    private readonly paths: ExtensionPaths,
+    private readonly log: LogOutputChannel,
+    private readonly resolve: () => Promise<Resolution>,
+    private readonly onStartFailure: (detail: string) => void,
+  ) {
+    this.runner = new SerialRunner(
+      () => this.restartNow(),
+      (error) => this.log.error(`language server restart failed: ${String(error)}`),
+    );
+  }
+
+  get state(): ServerState {
+    return this.currentState;
+  }
+
+  get failure(): string {
+    return this.lastFailure;
+  }
+
+  /** Stops any running server and starts a new one; overlapping calls coalesce (one restart in flight). */
+  restart(): Promise<void> {
+    return this.runner.request();
+  }
+
+  /** Sends a custom request; undefined when the server is not running or the request fails (logged). */
+  async request<R>(method: string, params: unknown): Promise<R | undefined> {
+    const client = this.client;
+    if (!client || client.state !== State.Running) return undefined;
+    try {
+      return await client.sendRequest<R>(method, params);
+    } catch (error) {
+      this.log.warn(`${method} failed: ${String(error)}`);
+      return undefined;
+    }
+  }
+
+  async dispose(): Promise<void> {
+    await this.stopClient();
+    this.stateEmitter.dispose();
+    this.runEventEmitter.dispose();
+    this.gpuEmitter.dispose();
+    this.statusEmitter.dispose();
+  }
+
+  private setState(state: ServerState): void {
+    this.currentState = state;
+    this.stateEmitter.fire(state);
+  }
+
+  private async stopClient(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (!client) return;
+    try {
+      if (client.isRunning()) await client.stop(5000);
+      else await client.dispose(2000);
+    } catch (error) {
+      this.log.warn(`stopping the language server: ${String(error)}`);
+    }
+  }
+
+  private async restartNow(): Promise<void> {
+    await this.stopClient();
+    if (!readSettings().serverEnabled) {
+      this.log.info('language server disabled by tensorsight.server.enabled');
+      this.setState('disabled');
+      return;
+    }
+    this.setState('starting');
+    const resolution = await this.resolve();
+    if (!resolution.ok) {
+      this.lastFailure = resolution.detail;
+      this.setState('failed');
+      return; // the caller already told the user how to fix the interpreter
+    }
+    if (!fs.existsSync(path.join(this.paths.pyhelpers, ...SERVER_MODULE.split('.')))) {
+      // A build without the server package: say so once in the log and the status bar, no error pop-ups.
+      this.lastFailure = `${SERVER_MODULE} is not in ${this.paths.pyhelpers}`;
+      this.log.error(`language server not started: ${this.lastFailure}`);
+      this.setState('failed');
+      return;
+    }
+    const launch = serverLaunch(resolution.command, this.paths, process.env);
+    this.log.info(`starting language server: ${launch.command} ${launch.args.join(' ')} (${resolution.source})`);
+    const serverOptions: ServerOptions = {
+      command: launch.command,
+      args: launch.args,
+      transport: TransportKind.stdio,
+      options: { env: launch.env, cwd: workspace.workspaceFolders()?.[0]?.uri.fsPath },
+    };
+    let exitedEarly = false;
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ scheme: 'file', language: 'python' }],
+      outputChannel: this.log,
+      connectionOptions: { maxRestartCount: 0 },
+      initializationOptions: { trusted: workspace.isTrusted() },
+      errorHandler: {
+        error: () => ({ action: ErrorAction.Continue, handled: true }),
+        closed: () => {
+          exitedEarly = true;
+          if (this.currentState === 'ready') {
+            this.lastFailure = 'the language server exited';
+            this.setState('failed');
+            this.onStartFailure(this.lastFailure);
+          }
+          return { action: CloseAction.DoNotRestart, handled: true };
+        },
+      },
+      initializationFailedHandler: () => false,
+    };
+    const client = new LanguageClient('tensorsight', 'TensorSight', serverOptions, clientOptions);
+    client.onNotification(Methods.runEvent, (params: RunEventParams) => this.runEventEmitter.fire(params));
+    client.onNotification(Methods.gpu, (params: GpuParams) => this.gpuEmitter.fire(params));
+    client.onNotification(Methods.status, (params: StatusParams) => this.statusEmitter.fire(params));
+    this.client = client;
+    try {
+      await client.start();
+      this.log.info('language server ready');
+      this.setState('ready');
+    } catch (error) {
+      this.lastFailure = exitedEarly ? 'the server process exited during start-up (see the log)' : String(error);
+      this.log.error(`language server failed to start: ${this.lastFailure}`);
+      await this.stopClient();
+      this.setState('failed');
+      this.onStartFailure(this.lastFailure);
+    }
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * TensorSight's custom LSP methods and their payloads (the contract with pyhelpers/tensorsight/server).
+ */
+
+export const Methods = {
+  startSession: 'tensorsight/startSession',
+  endSession: 'tensorsight/endSession',
+  validateCondition: 'tensorsight/validateCondition',
+  suggestConditions: 'tensorsight/suggestConditions',
+  runEvent: 'tensorsight/runEvent',
+  gpu: 'tensorsight/gpu',
+  status: 'tensorsight/status',
+} as const;
+
+export interface StartSessionResult {
+  address: string;
+  token: string;
+}
+
+export interface ValidateConditionParams {
+  uri: string;
+  /** 0-based */
+  line: number;
+  condition: string;
+}
+
+export interface ValidateConditionResult {
+  undefinedNames: string[];
+  message: string;
+}
+
+export interface ConditionSuggestion {
+  label: string;
+  condition: string;
+  description: string;
+}
+
+export interface RunEvent {
+  type: string;
+  step?: number;
+  [key: string]: unknown;
+}
+
+export interface RunEventParams {
+  sessionId: string;
+  event: RunEvent;
+}
+
+export interface GpuInfo {
+  index: number;
+  name: string;
+  utilization: number;
+  memoryUsed: number;
+  memoryTotal: number;
+  processMemoryUsed?: number;
+}
+
+export interface GpuParams {
+  available: boolean;
+  gpus: GpuInfo[];
+  message?: string;
+}
+
+export interface StatusParams {
+  sessions: number;
+  state: string;
+}

@@ -1,0 +1,507 @@
+"""Breakpoint conditions, statically: which names a condition uses that do not exist at its line, and what to offer.
+
+debugpy evaluates a breakpoint condition with ``eval`` in the stopped frame and treats an exception as "false", so a
+condition naming a variable that does not exist at that line is a breakpoint that silently never fires. The language
+server's ``tensorsight/validateCondition`` request calls ``validate_condition`` to warn about it before the user runs,
+and ``tensorsight/suggestConditions`` calls ``suggest_conditions`` for the quick pick of "Add Tensor Breakpoint…".
+
+Pure: source text in, plain data out (no I/O, no torch). Lines are 1-based here; the server converts from LSP's
+0-based lines.
+
+Scope rules (what ``eval`` in the stopped frame can see):
+- module level: module names bound before the line, builtins, and the ``tensorsight`` builtin;
+- in a function: its parameters and locals bound before the line (or anywhere in an enclosing loop: they exist from
+  the second iteration on), every module-level name (functions usually run after the module is loaded), and names of
+  enclosing functions only when the function itself uses them (a closure keeps just those);
+- in a class body: class names bound before the line and module names bound before the class.
+A name that is bound on some branch only counts as defined: the check flags names with no binding at all.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import keyword
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+BUILTIN_NAME = "tensorsight"
+
+MODULE_DUNDERS = frozenset(
+    {
+        "__name__",
+        "__file__",
+        "__doc__",
+        "__package__",
+        "__spec__",
+        "__loader__",
+        "__builtins__",
+        "__annotations__",
+        "__cached__",
+        "__debug__",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """One helper of the ``tensorsight`` builtin, as the editor lists it."""
+
+    name: str
+    signature: str
+    description: str
+
+
+# The breakpoint predicates of tensorsight.agent.conditions (a test keeps the two in step).
+PREDICATES: tuple[Predicate, ...] = (
+    Predicate("nan", "nan(x)", "True when x (tensor, array, number, module, optimizer, list/dict) holds a NaN"),
+    Predicate("inf", "inf(x)", "True when x holds +Inf or -Inf"),
+    Predicate("nonfinite", "nonfinite(x)", "True when x holds a NaN or an Inf"),
+    Predicate(
+        "spike",
+        "spike(x, factor=3.0, warmup=5)",
+        "True when |x| jumps above factor × its running level at this breakpoint (or turns NaN/Inf)",
+    ),
+    Predicate("grad_norm", "grad_norm(model_or_params)", "Total L2 norm of the gradients (a number to compare)"),
+    Predicate("shape_is", "shape_is(x, shape)", "True when x.shape matches; None or -1 match any size, ... any dims"),
+    Predicate(
+        "wrong_device",
+        "wrong_device(*tensors_or_modules, device=None)",
+        "True when the tensors/modules are not all on one device (or not on `device`)",
+    ),
+    Predicate("zero", "zero(x)", "True when every element of x is exactly 0 (a dead layer, a zeroed gradient)"),
+    Predicate("exploding", "exploding(x, limit=1e4)", "True when some |element| exceeds limit, or is NaN/Inf"),
+    Predicate("changed", "changed(x)", "True when x differs from the last evaluation at this breakpoint"),
+    Predicate(
+        "grad_missing",
+        "grad_missing(model_or_params)",
+        "True when a trainable parameter has no gradient (backward skipped, graph detached)",
+    ),
+    Predicate("step", "step()", "The training step in progress, 1-based (one step = one optimizer.step())"),
+    Predicate("rank", "rank()", "This process's torch.distributed rank (0 when not distributed)"),
+    Predicate("world_size", "world_size()", "Number of distributed processes (1 when not distributed)"),
+    Predicate("on_rank", "on_rank(*ranks)", "True on the given ranks (rank 0 when none are given)"),
+)
+
+# Runtime helpers of the builtin that are not predicates but are valid in conditions and the Debug Console.
+OTHER_PUBLIC_NAMES = frozenset({"break_on_nonfinite", "last_nonfinite", "summarize", "__version__"})
+
+
+def predicate_names() -> list[str]:
+    return [p.name for p in PREDICATES]
+
+
+# ---- validation ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConditionCheck:
+    """The verdict on one condition at one line: a syntax error, or the names it uses that do not exist there."""
+
+    syntax_error: str | None = None
+    undefined: tuple[str, ...] = ()
+    unknown_helpers: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return self.syntax_error is None and not self.undefined and not self.unknown_helpers
+
+    def message(self, line: int) -> str:
+        """One sentence for the editor's warning (empty when the condition is fine)."""
+        if self.syntax_error is not None:
+            return f"The condition is not a valid Python expression: {self.syntax_error}."
+        parts: list[str] = []
+        if self.undefined:
+            names = ", ".join(f"`{n}`" for n in self.undefined)
+            verb = "is" if len(self.undefined) == 1 else "are"
+            parts.append(f"{names} {verb} not defined at line {line}")
+        if self.unknown_helpers:
+            names = ", ".join(f"`{n}`" for n in self.unknown_helpers)
+            parts.append(f"{names} {'is' if len(self.unknown_helpers) == 1 else 'are'} not a TensorSight helper")
+        if not parts:
+            return ""
+        return "; ".join(parts) + ": debugpy would treat the condition as false and never stop."
+
+
+def check_condition(
+    source: str, line: int, condition: str, public_names: Iterable[str] | None = None
+) -> ConditionCheck:
+    """Check ``condition`` as a breakpoint condition at 1-based ``line`` of the module ``source``."""
+    try:
+        tree = ast.parse(condition.strip(), mode="eval")
+    except SyntaxError as exc:
+        return ConditionCheck(syntax_error=exc.msg or "invalid syntax")
+    used = _names_used(tree)
+    unknown = _unknown_helpers(tree, public_names)
+    if not used:
+        return ConditionCheck(unknown_helpers=unknown)
+    defined, complete = _names_defined_at(source, line)
+    if not complete:
+        return ConditionCheck(unknown_helpers=unknown, notes=("the file cannot be analysed; names were not checked",))
+    undefined = tuple(name for name in used if name not in defined and not _is_builtin(name))
+    return ConditionCheck(undefined=undefined, unknown_helpers=unknown)
+
+
+def undefined_names(source: str, line: int, condition: str) -> list[str]:
+    """Names ``condition`` uses that are not defined at 1-based ``line`` of ``source`` (unknown helpers included as
+    ``tensorsight.<name>``); ``[]`` when the condition is fine or cannot be parsed (see ``validate_condition``)."""
+    check = check_condition(source, line, condition)
+    return [*check.undefined, *check.unknown_helpers]
+
+
+def validate_condition(source: str, line: int, condition: str) -> dict[str, Any]:
+    """The ``tensorsight/validateCondition`` answer: ``{undefinedNames, message, syntaxError}`` (JSON-able)."""
+    check = check_condition(source, line, condition)
+    return {
+        "undefinedNames": [*check.undefined, *check.unknown_helpers],
+        "message": check.message(line),
+        "syntaxError": check.syntax_error,
+    }
+
+
+def _is_builtin(name: str) -> bool:
+    return name == BUILTIN_NAME or name in MODULE_DUNDERS or hasattr(builtins, name)
+
+
+def _names_used(tree: ast.AST) -> list[str]:
+    """Names the expression reads, minus those it binds itself (lambda parameters, comprehension targets, ``:=``)."""
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda):
+            bound.update(_parameter_names(node.args))
+        elif isinstance(node, ast.comprehension):
+            bound.update(_target_names(node.target))
+        elif isinstance(node, ast.NamedExpr):
+            bound.update(_target_names(node.target))
+    used: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound:
+            if node.id not in used:
+                used.append(node.id)
+    return used
+
+
+def _unknown_helpers(tree: ast.AST, public_names: Iterable[str] | None) -> tuple[str, ...]:
+    known = set(public_names) if public_names is not None else _public_names()
+    unknown: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == BUILTIN_NAME:
+            if node.attr not in known and f"{BUILTIN_NAME}.{node.attr}" not in unknown:
+                unknown.append(f"{BUILTIN_NAME}.{node.attr}")
+    return tuple(unknown)
+
+
+def _public_names() -> set[str]:
+    names = set(predicate_names()) | OTHER_PUBLIC_NAMES
+    try:
+        import tensorsight  # the package itself is stdlib-only at import
+
+        names.update(getattr(tensorsight, "__all__", ()))
+    except ImportError:  # pragma: no cover - core used outside the package
+        pass
+    return names
+
+
+# ---- scope analysis -------------------------------------------------------------------------------------------------
+
+_ScopeNode = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _names_defined_at(source: str, line: int) -> tuple[set[str], bool]:
+    """Names visible to ``eval`` in a frame stopped at ``line``; the flag is False when the analysis is impossible
+    (the file does not parse, or a star import hides what the module defines)."""
+    try:
+        module = ast.parse(source)
+    except SyntaxError:
+        return _names_in_text(source), True
+    if any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in ast.walk(module)):
+        return set(), False
+    chain = _scope_chain(module, line)
+    innermost = chain[-1]
+    defined: set[str] = set()
+    if isinstance(innermost, ast.Module):
+        defined |= _bindings(innermost.body, line, innermost)
+        return defined, True
+    if isinstance(innermost, ast.ClassDef):
+        defined |= _bindings(innermost.body, line, innermost)
+        outer = chain[-2] if len(chain) > 1 else module
+        if isinstance(outer, ast.Module):
+            defined |= _bindings(outer.body, innermost.lineno, outer)
+        else:
+            defined |= _all_bindings(outer)
+        return defined, True
+    # a function: its own names, every module name, and the enclosing functions' names it closes over
+    defined |= _parameter_names(innermost.args)
+    defined |= _bindings(innermost.body, line, innermost)
+    defined |= _declared(innermost, ast.Global) | _declared(innermost, ast.Nonlocal)
+    defined |= _all_bindings(module)
+    free = _loaded_names(innermost)
+    for outer in chain[1:-1]:
+        if isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            outer_names = _parameter_names(outer.args) | _all_bindings(outer)
+            defined |= outer_names & free
+    return defined, True
+
+
+def _names_in_text(source: str) -> set[str]:
+    """Fallback while the file does not parse (mid-edit): any identifier written in it may be defined."""
+    return {w for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", source) if not keyword.iskeyword(w)}
+
+
+def _scope_chain(module: ast.Module, line: int) -> list[_ScopeNode]:
+    """Module, then each function/class whose body contains ``line``, outermost first."""
+    chain: list[_ScopeNode] = [module]
+    body: list[ast.stmt] = module.body
+    while True:
+        inner = _scope_containing(body, line)
+        if inner is None:
+            return chain
+        chain.append(inner)
+        body = inner.body
+
+
+def _scope_containing(body: list[ast.stmt], line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | None:
+    for stmt in body:
+        end = getattr(stmt, "end_lineno", None) or stmt.lineno
+        if not stmt.lineno <= line <= end:
+            continue
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            # the `def` line and decorators run in the enclosing scope; the body starts at its first statement
+            if stmt.body and stmt.body[0].lineno <= line:
+                return stmt
+            return None
+        for child_body in _child_bodies(stmt):
+            found = _scope_containing(child_body, line)
+            if found is not None:
+                return found
+    return None
+
+
+def _child_bodies(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
+    for name in ("body", "orelse", "finalbody"):
+        value = getattr(stmt, name, None)
+        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+            yield value
+    for handler in getattr(stmt, "handlers", []) or []:
+        yield handler.body
+    for case in getattr(stmt, "cases", []) or []:
+        yield case.body
+
+
+def _bindings(body: list[ast.stmt], line: int, scope: ast.AST) -> set[str]:
+    """Names bound in ``body`` (not descending into nested scopes) by statements that completed before ``line``, plus
+    names bound anywhere in a loop that encloses ``line`` (they exist from the loop's second iteration)."""
+    names: set[str] = set()
+    for stmt in body:
+        end = getattr(stmt, "end_lineno", None) or stmt.lineno
+        if end < line:
+            names |= _statement_bindings(stmt)
+            continue
+        if stmt.lineno > line:
+            break
+        # the statement contains the line: header bindings made before its body runs, then recurse into the body
+        if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While)):
+            if isinstance(stmt, (ast.For, ast.AsyncFor)) and stmt.body and stmt.body[0].lineno <= line:
+                names |= _target_names(stmt.target)
+            if stmt.body and stmt.body[0].lineno <= line <= (stmt.body[-1].end_lineno or stmt.lineno):
+                names |= _statement_bindings(stmt)  # loop-carried names
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            if stmt.body and stmt.body[0].lineno <= line:
+                for item in stmt.items:
+                    if item.optional_vars is not None:
+                        names |= _target_names(item.optional_vars)
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            for handler in getattr(stmt, "handlers", []):
+                if handler.name and handler.body and handler.body[0].lineno <= line <= (handler.end_lineno or 0):
+                    names.add(handler.name)
+        elif isinstance(stmt, ast.Match):
+            for case in stmt.cases:
+                if case.body and case.body[0].lineno <= line <= (case.body[-1].end_lineno or 0):
+                    names |= _pattern_names(case.pattern)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        names |= _walrus_names_before(stmt, line)
+        for child_body in _child_bodies(stmt):
+            names |= _bindings(child_body, line, scope)
+    return names
+
+
+def _all_bindings(scope: _ScopeNode) -> set[str]:
+    """Every name a scope binds, wherever (used for module names seen from functions, and closures)."""
+    names: set[str] = set()
+    for stmt in scope.body:
+        names |= _statement_bindings(stmt)
+    return names
+
+
+def _statement_bindings(stmt: ast.stmt) -> set[str]:
+    """Names one statement binds in its own scope, including inside its nested blocks (not nested scopes)."""
+    names: set[str] = set()
+    for node in _walk_same_scope(stmt):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                names |= _target_names(target)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            if not isinstance(node, ast.AnnAssign) or node.value is not None:
+                names |= _target_names(node.target)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            names |= _target_names(node.target)
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            names |= _target_names(node.optional_vars)
+        elif isinstance(node, ast.NamedExpr):
+            names |= _target_names(node.target)
+        elif isinstance(node, ast.match_case):
+            names |= _pattern_names(node.pattern)
+        elif type(node).__name__ == "TypeAlias":
+            names |= _target_names(node.name)  # type: ignore[attr-defined]
+    return names
+
+
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, *_COMPREHENSIONS)
+
+
+def _walk_same_scope(node: ast.AST) -> Iterator[ast.AST]:
+    """``ast.walk`` that yields nested function/class/lambda/comprehension nodes but does not enter them."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield node  # its name binds here; its body is another scope
+        return
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if current is not node and isinstance(current, _NESTED_SCOPES):
+            if isinstance(current, _COMPREHENSIONS):
+                # a walrus inside a comprehension binds in the enclosing scope
+                stack.extend(n for n in ast.walk(current) if isinstance(n, ast.NamedExpr))
+            continue
+        stack.extend(ast.iter_child_nodes(current))
+
+
+def _walrus_names_before(stmt: ast.stmt, line: int) -> set[str]:
+    names: set[str] = set()
+    for node in _walk_same_scope(stmt):
+        if isinstance(node, ast.NamedExpr) and (node.end_lineno or node.lineno) < line:
+            names |= _target_names(node.target)
+    return names
+
+
+def _declared(scope: ast.FunctionDef | ast.AsyncFunctionDef, kind: type[ast.Global] | type[ast.Nonlocal]) -> set[str]:
+    return {
+        name for stmt in scope.body for node in _walk_same_scope(stmt) if isinstance(node, kind) for name in node.names
+    }
+
+
+def _loaded_names(scope: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(scope) if isinstance(n, ast.Name)}
+
+
+def _parameter_names(args: ast.arguments) -> set[str]:
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    names = {a.arg for a in params}
+    if args.vararg is not None:
+        names.add(args.vararg.arg)
+    if args.kwarg is not None:
+        names.add(args.kwarg.arg)
+    return names
+
+
+def _target_names(target: ast.AST) -> set[str]:
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return {name for element in target.elts for name in _target_names(element)}
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    return set()  # attribute or subscript targets bind no name
+
+
+def _pattern_names(pattern: ast.AST) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(pattern):
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+    return names
+
+
+# ---- suggestions ----------------------------------------------------------------------------------------------------
+
+KINDS = ("tensor", "scalar", "module", "optimizer", "array", "number", "sequence")
+
+_LOSS_WORDS = ("loss", "cost", "objective", "nll", "mse", "ce", "kl", "elbo", "err", "error", "reward", "metric")
+_MODULE_WORDS = ("model", "net", "module", "encoder", "decoder", "layer", "head", "backbone", "block", "mlp", "cnn")
+_OPTIMIZER_WORDS = ("optimizer", "optim", "opt", "sgd", "adam", "adamw")
+_PARAM_WORDS = ("weight", "bias", "param", "params", "parameters", "grad", "grads")
+
+
+def guess_kind(name: str) -> str:
+    """What ``name`` most likely holds, from its last dotted part: ``loss`` -> scalar, ``model.encoder`` -> module."""
+    last = name.rsplit(".", 1)[-1].lower()
+    words = set(re.split(r"[_\d]+", last)) | {last}
+    if words & set(_OPTIMIZER_WORDS):
+        return "optimizer"
+    if last in ("weight", "bias", "grad") or last.endswith(("_weight", "_bias", "_grad")):
+        return "tensor"
+    if words & set(_LOSS_WORDS) or last in ("lr", "step", "epoch", "acc", "accuracy"):
+        return "scalar"
+    if words & set(_MODULE_WORDS) or last.startswith(("fc", "conv", "linear", "lin", "attn", "ln", "bn")):
+        return "module"
+    return "tensor"
+
+
+def suggest_conditions(name: str, kind_hint: str | None = None, shape: list[int] | None = None) -> list[dict[str, str]]:
+    """Conditions for the quick pick of "Add Tensor Breakpoint…", most useful first: ``[{label, condition,
+    description}]``. ``kind_hint`` (one of ``KINDS``, e.g. from a value observed at run time) beats the guess from the
+    name; ``shape`` (observed) pre-fills ``shape_is`` with the batch dimension left free."""
+    expr = name.strip()
+    kind = kind_hint if kind_hint in KINDS else guess_kind(expr)
+    ts = BUILTIN_NAME
+    out: list[tuple[str, str]] = []
+
+    def add(condition: str, description: str) -> None:
+        if condition not in (c for c, _ in out):
+            out.append((condition, description))
+
+    if kind in ("scalar", "number"):
+        add(f"{ts}.nonfinite({expr})", "stop when it becomes NaN or Inf")
+        add(f"{ts}.spike({expr}, 3)", "stop when it jumps above 3× its running level")
+        add(f"{ts}.nan({expr})", "stop when it becomes NaN")
+        add(f"{ts}.step() >= 100 and {ts}.nonfinite({expr})", "NaN/Inf, from step 100 on")
+        add(f"{ts}.changed({expr}) is False", "stop when it stops changing")
+    elif kind == "module":
+        add(f"{ts}.nonfinite({expr})", "stop when a parameter or gradient holds NaN/Inf")
+        add(f"{ts}.grad_norm({expr}) > 1e3", "exploding gradients (total L2 norm above 1000)")
+        add(f"{ts}.grad_norm({expr}) < 1e-7", "vanishing gradients (total L2 norm below 1e-7)")
+        add(f"{ts}.grad_missing({expr})", "a trainable parameter got no gradient (detached graph, no backward)")
+        add(f"{ts}.wrong_device({expr})", "its parameters are not all on one device")
+        add(f"not {ts}.changed({expr})", "its parameters did not change since the last stop (frozen, lr 0)")
+    elif kind == "optimizer":
+        add(f"{ts}.nonfinite({expr})", "a parameter or gradient it updates holds NaN/Inf")
+        add(f"{ts}.grad_norm({expr}) > 1e3", "exploding gradients in its parameter groups")
+        add(f"{ts}.grad_missing({expr})", "one of its parameters got no gradient")
+    else:  # tensor, array, sequence
+        add(f"{ts}.nonfinite({expr})", "stop when it holds NaN or Inf")
+        add(f"{ts}.nan({expr})", "stop when it holds NaN")
+        if shape:
+            wildcard = ["None", *(str(int(d)) for d in shape[1:])] if len(shape) > 1 else [str(int(shape[0]))]
+            text = "(" + ", ".join(wildcard) + ("," if len(wildcard) == 1 else "") + ")"
+            add(f"not {ts}.shape_is({expr}, {text})", f"its shape is not {text.replace('None', 'any')}")
+        else:
+            add(f"not {ts}.shape_is({expr}, (None, 10))", "its shape is not (any, 10): edit the expected shape")
+        add(f"{ts}.exploding({expr}, 1e4)", "some |value| exceeds 1e4")
+        add(f"{ts}.zero({expr})", "it is all zeros")
+        add(f"{ts}.spike({expr}, 3)", "its magnitude jumps above 3× its running level")
+        add(f"{ts}.wrong_device({expr}, device='cuda')", "it is not on the GPU")
+    add(f"{ts}.on_rank(0) and {ts}.nonfinite({expr})", "NaN/Inf, on rank 0 only (torch.distributed)")
+    return [{"label": condition, "condition": condition, "description": description} for condition, description in out]

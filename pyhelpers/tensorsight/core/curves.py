@@ -1,0 +1,337 @@
+"""Curve diagnosis: what the recorded loss and gradient series of a run say about its training dynamics (pure).
+
+The seed lesson's list of what to look for in the curves, as ``dynamics`` findings with their evidence:
+
+- training loss not decreasing: the learning rate is too low, or a bug stops learning;
+- training loss oscillating or diverging: the learning rate is too high;
+- training loss falling while validation loss rises: overfitting;
+- gradients of the first layers orders of magnitude below the last ones: vanishing gradients;
+- gradient norm exploding: clip gradients (and/or lower the learning rate).
+
+A healthy run gets no finding. The agent records the series (``tensorsight.agent.scalars``) and calls
+``diagnose_curves`` at the end of the run; the thresholds below are deliberately conservative, because a false
+"your training is broken" costs the user more than a missed one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .findings import Finding
+
+Location = tuple[str, int]
+
+MIN_LOSS_STEPS = 20  # fewer training steps than this: no loss diagnosis
+NOT_DECREASING_RATIO = 0.95  # the end of the run keeps at least 95% of the starting loss
+DIVERGING_RATIO = 1.5  # the end of the run is 50% above its start
+OSCILLATION_SWING = 0.5  # median step-to-step change, relative to the loss level
+OSCILLATION_FLIPS = 0.4  # share of steps where the loss changes direction
+OSCILLATION_PROGRESS = 0.8  # ... and the run kept more than 80% of its starting loss
+OVERFIT_RISE = 0.1  # validation loss 10% above its best value
+MIN_VAL_POINTS = 4  # validation passes needed before judging overfitting
+VANISHING_RATIO = 1e-3  # first-layer gradient norm below 1/1000 of the last layer's
+EXPLODING_NORM = 1e3  # a total gradient norm this large is abnormal for any usual loss scale
+EXPLODING_GROWTH = 100.0  # or it grew this much from the start of the run
+SPIKE_FACTOR = 3.0  # a loss is a spike when above this many times its recent median
+SPIKE_WINDOW = 20
+
+
+class Series:
+    """Values recorded per step, thinned evenly when the run is long so memory stays bounded.
+
+    Once ``limit`` points are stored every second point is dropped and only every ``stride``-th new value is kept,
+    so a 10-million-step run still costs a few thousand floats while its shape (start, end, trend) survives.
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self.steps: list[int] = []
+        self.values: list[float] = []
+        self._limit = max(16, int(limit))
+        self._stride = 1
+        self._seen = 0
+        self.first_nonfinite_step: int | None = None
+
+    def add(self, step: int, value: float) -> None:
+        if not math.isfinite(value) and self.first_nonfinite_step is None:
+            self.first_nonfinite_step = step
+        self._seen += 1
+        if (self._seen - 1) % self._stride:
+            return
+        self.steps.append(int(step))
+        self.values.append(float(value))
+        if len(self.values) > self._limit:
+            self.steps = self.steps[::2]
+            self.values = self.values[::2]
+            self._stride *= 2
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+@dataclass
+class TrainingCurves:
+    """Everything the diagnosis reads: the series of one run and where in the user's code they come from."""
+
+    train_loss: Sequence[float] = ()
+    train_steps: Sequence[int] = ()
+    val_loss: Sequence[float] = ()
+    val_steps: Sequence[int] = ()
+    grad_norm: Sequence[float] = ()
+    grad_steps: Sequence[int] = ()
+    early_layer: str | None = None
+    late_layer: str | None = None
+    early_grad_norm: Sequence[float] = ()
+    late_grad_norm: Sequence[float] = ()
+    lr: float | None = None
+    first_nonfinite_loss_step: int | None = None
+    first_nonfinite_grad_step: int | None = None
+    # user source lines: backward() call, optimizer construction, validation loss, model call
+    loss_at: Location | None = None
+    optimizer_at: Location | None = None
+    validation_at: Location | None = None
+    model_at: Location | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
+
+
+def is_spike(recent: Sequence[float], value: float, factor: float = SPIKE_FACTOR, floor: float = 0.0) -> bool:
+    """True when ``value`` jumps above ``factor`` times the median of ``recent`` (at least 5 finite values) and by
+    more than ``floor`` (so noise on a loss that is already near zero is not a spike)."""
+    finite = [v for v in recent if math.isfinite(v)]
+    if len(finite) < 5 or not math.isfinite(value):
+        return False
+    level = median(finite)
+    spread = median([abs(v - level) for v in finite])
+    if level <= 0:
+        return False
+    return value > level * factor and value - level > max(3.0 * spread, floor)
+
+
+@dataclass(frozen=True)
+class LossTrend:
+    """How a loss series moved: robust start and end levels, typical swing, how often it changes direction."""
+
+    start: float
+    end: float
+    best: float
+    swing: float
+    flips: float
+    steps: int
+
+    @property
+    def ratio(self) -> float:
+        return self.end / self.start if self.start > 0 else math.inf
+
+
+def loss_trend(values: Sequence[float]) -> LossTrend | None:
+    """Start/end medians over the first and last tenth, swing and direction changes over the second half."""
+    finite = [v for v in values if math.isfinite(v)]
+    if len(finite) < MIN_LOSS_STEPS:
+        return None
+    window = max(3, len(finite) // 10)
+    start, end = median(finite[:window]), median(finite[-window:])
+    second_half = finite[len(finite) // 2 :]
+    diffs = [b - a for a, b in zip(second_half, second_half[1:])]
+    level = median([abs(v) for v in second_half]) or 1e-12
+    swing = median([abs(d) for d in diffs]) / level if diffs else 0.0
+    signs = [d > 0 for d in diffs if d != 0]
+    flips = sum(1 for a, b in zip(signs, signs[1:]) if a != b) / max(1, len(signs) - 1)
+    return LossTrend(start, end, min(finite), swing, flips, len(finite))
+
+
+def _where(*candidates: Location | None) -> Location | None:
+    for candidate in candidates:
+        if candidate is not None:
+            return candidate
+    return None
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _lr_text(lr: float | None) -> str:
+    return f" (lr={lr:.3g})" if lr is not None else ""
+
+
+def diagnose_loss(curves: TrainingCurves) -> list[Finding]:
+    """Diverging, oscillating or flat training loss (at most one finding)."""
+    where = _where(curves.optimizer_at, curves.loss_at)
+    if where is None:
+        return []
+    lr = curves.lr
+    steps = list(curves.train_steps)
+    if curves.first_nonfinite_loss_step is not None:
+        message = (
+            f"training loss diverged to NaN/Inf at step {curves.first_nonfinite_loss_step}{_lr_text(lr)}: the "
+            "learning rate is probably too high; lower it (e.g. 10×), add gradient clipping or a warm-up"
+        )
+        details = {"diagnosis": "diverging", "nonfinite_step": curves.first_nonfinite_loss_step, "lr": lr}
+        return [Finding("dynamics", "warning", message, *where, step=curves.first_nonfinite_loss_step, details=details)]
+    trend = loss_trend(curves.train_loss)
+    if trend is None:
+        return []
+    span = f"steps {steps[0]}–{steps[-1]}" if steps else f"{trend.steps} steps"
+    evidence = {
+        "loss_start": round(trend.start, 6),
+        "loss_end": round(trend.end, 6),
+        "loss_best": round(trend.best, 6),
+        "swing": round(trend.swing, 4),
+        "direction_changes": round(trend.flips, 3),
+        "steps": trend.steps,
+        "lr": lr,
+    }
+    if trend.start > 0 and trend.ratio > DIVERGING_RATIO:
+        message = (
+            f"training loss is diverging: it rose from {_fmt(trend.start)} to {_fmt(trend.end)} over {span}"
+            f"{_lr_text(lr)}: the learning rate is probably too high; lower it (e.g. 10×) or add a warm-up"
+        )
+        return [Finding("dynamics", "warning", message, *where, details={"diagnosis": "diverging", **evidence})]
+    if trend.swing > OSCILLATION_SWING and trend.flips > OSCILLATION_FLIPS and trend.ratio > OSCILLATION_PROGRESS:
+        message = (
+            f"training loss oscillates without converging: typical step-to-step change {trend.swing * 100:.0f}% of "
+            f"its level, direction flips on {trend.flips * 100:.0f}% of steps, {_fmt(trend.start)} → "
+            f"{_fmt(trend.end)} over {span}{_lr_text(lr)}: the learning rate is probably too high; lower it"
+        )
+        return [Finding("dynamics", "warning", message, *where, details={"diagnosis": "oscillating", **evidence})]
+    if trend.start > 1e-8 and trend.ratio >= NOT_DECREASING_RATIO:
+        message = (
+            f"training loss is not decreasing: {_fmt(trend.start)} → {_fmt(trend.end)} over {span}"
+            f"{_lr_text(lr)}. Either the learning rate is too low (raise it 10×), or a bug stops learning: "
+            "check that optimizer.step() runs, that zero_grad() is called each step, that the optimizer holds the "
+            "model's parameters, and that nothing detaches the loss from them"
+        )
+        return [Finding("dynamics", "warning", message, *where, details={"diagnosis": "not-decreasing", **evidence})]
+    return []
+
+
+def diagnose_overfitting(curves: TrainingCurves) -> list[Finding]:
+    """Validation loss rising from its best value while training loss keeps falling."""
+    val = [v for v in curves.val_loss if math.isfinite(v)]
+    where = _where(curves.validation_at, curves.loss_at)
+    if len(val) < MIN_VAL_POINTS or where is None or len(val) != len(curves.val_steps):
+        return []
+    best_index = min(range(len(val)), key=lambda i: val[i])
+    after = val[best_index + 1 :]
+    if len(after) < 2 or val[-1] < val[best_index] * (1.0 + OVERFIT_RISE) + 1e-12:
+        return []
+    if sum(1 for v in after if v > val[best_index]) < 0.75 * len(after):
+        return []  # a dip, not a sustained rise
+    best_step, last_step = int(curves.val_steps[best_index]), int(curves.val_steps[-1])
+    train_at_best = _value_near(curves.train_steps, curves.train_loss, best_step)
+    train_last = _value_near(curves.train_steps, curves.train_loss, last_step)
+    if train_at_best is None or train_last is None or not train_last < train_at_best * 0.95:
+        return []  # training loss is not falling: not the overfitting signature
+    message = (
+        f"overfitting: validation loss rose from its best {_fmt(val[best_index])} (step {best_step}) to "
+        f"{_fmt(val[-1])} (step {last_step}) while training loss kept falling ({_fmt(train_at_best)} → "
+        f"{_fmt(train_last)}): stop early around step {best_step}, or add regularisation (weight decay, dropout, "
+        "data augmentation) or more data"
+    )
+    details = {
+        "diagnosis": "overfitting",
+        "val_best": round(val[best_index], 6),
+        "val_best_step": best_step,
+        "val_last": round(val[-1], 6),
+        "train_at_best": round(train_at_best, 6),
+        "train_last": round(train_last, 6),
+        "val_points": len(val),
+    }
+    return [Finding("dynamics", "warning", message, *where, details=details)]
+
+
+def _value_near(steps: Sequence[int], values: Sequence[float], step: int) -> float | None:
+    """Median of the training values within a few points of ``step`` (robust to minibatch noise)."""
+    if not steps:
+        return None
+    nearest = min(range(len(steps)), key=lambda i: abs(steps[i] - step))
+    half = max(1, len(steps) // 40)
+    window = [v for v in values[max(0, nearest - half) : nearest + half + 1] if math.isfinite(v)]
+    return median(window) if window else None
+
+
+def diagnose_vanishing(curves: TrainingCurves) -> list[Finding]:
+    """The first layer's gradient norm orders of magnitude below the last layer's, over most of the run."""
+    where = _where(curves.model_at, curves.loss_at)
+    pairs = [
+        (early, late)
+        for early, late in zip(curves.early_grad_norm, curves.late_grad_norm)
+        if math.isfinite(early) and math.isfinite(late) and late > 0
+    ]
+    if len(pairs) < 3 or where is None or curves.early_layer is None or curves.late_layer is None:
+        return []
+    ratio = median([early / late for early, late in pairs])
+    if ratio >= VANISHING_RATIO:
+        return []
+    early_median, late_median = median([p[0] for p in pairs]), median([p[1] for p in pairs])
+    message = (
+        f"gradients vanish before they reach the first layers: `{curves.early_layer}` gets a gradient norm of "
+        f"{early_median:.2g} vs {late_median:.2g} at `{curves.late_layer}` (ratio {ratio:.1g}, median over "
+        f"{len(pairs)} steps), so the early layers barely learn: use ReLU/GELU instead of sigmoid/tanh, add residual "
+        "connections or normalisation (BatchNorm/LayerNorm), or a Kaiming/Xavier initialisation"
+    )
+    details = {
+        "diagnosis": "vanishing-gradients",
+        "early_layer": curves.early_layer,
+        "late_layer": curves.late_layer,
+        "early_grad_norm": early_median,
+        "late_grad_norm": late_median,
+        "ratio": ratio,
+        "steps": len(pairs),
+    }
+    return [Finding("dynamics", "warning", message, *where, details=details)]
+
+
+def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
+    """Total gradient norm non-finite, abnormally large, or grown by orders of magnitude during the run."""
+    where = _where(curves.loss_at, curves.model_at)
+    norms, steps = list(curves.grad_norm), list(curves.grad_steps)
+    if where is None or not norms or len(norms) != len(steps):
+        return []
+    advice = (
+        "clip them with torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0) between loss.backward() "
+        "and optimizer.step(), and/or lower the learning rate"
+    )
+    if curves.first_nonfinite_grad_step is not None:
+        message = f"gradients exploded to NaN/Inf at step {curves.first_nonfinite_grad_step}: {advice}"
+        details = {"diagnosis": "exploding-gradients", "nonfinite_step": curves.first_nonfinite_grad_step}
+        return [Finding("dynamics", "warning", message, *where, step=curves.first_nonfinite_grad_step, details=details)]
+    finite = [(s, n) for s, n in zip(steps, norms) if math.isfinite(n)]
+    if len(finite) < 3:
+        return []
+    peak_step, peak = max(finite, key=lambda item: item[1])
+    early = median([n for _, n in finite[: max(1, min(10, len(finite) // 10))]])
+    grew = early > 0 and peak > EXPLODING_GROWTH * early
+    if peak <= EXPLODING_NORM and not grew:
+        return []
+    message = (
+        f"gradients explode: the total gradient norm reached {peak:.3g} at step {peak_step} "
+        f"(median {early:.3g} at the start of the run): {advice}"
+    )
+    details = {
+        "diagnosis": "exploding-gradients",
+        "peak_grad_norm": peak,
+        "peak_step": peak_step,
+        "early_grad_norm": early,
+    }
+    return [Finding("dynamics", "warning", message, *where, step=peak_step, details=details)]
+
+
+def diagnose_curves(curves: TrainingCurves) -> list[Finding]:
+    """Every dynamics finding the recorded series support (none for a healthy run)."""
+    return [
+        *diagnose_loss(curves),
+        *diagnose_overfitting(curves),
+        *diagnose_vanishing(curves),
+        *diagnose_exploding(curves),
+    ]

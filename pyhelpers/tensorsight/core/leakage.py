@@ -1,0 +1,758 @@
+"""Data-leakage checks between train/val/test splits, vectorised so 1e6 rows take about a second.
+
+Called by ``tensorsight.check_data_leakage`` (the toolbox), by the agent's ``leakage_watch`` (automatic, on the
+splits a script builds) and by the demo. The checks:
+- **id overlap**: the same sample id (an id column, index arrays such as ``train_idx``, or the indices of two
+  ``Subset``s of one dataset) in two splits;
+- **duplicates**: the same sample content in two splits, found by a 64-bit hash per row (numpy row bytes mixed word by
+  word; pandas' own row hash for DataFrames) and confirmed byte for byte;
+- **label leaks**: a feature column identical to the label, an exact linear function of it, or one that determines
+  it (each value maps to one label);
+- **temporal leakage**: test (or val) samples dated before the latest training sample.
+
+Everything here reads its inputs and never writes them; torch and pandas are used only when the caller already
+imported them (looked up in ``sys.modules``). Work is bounded: at most ``MAX_ROWS`` rows per split (a deterministic
+stride beyond that), at most ``MAX_HASH_WORDS`` words hashed per row (wider rows are confirmed by a full compare),
+label checks on a strided sample of ``LABEL_SAMPLE_ROWS`` rows, and a time budget after which remaining checks are
+skipped with a note.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+MAX_ROWS = 5_000_000
+MAX_HASH_WORDS = 64
+LABEL_SAMPLE_ROWS = 200_000
+MAX_LABEL_COLUMNS = 256
+MAX_ITERATED_ITEMS = 100_000
+EXAMPLES = 5
+
+_PRIME = np.uint64(0x100000001B3)
+_SEED = np.uint64(0xCBF29CE484222325)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+SPLIT_ORDER = ("train", "val", "test")
+
+
+# ---- recognising split names ---------------------------------------------------------------------------------------
+
+_SPLIT_WORDS = {
+    "train": "train",
+    "training": "train",
+    "trn": "train",
+    "val": "val",
+    "valid": "val",
+    "validation": "val",
+    "dev": "val",
+    "eval": "val",
+    "test": "test",
+    "testing": "test",
+    "tst": "test",
+    "holdout": "test",
+    "heldout": "test",
+}
+_ROLE_WORDS = {
+    "features": {"x", "feat", "feats", "features", "inputs", "input", "images", "imgs", "seqs", "tokens", "texts"},
+    "labels": {"y", "label", "labels", "target", "targets", "lbl", "lbls"},
+    "ids": {"id", "ids", "idx", "idxs", "index", "indices", "inds", "keys"},
+    "times": {"t", "ts", "time", "times", "timestamp", "timestamps", "date", "dates"},
+    "data": {"", "ds", "dataset", "data", "set", "loader", "dl", "df", "frame", "subset", "split", "samples", "dset"},
+}
+_ROLE_OF = {word: role for role, words in _ROLE_WORDS.items() for word in words}
+_SPLIT_ALTERNATION = "|".join(sorted(_SPLIT_WORDS, key=len, reverse=True))
+
+
+def split_role(name: str) -> tuple[str, str] | None:
+    """``"X_train"`` -> ``("train", "features")``, ``"val_loader"`` -> ``("val", "data")``, ``"train_loss"`` -> None.
+
+    A name is a split when one of its words is a split word (train/val/valid/test/...) and every other word is a
+    data-role word (x, y, labels, ids, idx, times, ds, loader, df...). Compact forms (``xtrain``, ``trainset``) count.
+    """
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    tokens = [t for t in re.split(r"[^a-z]+", spaced) if t]
+    split: str | None = None
+    rest: list[str] = []
+    for token in tokens:
+        if split is None:
+            match = re.fullmatch(rf"([a-z]*?)({_SPLIT_ALTERNATION})([a-z]*)", token)
+            if match and (match[1] in _ROLE_OF) and (match[3] in _ROLE_OF):
+                split = _SPLIT_WORDS[match[2]]
+                rest.extend(part for part in (match[1], match[3]) if part)
+                continue
+        rest.append(token)
+    if split is None:
+        return None
+    roles = {_ROLE_OF.get(token) for token in rest}
+    if None in roles:
+        return None
+    roles.discard("data")
+    if len(roles) > 1:
+        return None
+    return split, (roles.pop() if roles else "data")
+
+
+# ---- the data of one split -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class SplitData:
+    """What one split offers to the checks; every field is optional.
+
+    ``rows``: array ``[N, ...]`` (one sample per row) or ``row_keys``: precomputed uint64 hashes (DataFrames, lists
+    of objects). ``base``/``indices``: a ``Subset``'s dataset identity and indices into it. ``columns``: feature
+    columns by name for the label checks (DataFrames), else ``rows`` columns are used.
+    """
+
+    name: str
+    rows: Any = None
+    row_keys: Any = None
+    labels: Any = None
+    ids: Any = None
+    times: Any = None
+    columns: dict[str, Any] | None = None
+    base: int | None = None
+    indices: Any = None
+    notes: list[str] = field(default_factory=list)
+    total_rows: int | None = None
+
+    def size(self) -> int:
+        for value in (self.rows, self.row_keys, self.ids, self.labels, self.indices, self.times):
+            if value is not None:
+                return len(value)
+        return 0
+
+
+def _module(name: str) -> Any:
+    return sys.modules.get(name)
+
+
+def _is_tensor(value: Any) -> bool:
+    torch = _module("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _tensor_to_numpy(t: Any) -> Any:
+    """A read-only numpy view/copy of a tensor, or None (meta, sparse, quantized tensors have no plain data)."""
+    torch = _module("torch")
+    if t.device.type == "meta" or t.is_sparse or t.is_quantized or t.layout != torch.strided:
+        return None
+    with torch.no_grad():
+        t = t.detach()
+        if t.is_conj():
+            t = t.resolve_conj()
+        if t.is_neg():
+            t = t.resolve_neg()
+        if t.dtype in (torch.bfloat16,) or "float8" in str(t.dtype):
+            t = t.float()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        return t.numpy()
+
+
+def to_array(value: Any) -> Any:
+    """numpy array for a tensor, ndarray, pandas object or sequence; None when that is not possible."""
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        return value
+    if _is_tensor(value):
+        return _tensor_to_numpy(value)
+    pd = _module("pandas")
+    if pd is not None and isinstance(value, (pd.Series, pd.Index)):
+        return value.to_numpy()
+    if pd is not None and isinstance(value, pd.DataFrame):
+        return value.to_numpy()
+    if isinstance(value, (list, tuple, range)):
+        try:
+            array = np.asarray(value)
+        except (ValueError, TypeError):
+            array = np.empty(len(value), dtype=object)
+            array[:] = list(value)
+        return array
+    return None
+
+
+def _object_key(item: Any) -> bytes:
+    if isinstance(item, str):
+        return item.encode("utf-8", "surrogatepass")
+    if isinstance(item, bytes):
+        return item
+    array = to_array(item) if not isinstance(item, (int, float)) else None
+    if array is not None and array.dtype.kind != "O":
+        return str(array.dtype).encode() + str(array.shape).encode() + np.ascontiguousarray(array).tobytes()
+    return repr(item).encode("utf-8", "surrogatepass")
+
+
+def object_keys(items: Iterable[Any]) -> Any:
+    """64-bit content hashes of arbitrary items (strings, nested lists, arrays) via blake2b."""
+    return np.fromiter(
+        (int.from_bytes(hashlib.blake2b(_object_key(x), digest_size=8).digest(), "little") for x in items),
+        dtype=np.uint64,
+    )
+
+
+_ID_NAMES = {"id", "ids", "uid", "uuid", "key", "sample_id", "record_id", "guid"}
+_TIME_NAMES = {"time", "timestamp", "date", "datetime", "ts", "created", "created_at", "event_time"}
+_LABEL_NAMES = {"label", "labels", "target", "targets", "y", "class", "outcome"}
+
+
+def _frame_split(df: Any, name: str, label: str | None, id_column: str | None, time_column: str | None) -> SplitData:
+    pd = _module("pandas")
+    columns = [str(c) for c in df.columns]
+    by_name = dict(zip(columns, df.columns, strict=False))
+
+    def pick(explicit: str | None, test: Callable[[str], bool]) -> str | None:
+        if explicit is not None:
+            return explicit if explicit in by_name else None
+        return next((c for c in columns if test(c)), None)
+
+    id_col = pick(id_column, lambda c: c.lower() in _ID_NAMES or c.lower().endswith("_id"))
+    time_col = pick(
+        time_column,
+        lambda c: c.lower() in _TIME_NAMES
+        or c.lower().endswith(("_time", "_date", "_at"))
+        or str(df[by_name[c]].dtype).startswith("datetime64"),
+    )
+    label_col = pick(label, lambda c: c.lower() in _LABEL_NAMES)
+    feature_cols = [c for c in columns if c not in {id_col, time_col, label_col}]
+    split = SplitData(name)
+    if feature_cols:
+        features = df[[by_name[c] for c in feature_cols]]
+        split.row_keys = pd.util.hash_pandas_object(features, index=False).to_numpy()
+        split.columns = {c: df[by_name[c]].to_numpy() for c in feature_cols[:MAX_LABEL_COLUMNS]}
+    if id_col is not None:
+        split.ids = df[by_name[id_col]].to_numpy()
+    if time_col is not None:
+        split.times = df[by_name[time_col]].to_numpy()
+    if label_col is not None:
+        split.labels = df[by_name[label_col]].to_numpy()
+    return split
+
+
+def describe(
+    obj: Any,
+    name: str,
+    *,
+    allow_iteration: bool = False,
+    label: str | None = None,
+    id_column: str | None = None,
+    time_column: str | None = None,
+) -> SplitData | None:
+    """What the checks can use from one split object; None when nothing is readable without running user code.
+
+    Understood: tensors, ndarrays, lists, pandas DataFrames/Series, ``(features, labels)`` tuples, torch
+    ``TensorDataset``/``Subset``/``DataLoader``, datasets exposing ``.data``/``.targets`` arrays, and (only with
+    ``allow_iteration``, since ``__getitem__`` is user code) any sized dataset, up to ``MAX_ITERATED_ITEMS`` items.
+    """
+    pd = _module("pandas")
+    if pd is not None and isinstance(obj, pd.DataFrame):
+        return _frame_split(obj, name, label, id_column, time_column)
+    if hasattr(obj, "dataset") and hasattr(obj, "batch_size") and hasattr(obj, "sampler"):  # a DataLoader
+        inner = describe(obj.dataset, name, allow_iteration=allow_iteration)
+        return inner
+    if hasattr(obj, "dataset") and hasattr(obj, "indices") and not isinstance(obj, (np.ndarray, list, tuple)):
+        base = describe(obj.dataset, name, allow_iteration=allow_iteration)
+        indices = to_array(list(obj.indices) if not hasattr(obj.indices, "__array__") else obj.indices)
+        split = SplitData(name, base=id(obj.dataset), indices=indices)
+        if base is not None and indices is not None and indices.size:
+            index = indices.astype(np.int64, copy=False)
+            for attr in ("rows", "row_keys", "labels", "ids", "times"):
+                value = getattr(base, attr)
+                if value is not None and len(value) > int(index.max()):
+                    setattr(split, attr, value[index])
+            split.notes.extend(base.notes)
+        return split
+    tensors = getattr(obj, "tensors", None)
+    if isinstance(tensors, tuple) and tensors and all(_is_tensor(t) for t in tensors):  # TensorDataset
+        split = SplitData(name, rows=to_array(tensors[0]))
+        if len(tensors) > 1:
+            split.labels = to_array(tensors[1])
+        return split
+    if isinstance(obj, tuple) and len(obj) == 2 and all(_arraylike(v) for v in obj):
+        features, labels = to_array(obj[0]), to_array(obj[1])
+        if features is not None and labels is not None and len(features) == len(labels):
+            return SplitData(name, rows=features, labels=labels)
+    if _arraylike(obj) or isinstance(obj, (list, tuple, range)):
+        array = to_array(obj)
+        if array is None:
+            return None
+        if array.ndim == 0:
+            return None
+        if array.dtype.kind == "O":
+            return SplitData(name, row_keys=object_keys(array))
+        return SplitData(name, rows=array)
+    data = getattr(obj, "data", None)
+    if data is not None and _arraylike(data) and hasattr(obj, "__len__"):
+        split = SplitData(name, rows=to_array(data))
+        targets = getattr(obj, "targets", None)
+        if targets is not None:
+            split.labels = to_array(targets)
+        return split
+    if allow_iteration and hasattr(obj, "__getitem__") and hasattr(obj, "__len__"):
+        return _iterate_dataset(obj, name)
+    return None
+
+
+def _arraylike(value: Any) -> bool:
+    pd = _module("pandas")
+    return (
+        isinstance(value, np.ndarray)
+        or _is_tensor(value)
+        or (pd is not None and isinstance(value, (pd.Series, pd.Index, pd.DataFrame)))
+    )
+
+
+def _iterate_dataset(dataset: Any, name: str) -> SplitData:
+    total = len(dataset)
+    count = min(total, MAX_ITERATED_ITEMS)
+    inputs, labels = [], []
+    for i in range(count):
+        item = dataset[i]
+        if isinstance(item, (tuple, list)) and len(item) >= 2:
+            inputs.append(item[0])
+            labels.append(item[1])
+        else:
+            inputs.append(item)
+    split = SplitData(name, row_keys=object_keys(inputs))
+    if labels and all(np.ndim(to_array(v) if _arraylike(v) else v) == 0 for v in labels[:100]):
+        try:
+            split.labels = np.asarray([v.item() if hasattr(v, "item") else v for v in labels])
+        except (TypeError, ValueError):
+            pass
+    split.notes.append(
+        f"{name}: read {count:,} of {total:,} items through __getitem__"
+        + (" (random augmentations hide duplicates)" if count else "")
+    )
+    return split
+
+
+# ---- hashing -------------------------------------------------------------------------------------------------------
+
+
+def _row_bytes(rows: Any) -> Any:
+    """``rows`` as a C-contiguous ``[N, bytes]`` uint8 array (a view when already contiguous)."""
+    array = np.asarray(rows)
+    n = array.shape[0] if array.ndim else 1
+    flat = np.ascontiguousarray(array.reshape(n, -1))
+    if flat.dtype.kind == "O":
+        raise TypeError("object arrays are hashed by object_keys")
+    return flat.view(np.uint8).reshape(n, -1)
+
+
+def row_hashes(rows: Any) -> Any:
+    """uint64 hash of each row's bytes: words mixed FNV-style, then a splitmix64 finaliser.
+
+    Rows wider than ``MAX_HASH_WORDS`` words hash an evenly spaced subset of words, so the cost per row is bounded;
+    callers confirm equal hashes with a full byte compare.
+    """
+    array = np.asarray(rows)
+    if array.dtype.kind == "O":
+        return object_keys(array)
+    data = _row_bytes(array)
+    n, width = data.shape
+    if width == 0:
+        return np.zeros(n, dtype=np.uint64)
+    words = data
+    for size, kind in ((8, np.uint64), (4, np.uint32), (2, np.uint16)):
+        if width % size == 0:
+            words = data.view(kind)
+            break
+    count = words.shape[1]
+    if count <= MAX_HASH_WORDS:
+        columns: Iterable[int] = range(count)
+    else:
+        columns = np.unique(np.linspace(0, count - 1, MAX_HASH_WORDS).round().astype(np.int64)).tolist()
+    h = np.full(n, _SEED, dtype=np.uint64)
+    word = np.empty(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in columns:
+            np.copyto(word, words[:, j], casting="unsafe")
+            h ^= word
+            h *= _PRIME
+        h ^= np.uint64(width)
+        h ^= h >> np.uint64(30)
+        h *= _MIX1
+        h ^= h >> np.uint64(27)
+        h *= _MIX2
+        h ^= h >> np.uint64(31)
+    return h
+
+
+def _match_keys(keys_a: Any, keys_b: Any) -> tuple[Any, Any]:
+    """For each key of b, the index of an equal key in a: (indices into b, matching indices into a)."""
+    if len(keys_a) == 0 or len(keys_b) == 0:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty
+    order = np.argsort(keys_a, kind="stable")
+    ordered = keys_a[order]
+    pos = np.searchsorted(ordered, keys_b)
+    pos[pos == len(ordered)] = 0
+    hit = ordered[pos] == keys_b
+    idx_b = np.nonzero(hit)[0]
+    return idx_b, order[pos[idx_b]]
+
+
+# ---- the report ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeakageIssue:
+    """One leak: ``check`` is id-overlap, duplicates, label-copy, label-linear, label-predictor or temporal."""
+
+    check: str
+    severity: str
+    message: str
+    splits: tuple[str, ...]
+    count: int = 0
+    total: int = 0
+    examples: tuple[Any, ...] = ()
+    column: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "check": self.check,
+            "severity": self.severity,
+            "message": self.message,
+            "splits": list(self.splits),
+            "count": int(self.count),
+            "total": int(self.total),
+            "examples": list(self.examples),
+        }
+        if self.column is not None:
+            out["column"] = self.column
+        return out
+
+
+@dataclass
+class LeakageReport:
+    issues: list[LeakageIssue] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def __bool__(self) -> bool:
+        return bool(self.issues)
+
+    def by_check(self, check: str) -> list[LeakageIssue]:
+        return [i for i in self.issues if i.check == check]
+
+    def format(self) -> str:
+        sizes = ", ".join(f"{name} {count:,} rows" for name, count in self.rows.items())
+        head = f"Data leakage check ({sizes}; {self.seconds:.2f} s): "
+        lines = [head + (f"{len(self.issues)} problem(s)" if self.issues else "no leakage found")]
+        lines.extend(f"  [{i.severity}] {i.check}: {i.message}" for i in self.issues)
+        lines.extend(f"  note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return value
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count:,} of {total:,}" + (f" ({100.0 * count / total:.1f}%)" if total else "")
+
+
+def _overlap_severity(count: int, total: int) -> str:
+    return "error" if total and count / total >= 0.01 else "warning"
+
+
+def _cap(split: SplitData) -> SplitData:
+    """Keep at most ``MAX_ROWS`` rows of a split (deterministic stride), noting it."""
+    n = split.size()
+    split.total_rows = n
+    if n <= MAX_ROWS:
+        return split
+    step = -(-n // MAX_ROWS)
+    for attr in ("rows", "row_keys", "labels", "ids", "times", "indices"):
+        value = getattr(split, attr)
+        if value is not None and len(value) == n:
+            setattr(split, attr, value[::step])
+    if split.columns:
+        split.columns = {k: v[::step] for k, v in split.columns.items()}
+    split.notes.append(f"{split.name}: checked every {step}th row of {n:,}")
+    return split
+
+
+def check_id_overlap(a: SplitData, b: SplitData) -> LeakageIssue | None:
+    """Ids (or Subset indices of one dataset) that appear in both splits; counted over ``b``."""
+    if a.ids is not None and b.ids is not None:
+        ids_a, ids_b, what = np.asarray(a.ids), np.asarray(b.ids), "ids"
+    elif a.base is not None and a.base == b.base and a.indices is not None and b.indices is not None:
+        ids_a, ids_b, what = np.asarray(a.indices), np.asarray(b.indices), "dataset indices"
+    else:
+        return None
+    if ids_a.dtype.kind == "O" or ids_b.dtype.kind == "O":
+        ids_a, ids_b = object_keys(ids_a), object_keys(ids_b)
+        shown_b = np.asarray(b.ids if what == "ids" else b.indices)
+    else:
+        shown_b = ids_b
+    mask = np.isin(ids_b, ids_a)
+    count = int(mask.sum())
+    if not count:
+        return None
+    examples = tuple(_plain(v) for v in shown_b[np.nonzero(mask)[0][:EXAMPLES]])
+    return LeakageIssue(
+        "id-overlap",
+        _overlap_severity(count, len(ids_b)),
+        f"{_share(count, len(ids_b))} {b.name} {what} also appear in {a.name} (e.g. {', '.join(map(str, examples))})",
+        (a.name, b.name),
+        count,
+        len(ids_b),
+        examples,
+    )
+
+
+def check_duplicates(a: SplitData, b: SplitData) -> LeakageIssue | None:
+    """Samples of ``b`` whose content exactly equals a sample of ``a`` (hash, then a byte compare for arrays)."""
+    if a.rows is not None and b.rows is not None:
+        rows_a, rows_b = np.asarray(a.rows), np.asarray(b.rows)
+        if rows_a.shape[1:] != rows_b.shape[1:] or rows_a.dtype != rows_b.dtype:
+            numeric = rows_a.dtype.kind in "biuf" and rows_b.dtype.kind in "biuf"
+            text = rows_a.dtype.kind == rows_b.dtype.kind and rows_a.dtype.kind in "US"
+            if rows_a.shape[1:] == rows_b.shape[1:] and (numeric or text):
+                common = np.result_type(rows_a.dtype, rows_b.dtype)
+                rows_a, rows_b = rows_a.astype(common), rows_b.astype(common)
+            else:
+                return None
+        if rows_a.dtype.kind == "O" or rows_b.dtype.kind == "O":
+            idx_b, idx_a = _match_keys(object_keys(rows_a), object_keys(rows_b))
+        else:
+            idx_b, idx_a = _match_keys(row_hashes(rows_a), row_hashes(rows_b))
+            if len(idx_b):
+                bytes_a, bytes_b = _row_bytes(rows_a), _row_bytes(rows_b)
+                same = np.ones(len(idx_b), dtype=bool)
+                for start in range(0, len(idx_b), 65536):  # bounded temporaries on wide rows
+                    stop = start + 65536
+                    same[start:stop] = (bytes_a[idx_a[start:stop]] == bytes_b[idx_b[start:stop]]).all(axis=1)
+                idx_b, idx_a = idx_b[same], idx_a[same]
+        total = len(rows_b)
+    elif a.row_keys is not None and b.row_keys is not None:
+        idx_b, idx_a = _match_keys(np.asarray(a.row_keys), np.asarray(b.row_keys))
+        total = len(b.row_keys)
+    else:
+        return None
+    count = int(len(idx_b))
+    if not count:
+        return None
+    examples = tuple((int(i), int(j)) for i, j in zip(idx_b[:EXAMPLES], idx_a[:EXAMPLES], strict=False))
+    shown = ", ".join(f"{b.name}[{i}] = {a.name}[{j}]" for i, j in examples)
+    return LeakageIssue(
+        "duplicates",
+        _overlap_severity(count, total),
+        f"{_share(count, total)} {b.name} samples are exact copies of {a.name} samples (e.g. {shown})",
+        (a.name, b.name),
+        count,
+        total,
+        examples,
+    )
+
+
+def check_temporal(train: SplitData, other: SplitData) -> LeakageIssue | None:
+    """``other`` samples dated before the latest training sample (a random split of time-ordered data)."""
+    if train.times is None or other.times is None or len(train.times) == 0 or len(other.times) == 0:
+        return None
+    t_train, t_other = np.asarray(train.times), np.asarray(other.times)
+    if t_train.dtype.kind not in "iufM" or t_other.dtype.kind not in "iufM" or (t_train.dtype.kind == "M") != (
+        t_other.dtype.kind == "M"
+    ):
+        return None
+    latest = t_train.max()
+    earlier = int((t_other < latest).sum())
+    if not earlier:
+        return None
+    return LeakageIssue(
+        "temporal",
+        "warning",
+        f"{_share(earlier, len(t_other))} {other.name} samples are dated before the latest {train.name} sample "
+        f"({_plain(latest)}): the model trains on the future of what it is evaluated on; split by time instead",
+        (train.name, other.name),
+        earlier,
+        len(t_other),
+        (str(_plain(t_other.min())), str(_plain(latest))),
+    )
+
+
+def _as_codes(values: Any) -> tuple[Any, int]:
+    uniques, codes = np.unique(values, return_inverse=True)
+    return codes.reshape(-1), len(uniques)
+
+
+def check_label_columns(split: SplitData) -> list[LeakageIssue]:
+    """Feature columns that copy the label, are an exact linear function of it, or determine it value by value."""
+    if split.labels is None:
+        return []
+    labels = np.asarray(split.labels)
+    n = len(labels)
+    if labels.size != n:
+        return []  # multi-output labels: no single label column to compare with
+    labels = labels.reshape(n)
+    if split.columns is not None:
+        columns = {k: np.asarray(v) for k, v in split.columns.items() if len(v) == n}
+    elif split.rows is not None and len(split.rows) == n:
+        rows = np.asarray(split.rows)
+        if rows.dtype.kind not in "biuf" or rows.ndim < 2:
+            return []
+        flat = rows.reshape(n, -1)
+        if flat.shape[1] > MAX_LABEL_COLUMNS:
+            return []  # images, sequences: a column-by-column label check is not meaningful
+        columns = {f"column {j}": flat[:, j] for j in range(flat.shape[1])}
+    else:
+        return []
+    if n < 30 or not columns:
+        return []
+    step = max(1, -(-n // LABEL_SAMPLE_ROWS))
+    y_sample = labels[::step]
+    numeric_y = labels.dtype.kind in "biuf"
+    try:
+        y_codes, y_classes = _as_codes(y_sample)
+    except TypeError:
+        return []
+    if y_classes < 2:
+        return []
+    issues: list[LeakageIssue] = []
+    y_float = y_sample.astype(np.float64) if numeric_y else None
+    for name, column in columns.items():
+        sample = column[::step]
+        numeric_x = column.dtype.kind in "biuf"
+        if numeric_x and numeric_y:
+            identical = bool(np.array_equal(sample.astype(np.float64), y_float)) and bool(
+                np.array_equal(column.astype(np.float64), labels.astype(np.float64))
+            )
+        else:
+            identical = sample.dtype == y_sample.dtype and bool(np.array_equal(sample, y_sample))
+            identical = identical and bool(np.array_equal(column, labels))
+        if identical:
+            issues.append(
+                LeakageIssue(
+                    "label-copy",
+                    "error",
+                    f"feature {name} of {split.name} is identical to the label: the model can read the answer",
+                    (split.name,),
+                    n,
+                    n,
+                    column=name,
+                )
+            )
+            continue
+        if numeric_x and numeric_y and y_float is not None:
+            x = sample.astype(np.float64)
+            if np.isfinite(x).all() and x.std() > 0 and y_float.std() > 0:
+                r = float(np.corrcoef(x, y_float)[0, 1])
+                if abs(r) >= 0.9999:
+                    issues.append(
+                        LeakageIssue(
+                            "label-linear",
+                            "error",
+                            f"feature {name} of {split.name} is an exact linear function of the label "
+                            f"(correlation {r:+.5f}): it was probably computed from the label",
+                            (split.name,),
+                            n,
+                            n,
+                            column=name,
+                        )
+                    )
+                    continue
+        try:
+            x_codes, x_values = _as_codes(sample)
+        except TypeError:
+            continue
+        if x_values < 2 or len(sample) < 3 * x_values:
+            continue  # an id-like column "predicts" anything; require each value to repeat
+        pairs = np.unique(x_codes.astype(np.int64) * y_classes + y_codes).size
+        if pairs == x_values:
+            issues.append(
+                LeakageIssue(
+                    "label-predictor",
+                    "warning",
+                    f"feature {name} of {split.name} determines the label: each of its {x_values} values always "
+                    "comes with the same label (a proxy of the target?)",
+                    (split.name,),
+                    len(sample),
+                    len(sample),
+                    column=name,
+                )
+            )
+    return issues
+
+
+def check_splits(splits: Mapping[str, SplitData], budget_seconds: float = 10.0) -> LeakageReport:
+    """Run every check on every pair of splits (train/val/test order), within ``budget_seconds``."""
+    start = time.perf_counter()
+    report = LeakageReport()
+    ordered = sorted(splits.items(), key=lambda kv: (SPLIT_ORDER.index(kv[0]) if kv[0] in SPLIT_ORDER else 9, kv[0]))
+    prepared = [(key, _cap(split)) for key, split in ordered]
+    for _, split in prepared:
+        report.rows[split.name] = split.total_rows or split.size()
+        report.notes.extend(split.notes)
+    pairs = [(prepared[i], prepared[j]) for i in range(len(prepared)) for j in range(i + 1, len(prepared))]
+
+    def within_budget(what: str) -> bool:
+        if time.perf_counter() - start <= budget_seconds:
+            return True
+        report.notes.append(f"skipped {what}: over the {budget_seconds:g} s budget")
+        return False
+
+    checks: list[tuple[str, Callable[[SplitData, SplitData], LeakageIssue | None]]] = [
+        ("id overlap", check_id_overlap),
+        ("temporal order", check_temporal),
+        ("duplicates", check_duplicates),
+    ]
+    for label, check in checks:
+        for (_, a), (_, b) in pairs:
+            if not within_budget(f"{label} {a.name}/{b.name}"):
+                continue
+            issue = check(a, b)
+            if issue is not None:
+                report.issues.append(issue)
+    if prepared and within_budget("label checks"):
+        train = next((s for k, s in prepared if k == "train" and s.labels is not None), None)
+        target = train or next((s for _, s in prepared if s.labels is not None), None)
+        if target is not None:
+            report.issues.extend(check_label_columns(target))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def split_from_parts(
+    name: str,
+    data: Any = None,
+    *,
+    labels: Any = None,
+    ids: Any = None,
+    times: Any = None,
+    allow_iteration: bool = False,
+    label: str | None = None,
+    id_column: str | None = None,
+    time_column: str | None = None,
+) -> SplitData:
+    """Assemble one split from a data object and optional separate labels/ids/timestamps."""
+    split = None
+    if data is not None:
+        split = describe(
+            data, name, allow_iteration=allow_iteration, label=label, id_column=id_column, time_column=time_column
+        )
+        if split is None:
+            split = SplitData(name, notes=[f"{name}: {type(data).__name__} has no readable data; skipped"])
+    if split is None:
+        split = SplitData(name)
+    for attr, value in (("labels", labels), ("ids", ids), ("times", times)):
+        if value is not None:
+            array = to_array(value)
+            if array is not None:
+                setattr(split, attr, array.reshape(len(array), -1)[:, 0] if array.ndim > 1 else array)
+    return split

@@ -1,0 +1,226 @@
+"""Memory reasoning shared by the agent and the doctor (pure): OOM remedies ranked by the numbers, and the source
+line that keeps autograd graphs alive.
+
+- ``parse_oom_message`` reads the figures PyTorch prints in a CUDA out-of-memory error;
+  ``rank_oom_remedies`` orders the seed lesson's remedies (smaller batch, mixed precision, gradient checkpointing,
+  ``.item()`` instead of keeping tensors, ``torch.no_grad()`` for evaluation, allocator settings against
+  fragmentation) by what the measured numbers show.
+- ``accumulation_line`` finds, in the user's source, the statement that keeps growing a variable (``total += loss``,
+  ``losses.append(loss)``), which is where a retained autograd graph should be reported.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+_UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
+_SIZE = r"([0-9.]+)\s*(B|KiB|MiB|GiB|TiB)"
+_OOM_FIELDS = {
+    "requested": rf"Tried to allocate {_SIZE}",
+    "capacity": rf"total capacity of {_SIZE}",
+    "free": rf"of which {_SIZE} is free",
+    "in_use": rf"this process has {_SIZE} memory in use",
+    "allocated": rf"{_SIZE} is allocated by PyTorch",
+    "reserved_unallocated": rf"{_SIZE} is reserved by PyTorch but unallocated",
+}
+
+
+def parse_oom_message(text: str) -> dict[str, int]:
+    """Byte counts found in a PyTorch CUDA OOM message (keys of ``_OOM_FIELDS`` that are present)."""
+    found: dict[str, int] = {}
+    for key, pattern in _OOM_FIELDS.items():
+        match = re.search(pattern, text)
+        if match:
+            found[key] = int(float(match.group(1)) * _UNITS[match.group(2)])
+    return found
+
+
+def format_bytes(count: float | None) -> str:
+    if count is None:
+        return "?"
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+@dataclass(frozen=True)
+class OomFacts:
+    """What the agent knew when the out-of-memory error happened (None: not measured)."""
+
+    requested: int | None = None
+    capacity: int | None = None
+    allocated: int | None = None
+    reserved_unallocated: int | None = None
+    growth_per_step: float | None = None  # bytes the allocator kept gaining per step before the error
+    steps_completed: int = 0
+    retained_graph_name: str | None = None  # a variable seen keeping autograd graphs alive
+    in_eval_with_grad: bool = False  # the error came from an eval-mode forward with autograd recording
+    parameter_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Remedy:
+    title: str
+    why: str
+    score: float
+
+
+def rank_oom_remedies(facts: OomFacts) -> list[Remedy]:
+    """The seed's OOM remedies, most likely to help first, each with the measurement that ranks it."""
+    remedies: list[Remedy] = []
+    capacity = facts.capacity or 0
+    if facts.retained_graph_name:
+        remedies.append(
+            Remedy(
+                f"stop keeping autograd graphs alive: accumulate `{facts.retained_graph_name}` with loss.item()",
+                f"`{facts.retained_graph_name}` holds the graph of every step",
+                100.0,
+            )
+        )
+    if facts.growth_per_step and facts.growth_per_step > 0 and facts.steps_completed >= 2:
+        remedies.append(
+            Remedy(
+                "free what each step leaves behind: log with .item(), del large tensors, don't append outputs to lists",
+                f"allocated memory grew by {format_bytes(facts.growth_per_step)} per step over "
+                f"{facts.steps_completed} steps",
+                90.0,
+            )
+        )
+    if facts.in_eval_with_grad:
+        remedies.append(
+            Remedy(
+                "wrap evaluation in torch.no_grad() (or torch.inference_mode())",
+                "the error happened in an eval-mode forward that was recording an autograd graph",
+                95.0,
+            )
+        )
+    unallocated = facts.reserved_unallocated or 0
+    if capacity and unallocated > 0.1 * capacity or (facts.requested and unallocated > facts.requested):
+        remedies.append(
+            Remedy(
+                "reduce fragmentation: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before starting",
+                f"{format_bytes(unallocated)} is reserved by PyTorch but unallocated",
+                80.0 if capacity and unallocated > 0.2 * capacity else 40.0,
+            )
+        )
+    model_heavy = bool(facts.parameter_bytes and capacity and facts.parameter_bytes * 4 > 0.5 * capacity)
+    first_step = facts.steps_completed == 0
+    batch_why = (
+        "the first step did not fit"
+        if first_step
+        else f"the error came after {facts.steps_completed} steps without steady growth: a larger batch/sequence"
+    )
+    remedies.append(
+        Remedy(
+            "reduce the batch size (keep the effective batch with gradient accumulation)",
+            batch_why,
+            70.0 if not model_heavy else 50.0,
+        )
+    )
+    remedies.append(
+        Remedy(
+            'use mixed precision: with torch.autocast("cuda", dtype=torch.bfloat16): (halves activations)',
+            "parameters, gradients and optimizer state need about "
+            f"{format_bytes((facts.parameter_bytes or 0) * 4)}"
+            if facts.parameter_bytes
+            else "activations and weights in 16-bit take half the memory",
+            65.0 if model_heavy else 60.0,
+        )
+    )
+    remedies.append(
+        Remedy(
+            "trade compute for memory with gradient checkpointing (torch.utils.checkpoint.checkpoint)",
+            "activations of the checkpointed blocks are recomputed in backward instead of stored",
+            55.0,
+        )
+    )
+    remedies.append(
+        Remedy(
+            "call torch.cuda.empty_cache() only between phases (it does not free live tensors)",
+            "returns cached blocks to the driver for other processes",
+            10.0,
+        )
+    )
+    return sorted(remedies, key=lambda remedy: -remedy.score)
+
+
+def oom_summary(facts: OomFacts) -> str:
+    """One line with the figures of an OOM error."""
+    parts = []
+    if facts.requested is not None:
+        parts.append(f"tried to allocate {format_bytes(facts.requested)}")
+    if facts.allocated is not None:
+        parts.append(f"{format_bytes(facts.allocated)} allocated by PyTorch")
+    if facts.reserved_unallocated is not None:
+        parts.append(f"{format_bytes(facts.reserved_unallocated)} reserved but unallocated")
+    if facts.capacity is not None:
+        parts.append(f"capacity {format_bytes(facts.capacity)}")
+    return ", ".join(parts)
+
+
+_GROWING_METHODS = ("append", "extend", "insert", "add")
+
+
+def _references(node: ast.AST, name: str) -> bool:
+    return any(isinstance(sub, ast.Name) and sub.id == name for sub in ast.walk(node))
+
+
+def _scope_body(tree: ast.Module, scope_first_line: int | None) -> list[ast.stmt]:
+    if scope_first_line is None:
+        return tree.body
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            if scope_first_line in (node.lineno, first):
+                return node.body
+    return tree.body
+
+
+def _walk_scope(statements: list[ast.stmt]) -> list[ast.AST]:
+    """Every node of a scope without entering nested functions or classes."""
+    found: list[ast.AST] = []
+    stack: list[ast.AST] = list(statements)
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                stack.append(child)
+    return found
+
+
+def accumulation_line(source: str, name: str, scope_first_line: int | None, near_line: int | None = None) -> int | None:
+    """The line in a scope that grows ``name`` from itself: ``name += x``, ``name = name + x``, ``name.append(x)``.
+
+    ``scope_first_line`` is the ``def`` line of the function (``co_firstlineno``), None for module level. When several
+    statements qualify, the one closest to ``near_line`` (where the program currently is) wins.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    candidates: list[int] = []
+    for node in _walk_scope(_scope_body(tree, scope_first_line)):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            candidates.append(node.lineno)
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            if _references(node.value, name):
+                candidates.append(node.lineno)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _GROWING_METHODS
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == name
+        ):
+            candidates.append(node.lineno)
+    if not candidates:
+        return None
+    if near_line is None:
+        return min(candidates)
+    return min(candidates, key=lambda line: (abs(line - near_line), line))

@@ -1,0 +1,122 @@
+"""Phase breakdown of a training step and the verdicts it supports (pure; no I/O, no torch).
+
+The agent's phase clock (``tensorsight.agent.phases``) measures, per optimizer step, the seconds spent in five
+phases: ``data`` (the DataLoader iterator), ``forward`` (top-level module calls), ``backward``, ``optimizer``
+(``optimizer.step()``) and ``other`` (everything else in the loop). This module turns those totals into a table
+for people and into ``performance`` findings: the seed lesson's "data loading often eats 60% of training time; the
+fix is num_workers > 0, not a faster GPU".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .findings import Finding
+
+PHASES = ("data", "forward", "backward", "optimizer", "other")
+
+# A phase "dominates" when it takes more than this share of the step (the issue's verdict: data > 50%).
+DATA_DOMINANT_SHARE = 0.5
+# Below this many measured steps a share is noise (first-batch worker start-up, lazy initialisation).
+MIN_STEPS_FOR_VERDICT = 3
+
+
+@dataclass(frozen=True)
+class LoaderSettings:
+    """Where a DataLoader was built and the settings that decide how fast it delivers batches."""
+
+    file: str
+    line: int
+    num_workers: int = 0
+    pin_memory: bool = False
+    persistent_workers: bool = False
+    batch_size: int | None = None
+
+
+def phase_shares(seconds: Mapping[str, float]) -> dict[str, float]:
+    """Share of the step for each phase (0..1); all zeros when nothing was measured."""
+    total = sum(max(0.0, float(seconds.get(name, 0.0))) for name in PHASES)
+    if total <= 0.0:
+        return dict.fromkeys(PHASES, 0.0)
+    return {name: max(0.0, float(seconds.get(name, 0.0))) / total for name in PHASES}
+
+
+def dominant_phase(seconds: Mapping[str, float]) -> tuple[str, float]:
+    """The phase with the largest share and that share."""
+    shares = phase_shares(seconds)
+    name = max(PHASES, key=lambda phase: shares[phase])
+    return name, shares[name]
+
+
+def format_phase_table(totals: Mapping[str, float], steps: int) -> str:
+    """A small fixed-width table: phase, mean milliseconds per step, share, and a bar."""
+    steps = max(1, int(steps))
+    shares = phase_shares(totals)
+    total_ms = sum(max(0.0, float(totals.get(name, 0.0))) for name in PHASES) * 1000.0 / steps
+    lines = [f"{'phase':<10} {'ms/step':>9} {'share':>6}"]
+    for name in PHASES:
+        per_step = max(0.0, float(totals.get(name, 0.0))) * 1000.0 / steps
+        bar = "█" * round(shares[name] * 20)
+        lines.append(f"{name:<10} {per_step:>9.2f} {shares[name] * 100:>5.0f}% {bar}")
+    lines.append(f"{'step':<10} {total_ms:>9.2f} {'100%':>6}  ({steps} steps)")
+    return "\n".join(lines)
+
+
+def data_loading_advice(loader: LoaderSettings, uses_gpu: bool, cpu_count: int | None) -> list[str]:
+    """Concrete DataLoader changes, most effective first, given its current settings."""
+    advice: list[str] = []
+    suggested_workers = max(2, min(8, (cpu_count or 4) - 1))
+    if loader.num_workers <= 0:
+        advice.append(f"load batches in parallel: DataLoader(..., num_workers={suggested_workers})")
+    else:
+        advice.append(
+            f"num_workers={loader.num_workers} is not keeping up: raise it (this machine has {cpu_count or '?'} CPUs)"
+            " or raise prefetch_factor"
+        )
+    if not loader.persistent_workers:
+        advice.append("persistent_workers=True, so worker processes survive between epochs")
+    if uses_gpu and not loader.pin_memory:
+        advice.append("pin_memory=True (with .to(device, non_blocking=True)) for faster host-to-GPU copies")
+    advice.append("make Dataset.__getitem__ cheaper: decode/pre-process once and cache, avoid per-item Python loops")
+    return advice
+
+
+def phase_verdicts(
+    totals: Mapping[str, float],
+    steps: int,
+    loader: LoaderSettings | None,
+    uses_gpu: bool = False,
+    cpu_count: int | None = None,
+    data_share_threshold: float = DATA_DOMINANT_SHARE,
+) -> list[Finding]:
+    """``performance`` findings from a run's phase totals (seconds summed over ``steps`` steps).
+
+    Data loading above ``data_share_threshold`` of the step is reported at the line that built the DataLoader;
+    without a known DataLoader line there is nothing actionable to point at, so nothing is reported.
+    """
+    if steps < MIN_STEPS_FOR_VERDICT or loader is None:
+        return []
+    shares = phase_shares(totals)
+    if shares["data"] <= data_share_threshold:
+        return []
+    per_step_ms = {name: max(0.0, float(totals.get(name, 0.0))) * 1000.0 / steps for name in PHASES}
+    step_ms = sum(per_step_ms.values())
+    advice = data_loading_advice(loader, uses_gpu, cpu_count)
+    message = (
+        f"data loading takes {shares['data'] * 100:.0f}% of each training step "
+        f"({per_step_ms['data']:.1f} ms of {step_ms:.1f} ms, mean over {steps} steps): the model waits for batches. "
+        f"Fix: {advice[0]}"
+        + (f"; {'; '.join(advice[1:])}" if len(advice) > 1 else "")
+        + ". A faster GPU would not help."
+    )
+    details = {
+        "shares": {name: round(shares[name], 4) for name in PHASES},
+        "ms_per_step": {name: round(per_step_ms[name], 3) for name in PHASES},
+        "steps": steps,
+        "num_workers": loader.num_workers,
+        "pin_memory": loader.pin_memory,
+        "persistent_workers": loader.persistent_workers,
+        "advice": advice,
+    }
+    return [Finding("performance", "warning", message, loader.file, loader.line, details=details)]

@@ -1,0 +1,142 @@
+"""Static silent-bug rules over Python source: ``analyze(source, path) -> list[Finding]``.
+
+Called by the language server (diagnostics and quick fixes in the editor) and by the headless doctor, so both report
+the same findings. Pure: no I/O, no imports of torch; one ``ast.parse`` and a few linear walks per call.
+
+Each rule has a stable code, a one-line why, and (where a plain text edit is safe) a quick fix in
+``details["fix"]`` = ``{"title", "edits": [{"line", "column", "endLine", "endColumn", "newText"}]}`` (1-based
+lines, 0-based character columns). ``details["range"]`` is the span to underline. Precision comes first: each rule
+reports only the patterns it can tell apart from correct training code, and the correct-loop corpus in the tests
+must stay silent.
+
+Silence a finding with a comment on its line: ``# tensorsight: ignore`` or ``# tensorsight: ignore[TS104]``.
+
+=====  ================================  ===============  ========  ==========================================
+code   name                              kind             severity  pattern
+=====  ================================  ===============  ========  ==========================================
+TS101  gradients-never-cleared           training-logic   warning   loop with backward()+step(), no zero_grad
+TS102  evaluation-in-training-mode       training-logic   warning   eval loop without eval() and no_grad()
+TS103  eval-never-back-to-train          training-logic   warning   eval() in a training loop, never train()
+TS104  graph-accumulated-across-steps    training-logic   warning   ``total += loss`` without .item()
+TS105  softmax-into-cross-entropy        training-logic   warning   softmax/log_softmax fed to cross_entropy
+TS106  normalisation-leakage             leakage          warning   scaler fitted before the split / on test
+TS107  hidden-state-not-detached         training-logic   warning   RNN state fed back without .detach()
+TS108  step-before-backward              training-logic   warning   optimizer.step() before backward()
+TS109  cleared-before-step               training-logic   warning   zero_grad() between backward() and step()
+TS110  breakpoint-left-in-code           training-logic   warning   breakpoint() / pdb.set_trace() left in
+TS111  hard-coded-cuda                   device           warning   .cuda() mixed with a device variable
+TS112  dataloader-main-process           performance      info      training DataLoader with num_workers=0
+=====  ================================  ===============  ========  ==========================================
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterable
+
+from ..findings import Finding
+from . import evaluation, gradients, graph_retention, hygiene, leakage, losses
+from .facts import ModuleFacts
+from .fixes import apply_fix
+from .model import Fix, RuleInfo, TextEdit
+
+Check = Callable[[ModuleFacts, str], Iterable[Finding]]
+
+RULES: tuple[RuleInfo, ...] = (
+    gradients.GRADIENTS_NEVER_CLEARED,
+    evaluation.EVAL_WITHOUT_EVAL_MODE,
+    evaluation.EVAL_NEVER_BACK_TO_TRAIN,
+    graph_retention.GRAPH_ACCUMULATED,
+    losses.SOFTMAX_INTO_CROSS_ENTROPY,
+    leakage.NORMALISATION_LEAKAGE,
+    graph_retention.HIDDEN_NOT_DETACHED,
+    gradients.STEP_BEFORE_BACKWARD,
+    gradients.CLEARED_BEFORE_STEP,
+    hygiene.BREAKPOINT_LEFT,
+    hygiene.HARD_CODED_CUDA,
+    hygiene.MAIN_PROCESS_LOADING,
+)
+
+CHECKS: tuple[Check, ...] = (
+    gradients.check,
+    evaluation.check_evaluation_mode,
+    evaluation.check_back_to_train,
+    graph_retention.check_accumulation,
+    graph_retention.check_hidden_state,
+    losses.check,
+    leakage.check,
+    hygiene.check_breakpoints,
+    hygiene.check_hard_coded_cuda,
+    hygiene.check_main_process_loading,
+)
+
+_TRAINING_IMPORT = re.compile(
+    r"^[ \t]*(?:import|from)[ \t]+(?:torch|lightning|pytorch_lightning|sklearn|accelerate|transformers)\b",
+    re.MULTILINE,
+)
+_IGNORE = re.compile(r"#\s*tensorsight:\s*ignore(?:\[([A-Za-z0-9_, ]+)\])?", re.IGNORECASE)
+
+
+def is_training_source(source: str) -> bool:
+    """True for code the rules are meant for: it imports torch (or Lightning, scikit-learn, Accelerate, ...)."""
+    return _TRAINING_IMPORT.search(source) is not None
+
+
+def analyze(source: str, path: str, *, strict: bool = False) -> list[Finding]:
+    """Every rule's findings on ``source`` (``path`` is only recorded in the findings), sorted by line.
+
+    Source that does not parse yields no findings (the editor already shows the syntax error). A rule that fails
+    on odd code is skipped so the others still report, unless ``strict`` (the tests) asks for the error.
+    """
+    try:
+        tree = ast.parse(source, filename=path)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    facts = ModuleFacts(source, tree)
+    found: list[Finding] = []
+    for check in CHECKS:
+        try:
+            found.extend(check(facts, path))
+        except Exception:
+            if strict:
+                raise
+    kept = [f for f in found if not _silenced(facts.lines, f)]
+    return sorted(kept, key=lambda f: (f.line, f.details.get("code", "")))
+
+
+def training_loops(source: str) -> list[tuple[int, int]]:
+    """(first line, last line) of each outermost loop that calls backward() and an optimizer step, for code lenses."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    facts = ModuleFacts(source, tree)
+    training = [lf for lf in facts.loops if lf.backwards and lf.steps]
+    inner = {id(node) for lf in training for node in lf.nodes if node is not lf.node}
+    return [(lf.node.lineno, lf.node.end_lineno or lf.node.lineno) for lf in training if id(lf.node) not in inner]
+
+
+def _silenced(lines: list[str], finding: Finding) -> bool:
+    if not 0 < finding.line <= len(lines):
+        return False
+    match = _IGNORE.search(lines[finding.line - 1])
+    if match is None:
+        return False
+    if match.group(1) is None:
+        return True
+    codes = {c.strip().upper() for c in match.group(1).split(",")}
+    return str(finding.details.get("code", "")).upper() in codes
+
+
+__all__ = [
+    "CHECKS",
+    "RULES",
+    "Fix",
+    "RuleInfo",
+    "TextEdit",
+    "analyze",
+    "apply_fix",
+    "is_training_source",
+    "training_loops",
+]

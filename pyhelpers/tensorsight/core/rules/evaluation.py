@@ -1,0 +1,279 @@
+"""Rules about train/eval modes (TS102, TS103).
+
+TS102: an evaluation loop that runs the model with neither ``model.eval()`` nor ``torch.no_grad()`` (dropout on,
+batch-norm statistics updated from evaluation data, and a graph recorded for nothing). TS103: a training loop that
+switches the model to ``eval()`` (directly or through a helper such as ``evaluate(model, ...)``) and never back to
+``train()``, so every later epoch trains in evaluation mode.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Iterator
+
+from ..findings import Finding
+from .facts import (
+    FunctionSummary,
+    LoopFacts,
+    ModuleFacts,
+    eval_mode_call,
+    is_grad_disabling,
+    looks_like_model,
+    method,
+    receiver,
+    root_name,
+    text_of,
+    train_mode_call,
+    words,
+)
+from .fixes import insert_line_before, make_fix, wrap_in_block
+from .model import RuleInfo
+
+EVAL_WITHOUT_EVAL_MODE = RuleInfo(
+    "TS102",
+    "evaluation-in-training-mode",
+    "training-logic",
+    "warning",
+    "evaluation runs the model in training mode and records the autograd graph: dropout stays on, batch-norm learns "
+    "from evaluation data, and memory grows; call model.eval() and run it under torch.no_grad()",
+)
+EVAL_NEVER_BACK_TO_TRAIN = RuleInfo(
+    "TS103",
+    "eval-never-back-to-train",
+    "training-logic",
+    "warning",
+    "the model is switched to eval() inside this training loop and never back to train(): every later step trains "
+    "with dropout off and frozen batch-norm statistics",
+)
+
+EVAL_WORDS = frozenset({"val", "valid", "validation", "test", "testing", "eval", "evaluation", "dev", "holdout"})
+EVAL_FUNCTION_WORDS = EVAL_WORDS | {"evaluate", "validate", "predict", "prediction", "inference", "infer"}
+FROZEN_WORDS = frozenset({"teacher", "ema", "target", "frozen", "ref", "reference", "pretrained", "old", "critic"})
+
+
+# ----------------------------------------------------------------------------------------------------------- TS102
+def check_evaluation_mode(facts: ModuleFacts, path: str) -> Iterator[Finding]:
+    test_file = _is_test_file(path)
+    qualifying: list[tuple[LoopFacts, ast.Call]] = []
+    for loop in facts.loops:
+        if not isinstance(loop.node, (ast.For, ast.AsyncFor)) or loop.backwards or loop.steps:
+            continue
+        if not _is_evaluation_loop(facts, loop, test_file):
+            continue
+        model_call = _first_model_call(loop)
+        if model_call is not None:
+            qualifying.append((loop, model_call))
+    chosen = {id(loop.node) for loop, _ in qualifying}
+    for loop, model_call in qualifying:
+        if any(id(outer) in chosen for outer in facts.enclosing_loops(loop.node)):
+            continue  # reported once, at the outermost evaluation loop
+        if _protected(facts, loop, model_call):
+            continue
+        model_text = text_of(model_call.func)
+        message = (
+            f"this evaluation loop runs {model_text} in training mode and records the autograd graph: dropout stays "
+            f"on, batch-norm learns from evaluation data, and memory grows; call {model_text}.eval() first and run "
+            f"it under torch.no_grad()"
+        )
+        yield EVAL_WITHOUT_EVAL_MODE.finding(path, facts.header_span(loop.node), message, _no_grad_fix(facts, loop))
+
+
+def _is_test_file(path: str) -> bool:
+    name = os.path.basename(path)
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+
+
+def _is_evaluation_loop(facts: ModuleFacts, loop: LoopFacts, test_file: bool) -> bool:
+    assert isinstance(loop.node, (ast.For, ast.AsyncFor))
+    if EVAL_WORDS & set(words(text_of(loop.node.iter))):
+        return True
+    function = facts.enclosing_function(loop.node)
+    if function is None or function.name.endswith("_step"):
+        return False
+    if test_file and function.name.startswith("test"):
+        return False
+    return bool(EVAL_FUNCTION_WORDS & set(words(function.name)))
+
+
+def _first_model_call(loop: LoopFacts) -> ast.Call | None:
+    for call in loop.calls:
+        if isinstance(call.func, (ast.Name, ast.Attribute)) and looks_like_model(call.func):
+            if call.args or call.keywords:
+                return call
+    return None
+
+
+def _protected(facts: ModuleFacts, loop: LoopFacts, model_call: ast.Call) -> bool:
+    if facts.under_grad_disabled(model_call):
+        return True
+    if _scope_switches_off(facts, loop.scope):
+        return True
+    if _module_disables_grad_globally(facts):
+        return True
+    function = facts.enclosing_function(loop.node)
+    if function is not None:
+        return _any_caller_protects(facts, function.name)
+    return False
+
+
+def _scope_switches_off(facts: ModuleFacts, scope: ast.AST) -> bool:
+    """The scope puts a model in eval mode or freezes parameters somewhere."""
+    for node in facts.local_nodes(scope):
+        if isinstance(node, ast.Call):
+            if eval_mode_call(node) or method(node) == "requires_grad_":
+                return True
+            if any(s.eval_receivers or s.grad_disabled for s in facts.helpers_called(node)):
+                return True
+    return False
+
+
+def _module_disables_grad_globally(facts: ModuleFacts) -> bool:
+    for call in facts.calls:
+        if isinstance(facts.parents.get(call), ast.Expr) and is_grad_disabling(call):
+            return True
+    return False
+
+
+def _any_caller_protects(facts: ModuleFacts, name: str) -> bool:
+    """A call site of the evaluation function inside no_grad, or in a scope that calls .eval()."""
+    for node in facts.calls:
+        func = node.func
+        called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+        if called != name:
+            continue
+        if facts.under_grad_disabled(node):
+            return True
+        scope = facts.scope_of.get(node)
+        if scope is not None and _scope_switches_off(facts, scope):
+            return True
+    return False
+
+
+def _no_grad_fix(facts: ModuleFacts, loop: LoopFacts):  # type: ignore[no-untyped-def]
+    torch = facts.torch_alias
+    if torch is None:
+        return None
+    function = facts.enclosing_function(loop.node)
+    if function is not None and EVAL_FUNCTION_WORDS & set(words(function.name)):
+        has_backward = any(
+            isinstance(n, ast.Call) and method(n) in ("backward", "manual_backward")
+            for n in facts.local_nodes(function)
+        )
+        if not has_backward:
+            return make_fix(
+                f"Decorate {function.name}() with @{torch}.no_grad()",
+                [insert_line_before(facts, function, f"@{torch}.no_grad()")],
+            )
+    return make_fix(
+        f"Run this evaluation loop under {torch}.no_grad()",
+        [wrap_in_block(facts, loop.node, f"with {torch}.no_grad():")],
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------- TS103
+def check_back_to_train(facts: ModuleFacts, path: str) -> Iterator[Finding]:
+    reported: set[int] = set()
+    training_loops = [lf for lf in facts.loops if lf.backwards and lf.steps]
+    # innermost first, so a periodic eval inside the batch loop is judged by the batch loop
+    training_loops.sort(key=lambda lf: len(facts.enclosing_loops(lf.node)), reverse=True)
+    for loop in training_loops:
+        if _restores_train(facts, loop):
+            continue
+        for node, model_text, helper in _eval_switches(facts, loop):
+            if id(node) in reported:
+                continue
+            reported.add(id(node))
+            if not _is_trained(facts, model_text):
+                continue
+            if helper is not None:
+                message = (
+                    f"{helper}() switches {model_text} to eval() and this training loop never calls "
+                    f"{model_text}.train(): from the next iteration on it trains with dropout off and frozen "
+                    f"batch-norm statistics"
+                )
+            else:
+                message = (
+                    f"{model_text}.eval() is never undone in this training loop: from the next iteration on "
+                    f"{model_text} trains with dropout off and frozen batch-norm statistics; call "
+                    f"{model_text}.train() before the training steps"
+                )
+            fix = _train_fix(facts, loop, node, model_text)
+            yield EVAL_NEVER_BACK_TO_TRAIN.finding(path, facts.span(node), message, fix)
+
+
+def _restores_train(facts: ModuleFacts, loop: LoopFacts) -> bool:
+    for call in loop.calls:
+        if train_mode_call(call):
+            return True
+        if any(summary.restores_train for summary in facts.helpers_called(call)):
+            return True
+    return False
+
+
+def _eval_switches(facts: ModuleFacts, loop: LoopFacts) -> Iterator[tuple[ast.Call, str, str | None]]:
+    for call in loop.calls:
+        if eval_mode_call(call):
+            recv = receiver(call)
+            if recv is not None:
+                yield call, text_of(recv), None
+            continue
+        for summary in facts.helpers_called(call):
+            if summary.restores_train:
+                continue
+            for eval_text in summary.eval_receivers:
+                mapped = _map_to_caller(summary, call, eval_text)
+                if mapped is not None:
+                    yield call, mapped, summary.node.name
+
+
+def _map_to_caller(summary: FunctionSummary, call: ast.Call, eval_text: str) -> str | None:
+    """Translate ``model.eval()`` inside ``def evaluate(model, ...)`` into the argument the caller passed."""
+    head, dot, rest = eval_text.partition(".")
+    if head not in summary.params:
+        return eval_text if head == "self" else None
+    index = summary.params.index(head)
+    if summary.params and summary.params[0] == "self" and isinstance(call.func, ast.Attribute):
+        index -= 1
+    argument: ast.expr | None = None
+    if 0 <= index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+        argument = call.args[index]
+    else:
+        argument = next((k.value for k in call.keywords if k.arg == head), None)
+    if argument is None:
+        return None
+    return text_of(argument) + (dot + rest if dot else "")
+
+
+def _is_trained(facts: ModuleFacts, model_text: str) -> bool:
+    root = root_name(ast.parse(model_text, mode="eval").body) if model_text else None
+    if facts.trained_roots:
+        return root in facts.trained_roots
+    if FROZEN_WORDS & set(words(model_text)):
+        return False
+    return looks_like_model(ast.parse(model_text, mode="eval").body)
+
+
+def _train_fix(facts: ModuleFacts, loop: LoopFacts, switch: ast.Call, model_text: str):  # type: ignore[no-untyped-def]
+    body = loop.node.body
+    eval_index = _body_index(facts, loop.node, switch)
+    backward_index = min(
+        (i for i in (_body_index(facts, loop.node, b.call) for b in loop.backwards) if i is not None), default=None
+    )
+    if eval_index is None or backward_index is None or eval_index == backward_index:
+        return None
+    target = body[0] if eval_index > backward_index else body[backward_index]
+    return make_fix(
+        f"Call {model_text}.train() before the training steps",
+        [insert_line_before(facts, target, f"{model_text}.train()")],
+    )
+
+
+def _body_index(facts: ModuleFacts, loop: ast.AST, node: ast.AST) -> int | None:
+    body = getattr(loop, "body", [])
+    current: ast.AST = node
+    for parent in facts.ancestors(node):
+        if parent is loop:
+            return body.index(current) if current in body else None
+        current = parent
+    return None

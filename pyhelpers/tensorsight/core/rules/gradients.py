@@ -1,0 +1,178 @@
+"""Rules about the order of ``zero_grad`` / ``backward`` / ``step`` in a training loop (TS101, TS108, TS109).
+
+``backward()`` adds into ``.grad``; ``step()`` applies whatever is there. The three silent bugs: gradients never
+cleared (every step applies the sum of all earlier gradients), the step taken before the backward that should feed it,
+and the gradients cleared between backward and step (the step applies nothing).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ..findings import Finding
+from .facts import LoopFacts, ModuleFacts, backward_call, is_grad_clearing, method, position, receiver, text_of
+from .fixes import insert_line_after, make_fix, move_statement_after
+from .model import RuleInfo
+
+GRADIENTS_NEVER_CLEARED = RuleInfo(
+    "TS101",
+    "gradients-never-cleared",
+    "training-logic",
+    "warning",
+    "gradients are never cleared in this loop: backward() adds into .grad, so each step applies the sum of every "
+    "earlier step's gradients; call optimizer.zero_grad() once per step",
+)
+STEP_BEFORE_BACKWARD = RuleInfo(
+    "TS108",
+    "step-before-backward",
+    "training-logic",
+    "warning",
+    "optimizer.step() runs before loss.backward() in this loop: each step applies stale (or zero) gradients and the "
+    "new ones are cleared or applied one iteration late; call backward() first",
+)
+CLEARED_BEFORE_STEP = RuleInfo(
+    "TS109",
+    "cleared-before-step",
+    "training-logic",
+    "warning",
+    "zero_grad() between backward() and step() wipes the gradients just computed, so the step changes nothing; "
+    "clear gradients before backward() or after step()",
+)
+
+
+def check(facts: ModuleFacts, path: str) -> Iterator[Finding]:
+    for loop in _innermost_training_loops(facts):
+        yield from _never_cleared(facts, path, loop)
+        yield from _step_before_backward(facts, path, loop)
+        yield from _cleared_before_step(facts, path, loop)
+
+
+def _innermost_training_loops(facts: ModuleFacts) -> list[LoopFacts]:
+    """Loops that hold a backward and an optimizer step, and no inner loop holding both."""
+    candidates = [lf for lf in facts.loops if lf.backwards and lf.steps]
+    holding = {id(outer) for lf in candidates for outer in facts.enclosing_loops(lf.node)}
+    return [lf for lf in candidates if id(lf.node) not in holding]
+
+
+def _clears_gradients(facts: ModuleFacts, loop: LoopFacts) -> bool:
+    if any(is_grad_clearing(node) for node in loop.nodes):
+        return True
+    return any(summary.clears_grad for call in loop.calls for summary in facts.helpers_called(call))
+
+
+def _never_cleared(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[Finding]:
+    if _clears_gradients(facts, loop):
+        return
+    step = loop.steps[0]
+    stmt = facts.statement_of(step.call)
+    anchor = stmt
+    located = facts.block_of(stmt)
+    if located is not None:  # after ``scaler.step(opt)`` comes ``scaler.update()``: clear after both
+        block, index = located
+        if index + 1 < len(block) and _is_scaler_update(block[index + 1]):
+            anchor = block[index + 1]
+    fix = None
+    if isinstance(stmt, ast.Expr) and stmt.value is step.call:
+        fix = make_fix(
+            f"Clear gradients after each step: {step.optimizer}.zero_grad()",
+            [insert_line_after(facts, anchor, f"{step.optimizer}.zero_grad()")],
+        )
+    message = (
+        f"{step.optimizer}.step() applies gradients that nothing in this loop clears: backward() adds into .grad, "
+        f"so each step uses the sum of every earlier step's gradients; call {step.optimizer}.zero_grad() once per step"
+    )
+    yield GRADIENTS_NEVER_CLEARED.finding(path, facts.span(step.call), message, fix)
+
+
+def _is_scaler_update(stmt: ast.stmt) -> bool:
+    if not isinstance(stmt, ast.Expr) or not isinstance(stmt.value, ast.Call):
+        return False
+    recv = receiver(stmt.value)
+    return method(stmt.value) == "update" and recv is not None and "scaler" in text_of(recv).lower()
+
+
+def _step_before_backward(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[Finding]:
+    first_step = min(loop.steps, key=lambda s: position(s.call))
+    first_backward = min(loop.backwards, key=lambda b: position(b.call))
+    if position(first_step.call) > position(first_backward.call):
+        return
+    step_stmt = facts.statement_of(first_step.call)
+    backward_stmt = facts.statement_of(first_backward.call)
+    step_block = facts.block_of(step_stmt)
+    backward_block = facts.block_of(backward_stmt)
+    if step_block is None or backward_block is None or step_block[0] is not backward_block[0]:
+        return  # only the unambiguous case: both in one straight-line block
+    if _backward_primed_before(facts, loop):
+        return  # a backward() before the loop feeds the first step: a deliberate "step first" rotation
+    fix = None
+    if isinstance(step_stmt, ast.Expr) and isinstance(backward_stmt, ast.Expr):
+        fix = make_fix(
+            f"Move {first_step.optimizer}.step() after the backward() call",
+            move_statement_after(facts, step_stmt, backward_stmt),  # type: ignore[arg-type]
+        )
+    yield STEP_BEFORE_BACKWARD.finding(path, facts.span(first_step.call), None, fix)
+
+
+def _backward_primed_before(facts: ModuleFacts, loop: LoopFacts) -> bool:
+    start = position(loop.node)
+    for node in facts.scope_nodes(loop.scope):
+        if isinstance(node, ast.Call) and position(node) < start and backward_call(node) is not None:
+            if node not in loop.nodes:
+                return True
+    return False
+
+
+def _cleared_before_step(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[Finding]:
+    """backward ... zero_grad ... step, siblings in one block, nothing re-filling .grad in between."""
+    stepped = {step.optimizer for step in loop.steps}
+    for step in loop.steps:
+        step_stmt = facts.statement_of(step.call)
+        located = facts.block_of(step_stmt)
+        if located is None:
+            continue
+        block, step_index = located
+        clear_index = None
+        for index in range(step_index - 1, -1, -1):
+            stmt = block[index]
+            if _has_backward(stmt):
+                break
+            if _zero_grad_target(stmt) is not None:
+                clear_index = index
+                break
+        if clear_index is None:
+            continue
+        if not any(_has_backward(stmt) for stmt in block[:clear_index]):
+            continue
+        clear_stmt = block[clear_index]
+        target = _zero_grad_target(clear_stmt)
+        same_optimizer = target == step.optimizer
+        its_model = target is not None and target in facts.optimized_roots.get(step.optimizer, set())
+        lone_optimizer = (
+            target is not None
+            and not facts.is_optimizer_text(target)
+            and len(stepped) == 1
+            and not facts.optimized_roots.get(step.optimizer)
+        )
+        if not (same_optimizer or its_model or lone_optimizer):
+            continue  # e.g. GAN code clearing the generator's grads before the discriminator's step
+        assert isinstance(clear_stmt, ast.Expr)
+        clear_call = clear_stmt.value
+        fix = make_fix(
+            f"Move {text_of(clear_call)} after {step.optimizer}.step()",
+            move_statement_after(facts, clear_stmt, step_stmt),
+        )
+        yield CLEARED_BEFORE_STEP.finding(path, facts.span(clear_call), None, fix)
+
+
+def _has_backward(stmt: ast.stmt) -> bool:
+    return any(isinstance(node, ast.Call) and backward_call(node) is not None for node in ast.walk(stmt))
+
+
+def _zero_grad_target(stmt: ast.stmt) -> str | None:
+    """``opt`` for a statement that is exactly ``opt.zero_grad(...)``."""
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and method(stmt.value) == "zero_grad":
+        recv = receiver(stmt.value)
+        if recv is not None:
+            return text_of(recv)
+    return None

@@ -1,0 +1,339 @@
+"""Rules about autograd graphs kept alive across training steps (TS104, TS107).
+
+TS104: ``total += loss`` (or ``losses.append(loss)``) across optimizer steps keeps every step's graph referenced,
+the PyTorch FAQ's first memory leak; ``loss.item()`` or ``loss.detach()`` is what was meant. TS107: a recurrent
+hidden state fed back into the model every iteration without ``.detach()``, so each backward reaches through the
+whole history.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from ..findings import Finding
+from .facts import (
+    Assignments,
+    ModuleFacts,
+    Scope,
+    dotted,
+    last_name,
+    looks_like_model,
+    method,
+    names_in,
+    position,
+    receiver,
+    text_of,
+    words,
+)
+from .fixes import insert_after_node, make_fix, replace_node
+from .model import RuleInfo
+
+GRAPH_ACCUMULATED = RuleInfo(
+    "TS104",
+    "graph-accumulated-across-steps",
+    "training-logic",
+    "warning",
+    "a tensor with an autograd graph is accumulated across training steps: every step's graph stays alive and "
+    "memory grows; accumulate loss.item() (or loss.detach())",
+)
+HIDDEN_NOT_DETACHED = RuleInfo(
+    "TS107",
+    "hidden-state-not-detached",
+    "training-logic",
+    "warning",
+    "the hidden state is fed back every iteration without .detach(): each backward() reaches through all earlier "
+    "iterations (slower every step, more memory, or a 'backward through the graph a second time' error)",
+)
+
+_LOSS_CALLEE = re.compile(r"loss|criterion|entropy|kl_div|nll", re.IGNORECASE)
+_GRAPH_KEEPING_METHODS = frozenset(
+    {"sum", "mean", "clone", "squeeze", "unsqueeze", "view", "reshape", "float", "double", "half", "to", "cpu", "abs"}
+)
+# A carried value is recurrent state when its name or the callee says so; ``ema = update(ema, model)`` is not.
+_STATE_WORDS = frozenset(
+    {"hidden", "hid", "h", "hx", "cx", "c", "h0", "c0", "hn", "cn", "hc", "state", "states", "memory", "mem"}
+    | {"mems", "carry", "context", "ctx"}
+)
+_RECURRENT_WORDS = frozenset({"rnn", "lstm", "gru", "cell", "recurrent", "rnncell", "lstmcell", "grucell"})
+_TENSOR_CONSTRUCTORS = frozenset({"zeros", "ones", "randn", "rand", "empty", "full", "zeros_like", "randn_like"})
+
+
+# ----------------------------------------------------------------------------------------------------------- TS104
+def check_accumulation(facts: ModuleFacts, path: str) -> Iterator[Finding]:
+    candidates: list[ast.stmt] = [*facts.aug_assigns, *facts.assigns, *facts.expressions]
+    candidates.sort(key=position)
+    backprop = _BackpropagatedNames(facts)
+    for stmt in candidates:
+        accumulation = _accumulation(stmt)
+        if accumulation is None:
+            continue
+        scope = facts.scope_of.get(stmt)
+        if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+            finding = _accumulation_finding(facts, path, scope, stmt, accumulation, backprop)
+            if finding is not None:
+                yield finding
+
+
+class _BackpropagatedNames:
+    """Per scope, from the backward() calls: every name they mention, and the names backpropagated directly."""
+
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.mentioned: dict[int, set[str]] = {}
+        self.roots: dict[int, set[str]] = {}
+        for found in facts.backward_calls:
+            key = id(facts.scope_of.get(found.call))
+            mentioned = self.mentioned.setdefault(key, set())
+            mentioned |= names_in(found.call)
+            mentioned |= {text_of(n) for n in ast.walk(found.call) if isinstance(n, ast.Attribute)}
+            if isinstance(found.root, ast.Name):
+                self.roots.setdefault(key, set()).add(found.root.id)
+
+
+def _accumulation_finding(
+    facts: ModuleFacts,
+    path: str,
+    scope: Scope,
+    stmt: ast.stmt,
+    accumulation: tuple[str, ast.expr, bool],
+    backprop: _BackpropagatedNames,
+) -> Finding | None:
+    target, added, is_append = accumulation
+    root = target.split(".", 1)[0].split("[", 1)[0]
+    mentioned = backprop.mentioned.get(id(scope), set())
+    if root in mentioned or (target.startswith("self.") and target in mentioned):
+        return None  # accumulated on purpose, then backpropagated (gradient accumulation)
+    if not is_append and facts.under_grad_disabled(stmt):
+        return None
+    if not _spans_optimizer_steps(facts, stmt, target):
+        return None
+    graph_name = _graph_name(facts, facts.assignments, scope, added, position(stmt))
+    if graph_name is None:
+        return None
+    suffix = ".item()" if graph_name.id in backprop.roots.get(id(scope), set()) else ".detach()"
+    fix = make_fix(
+        f"Accumulate {graph_name.id}{suffix} instead of the tensor", [insert_after_node(facts, graph_name, suffix)]
+    )
+    verb = f"appended to {target}" if is_append else f"accumulated into {target}"
+    message = (
+        f"{graph_name.id} is {verb} across training steps with its autograd graph: every step's graph stays "
+        f"alive and memory grows each step; use {graph_name.id}{suffix}"
+    )
+    return GRAPH_ACCUMULATED.finding(path, facts.span(stmt), message, fix)
+
+
+def _accumulation(stmt: ast.AST) -> tuple[str, ast.expr, bool] | None:
+    """(target text, added expression, is_append) for ``t += e``, ``t = t + e`` and ``t.append(e)``."""
+    if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add):
+        if isinstance(stmt.target, (ast.Name, ast.Attribute)):
+            return text_of(stmt.target), stmt.value, False
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.BinOp):
+        target = stmt.targets[0]
+        if isinstance(target, (ast.Name, ast.Attribute)) and isinstance(stmt.value.op, ast.Add):
+            key = text_of(target)
+            left, right = stmt.value.left, stmt.value.right
+            if text_of(left) == key:
+                return key, right, False
+            if text_of(right) == key:
+                return key, left, False
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        call = stmt.value
+        recv = receiver(call)
+        if method(call) == "append" and recv is not None and len(call.args) == 1 and dotted(recv):
+            return text_of(recv), call.args[0], True
+    return None
+
+
+def _spans_optimizer_steps(facts: ModuleFacts, stmt: ast.AST, target: str) -> bool:
+    """The target survives from one iteration to the next of a loop that takes optimizer steps."""
+    for loop in facts.enclosing_loops(stmt):
+        if _reset_each_iteration(facts, loop, stmt, target):
+            return False
+        if facts.loop_facts(loop).steps:
+            return True
+    return False
+
+
+def _reset_each_iteration(facts: ModuleFacts, loop: ast.AST, stmt: ast.AST, target: str) -> bool:
+    body = getattr(loop, "body", [])
+    holder: ast.AST = stmt
+    for parent in facts.ancestors(stmt):
+        if parent is loop:
+            break
+        holder = parent
+    if holder not in body:
+        return False
+    for earlier in body[: body.index(holder)]:
+        if isinstance(earlier, (ast.Assign, ast.AnnAssign)) and target in [text_of(t) for t in _targets(earlier)]:
+            return True
+    return False
+
+
+def _targets(stmt: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+    return list(stmt.targets) if isinstance(stmt, ast.Assign) else [stmt.target]
+
+
+def _graph_name(
+    facts: ModuleFacts, assignments: Assignments, scope: Scope, expr: ast.expr, where: tuple[int, int]
+) -> ast.Name | None:
+    """The Name in ``expr`` that carries an autograd graph into the accumulation, if any."""
+    if isinstance(expr, ast.Name):
+        return expr if _tainted(facts, assignments, scope, expr.id, where, 0) else None
+    if isinstance(expr, ast.BinOp):
+        return _graph_name(facts, assignments, scope, expr.left, where) or _graph_name(
+            facts, assignments, scope, expr.right, where
+        )
+    if isinstance(expr, ast.UnaryOp):
+        return _graph_name(facts, assignments, scope, expr.operand, where)
+    return None
+
+
+def _tainted(
+    facts: ModuleFacts, assignments: Assignments, scope: Scope, name: str, where: tuple[int, int], depth: int
+) -> bool:
+    if depth > 8:
+        return False
+    found = assignments.last_before(scope, name, where)
+    if found is None:
+        return False
+    node, value = found
+    if value is None or facts.under_grad_disabled(node):
+        return False
+    return _graph_value(facts, assignments, scope, value, position(node), depth + 1)
+
+
+def _graph_value(
+    facts: ModuleFacts, assignments: Assignments, scope: Scope, value: ast.expr, where: tuple[int, int], depth: int
+) -> bool:
+    if isinstance(value, ast.Name):
+        return _tainted(facts, assignments, scope, value.id, where, depth)
+    if isinstance(value, ast.Attribute):
+        return value.attr == "loss"  # e.g. Hugging Face ``outputs.loss``
+    if isinstance(value, (ast.BinOp, ast.UnaryOp)):
+        parts = [value.left, value.right] if isinstance(value, ast.BinOp) else [value.operand]
+        return any(_graph_value(facts, assignments, scope, part, where, depth) for part in parts)
+    if isinstance(value, ast.Call):
+        callee = last_name(value.func) or ""
+        recv = receiver(value)
+        if callee in _GRAPH_KEEPING_METHODS and recv is not None:
+            return _graph_value(facts, assignments, scope, recv, where, depth)
+        if isinstance(value.func, ast.Attribute) and callee in {"item", "detach", "tolist", "numpy", "cpu"}:
+            return False
+        if _LOSS_CALLEE.search(callee):
+            return True
+        return isinstance(value.func, (ast.Name, ast.Attribute)) and looks_like_model(value.func)
+    return False
+
+
+# ----------------------------------------------------------------------------------------------------------- TS107
+def check_hidden_state(facts: ModuleFacts, path: str) -> Iterator[Finding]:
+    assignments = facts.assignments
+    for scope in facts.scopes:
+        for stmt in facts.local_nodes(scope):
+            if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
+                continue
+            call = stmt.value
+            if facts.under_grad_disabled(stmt):
+                continue
+            bound = {name for target in stmt.targets for name in _flat_targets(target)}
+            callee_words = set(words(text_of(call.func))) if isinstance(call.func, (ast.Name, ast.Attribute)) else set()
+            for fed_back, arg_node in _fed_back(call, bound):
+                recurrent = _RECURRENT_WORDS & callee_words or looks_like_model(call.func)
+                if not (recurrent or _STATE_WORDS & set(words(fed_back))):
+                    continue
+                finding = _hidden_finding(facts, assignments, scope, stmt, call, fed_back, arg_node, path)
+                if finding is not None:
+                    yield finding
+                    break
+
+
+def _flat_targets(target: ast.expr) -> list[str]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [name for elt in target.elts for name in _flat_targets(elt)]
+    if isinstance(target, (ast.Name, ast.Attribute)):
+        return [text_of(target)]
+    return []
+
+
+def _fed_back(call: ast.Call, bound: set[str]) -> Iterator[tuple[str, ast.expr]]:
+    """(state name, the argument node carrying it) for plain names, or tuples of them, the call also rebinds."""
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        if isinstance(arg, (ast.Name, ast.Attribute)) and text_of(arg) in bound:
+            yield text_of(arg), arg
+        elif isinstance(arg, ast.Tuple) and arg.elts:
+            texts = [text_of(e) for e in arg.elts if isinstance(e, (ast.Name, ast.Attribute))]
+            if len(texts) == len(arg.elts) and any(t in bound for t in texts):
+                yield texts[0], arg
+
+
+def _hidden_finding(
+    facts: ModuleFacts,
+    assignments: Assignments,
+    scope: Scope,
+    stmt: ast.Assign,
+    call: ast.Call,
+    state: str,
+    arg_node: ast.expr,
+    path: str,
+) -> Finding | None:
+    state_names = [text_of(e) for e in arg_node.elts] if isinstance(arg_node, ast.Tuple) else [state]
+    carrying_loop = None
+    for loop in facts.enclosing_loops(stmt):
+        if any(_reset_each_iteration(facts, loop, stmt, name) for name in state_names):
+            return None
+        if facts.loop_facts(loop).backwards:
+            carrying_loop = loop
+            break
+    if carrying_loop is None:
+        return None
+    loop_facts = facts.loop_facts(carrying_loop)
+    roots = {name.split(".")[-1] for name in state_names}
+    for node in loop_facts.nodes:
+        if node is stmt:
+            continue
+        if isinstance(node, ast.Call):
+            callee = (method(node) or "").lower()
+            if ("detach" in callee or "repackage" in callee) and roots & _identifiers(node):
+                return None
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node is not stmt:
+            if any(t in state_names for target in _targets(node) for t in _flat_targets(target)):
+                return None  # re-initialised or repackaged inside the loop
+            if isinstance(node.value, ast.Attribute) and node.value.attr == "data":
+                return None
+    loop_start = position(carrying_loop)
+    initial = [assignments.last_before(scope, name, loop_start) for name in state_names]
+    function = facts.enclosing_function(stmt)
+    params = {a.arg for a in function.args.args} if function is not None else set()
+    if any(init is None and name not in params for init, name in zip(initial, state_names, strict=True)):
+        return None
+    fix = None
+    if isinstance(arg_node, ast.Tuple):
+        fix = make_fix(
+            f"Detach the carried state: ({', '.join(n + '.detach()' for n in state_names)})",
+            [insert_after_node(facts, elt, ".detach()") for elt in arg_node.elts],
+        )
+    elif all(init is not None and _is_tensor_constructor(init[1]) for init in initial):
+        fix = make_fix(
+            f"Detach the carried state: {state}.detach()", [replace_node(facts, arg_node, f"{state}.detach()")]
+        )
+    callee_text = text_of(call.func)
+    message = (
+        f"{state} is fed back into {callee_text}() every iteration without .detach(): each backward() reaches "
+        f"through all earlier iterations (slower every step, more memory, or a 'backward through the graph a "
+        f"second time' error); pass {state}.detach()"
+    )
+    return HIDDEN_NOT_DETACHED.finding(path, facts.span(call), message, fix)
+
+
+def _identifiers(node: ast.AST) -> set[str]:
+    out = names_in(node)
+    out |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+    return out
+
+
+def _is_tensor_constructor(value: ast.expr | None) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    name = last_name(value.func) or ""
+    return name in _TENSOR_CONSTRUCTORS or name.startswith("new_")

@@ -1,0 +1,153 @@
+"""Rule TS106: normalisation statistics that see the evaluation data (normalisation leakage).
+
+A scaler fitted on the whole dataset before the train/test split, or fitted on the test/validation data, lets the
+evaluation data shape the training features: the reported score is optimistic and no error says so. Covers the
+scikit-learn scalers (``StandardScaler().fit_transform(X)`` then ``train_test_split(X_scaled, ...)``) and the
+hand-written form (``mean = X.mean(0)``; ``X = (X - mean) / std``; then ``random_split``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ..findings import Finding
+from .facts import ModuleFacts, Scope, last_name, method, names_in, position, receiver, text_of, words
+from .model import RuleInfo
+
+NORMALISATION_LEAKAGE = RuleInfo(
+    "TS106",
+    "normalisation-leakage",
+    "leakage",
+    "warning",
+    "normalisation statistics are computed on data that includes the evaluation split: evaluation data leaks into "
+    "training and the score is optimistic; split first, then fit on the training part only",
+)
+
+SCALERS = frozenset(
+    {"StandardScaler", "MinMaxScaler", "RobustScaler", "MaxAbsScaler", "QuantileTransformer", "PowerTransformer"}
+)
+SPLITTERS = frozenset({"train_test_split", "random_split"})
+HELD_OUT_WORDS = frozenset({"test", "val", "valid", "validation", "holdout", "dev", "eval"})
+STAT_METHODS = frozenset({"mean", "std", "var", "min", "max", "amin", "amax", "nanmean", "nanstd"})
+
+
+def check(facts: ModuleFacts, path: str) -> Iterator[Finding]:
+    scalers = _scaler_texts(facts)
+    for scope in facts.scopes:
+        nodes = facts.local_nodes(scope)
+        splits = [n for n in nodes if isinstance(n, ast.Call) and _is_split(facts, scope, n)]
+        for node in nodes:
+            if isinstance(node, ast.Call):
+                finding = _scaler_fit(facts, path, node, scalers, splits)
+                if finding is not None:
+                    yield finding
+        yield from _manual_statistics(facts, path, scope, nodes, splits)
+
+
+def _scaler_texts(facts: ModuleFacts) -> set[str]:
+    found: set[str] = set()
+    for node in facts.assigns:
+        if isinstance(node.value, ast.Call):
+            if last_name(node.value.func) in SCALERS:
+                found.update(text_of(t) for t in node.targets if isinstance(t, (ast.Name, ast.Attribute)))
+    return found
+
+
+def _is_split(facts: ModuleFacts, scope: Scope, call: ast.Call) -> bool:
+    name = last_name(call.func)
+    if name in SPLITTERS:
+        return True
+    if name == "split" and isinstance(call.func, ast.Attribute):
+        splitter = call.func.value
+        if isinstance(splitter, ast.Call):
+            return _is_splitter_class(last_name(splitter.func))
+        if isinstance(splitter, ast.Name):
+            found = facts.assignments.last_before(scope, splitter.id, position(call))
+            return bool(found and isinstance(found[1], ast.Call) and _is_splitter_class(last_name(found[1].func)))
+    return False
+
+
+def _is_splitter_class(name: str | None) -> bool:
+    return bool(name) and (name.endswith("Fold") or name.endswith("Split"))  # type: ignore[union-attr]
+
+
+def _scaler_fit(
+    facts: ModuleFacts, path: str, call: ast.Call, scalers: set[str], splits: list[ast.Call]
+) -> Finding | None:
+    if method(call) not in ("fit", "fit_transform") or not call.args:
+        return None
+    recv = receiver(call)
+    if recv is None:
+        return None
+    is_scaler = text_of(recv) in scalers or (isinstance(recv, ast.Call) and last_name(recv.func) in SCALERS)
+    if not is_scaler:
+        return None
+    data = call.args[0]
+    data_text = text_of(data)
+    data_words = set(words(data_text))
+    if HELD_OUT_WORDS & data_words and "train" not in data_words:
+        message = (
+            f"the scaler is fitted on {data_text}: the held-out data sets the normalisation, so evaluation is no "
+            f"longer blind; fit on the training split and only transform {data_text}"
+        )
+        return NORMALISATION_LEAKAGE.finding(path, facts.span(call), message)
+    produced = _produced_names(facts, call)
+    tracked = names_in(data) | produced
+    for split in splits:
+        if position(split) > position(call) and tracked & names_in(split):
+            message = (
+                f"the scaler is fitted on {data_text} before the split on line {split.lineno}: test rows shape the "
+                f"normalisation of the training data; split first, then fit on the training part only"
+            )
+            return NORMALISATION_LEAKAGE.finding(path, facts.span(call), message)
+    return None
+
+
+def _produced_names(facts: ModuleFacts, call: ast.Call) -> set[str]:
+    """Names bound from the call's result (``X_scaled = scaler.fit_transform(X)``)."""
+    stmt = facts.statement_of(call)
+    if isinstance(stmt, ast.Assign) and stmt.value is call:
+        return {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def _manual_statistics(
+    facts: ModuleFacts, path: str, scope: Scope, nodes: list[ast.AST], splits: list[ast.Call]
+) -> Iterator[Finding]:
+    """``m = X.mean(0)`` ... ``Z = (X - m) / s`` ... ``random_split(Z...)`` / ``train_test_split(Z...)``."""
+    if not splits:
+        return
+    stats: dict[str, tuple[str, ast.Assign]] = {}  # stat name -> (data name, the assignment)
+    for node in sorted((n for n in nodes if isinstance(n, ast.Assign)), key=position):
+        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            continue
+        source = _statistic_of(node.value)
+        if source is not None:
+            stats[node.targets[0].id] = (source, node)
+            continue
+        used = names_in(node.value)
+        for stat_name, (data_name, stat_assign) in list(stats.items()):
+            if stat_name in used and data_name in used and isinstance(node.value, ast.BinOp):
+                normalised = node.targets[0].id
+                later = [s for s in splits if position(s) > position(node) and normalised in names_in(s)]
+                if later:
+                    message = (
+                        f"{stat_name} is computed on all of {data_name} and used to normalise it before the split on "
+                        f"line {later[0].lineno}: evaluation rows shape the training features; compute it on the "
+                        f"training split only"
+                    )
+                    yield NORMALISATION_LEAKAGE.finding(path, facts.span(stat_assign.value), message)
+                    return
+
+
+def _statistic_of(value: ast.expr) -> str | None:
+    """``X.mean(...)`` / ``np.mean(X, ...)`` / ``X.std(...)`` -> ``X``."""
+    if not isinstance(value, ast.Call) or method(value) not in STAT_METHODS:
+        return None
+    recv = receiver(value)
+    if isinstance(recv, ast.Name) and recv.id not in ("np", "numpy", "torch"):
+        return recv.id
+    if value.args and isinstance(value.args[0], ast.Name):
+        return value.args[0].id
+    return None

@@ -1,0 +1,587 @@
+"""Pure shape logic shared by the agent's observers, the toolbox, the ``shapes`` CLI and the demo.
+
+- ``shape_text``: the compact ``f32[64, 16]`` form that ``shape`` events and inlay hints carry;
+- ``ShapeRow`` and ``format_shape_table``: one row per module of a shape map (what torchinfo shows);
+- broadcasting analysis: ``broadcast_shapes``, ``loss_broadcast_problem``, ``elementwise_broadcast_problem``
+  (prediction ``[N, 1]`` against target ``[N]`` silently becomes ``[N, N]``);
+- ``parse_shape_error``: reads torch's shape error messages (``mat1 and mat2 shapes cannot be multiplied``, the
+  broadcasting, conv channel, view/reshape, cat, norm and loss size errors) into a structured explanation;
+- ``statement_targets``: which names a source line assigns, so an observed shape can be named (``x: f32[64, 16]``).
+
+No torch or numpy here: shapes are tuples of ints and dtypes are names such as ``"float32"``.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Shape = tuple[int, ...]
+
+# dtype name (torch or numpy spelling, without the "torch." prefix) -> short prefix used in shape texts
+_DTYPE_SHORT = {
+    "float32": "f32",
+    "float": "f32",
+    "float64": "f64",
+    "double": "f64",
+    "float16": "f16",
+    "half": "f16",
+    "bfloat16": "bf16",
+    "float8_e4m3fn": "f8e4m3",
+    "float8_e5m2": "f8e5m2",
+    "int64": "i64",
+    "long": "i64",
+    "int32": "i32",
+    "int": "i32",
+    "int16": "i16",
+    "short": "i16",
+    "int8": "i8",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "bool": "bool",
+    "complex64": "c64",
+    "cfloat": "c64",
+    "complex128": "c128",
+    "cdouble": "c128",
+    "qint8": "qi8",
+    "quint8": "qu8",
+    "qint32": "qi32",
+}
+
+
+def dtype_name(dtype: Any) -> str:
+    """``torch.float32`` / ``np.dtype('float32')`` / ``"float32"`` -> ``"float32"``."""
+    text = str(dtype)
+    return text[6:] if text.startswith("torch.") else text
+
+
+def short_dtype(dtype: Any) -> str:
+    name = dtype_name(dtype)
+    return _DTYPE_SHORT.get(name, name)
+
+
+def shape_text(shape: Iterable[int], dtype: Any = None) -> str:
+    """``(64, 16), "float32"`` -> ``"f32[64, 16]"``; a scalar is ``"f32[]"``."""
+    dims = ", ".join(str(int(d)) for d in shape)
+    prefix = short_dtype(dtype) if dtype is not None else ""
+    return f"{prefix}[{dims}]"
+
+
+def numel(shape: Iterable[int]) -> int:
+    return math.prod(int(d) for d in shape)
+
+
+# ---- shape map rows ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ShapeRow:
+    """One module of a shape map: what went in and out of it for one sample batch.
+
+    ``params``/``trainable`` count the module's parameters including its children (as torchinfo does);
+    ``memory_bytes`` is the bytes of its outputs plus the parameters and buffers it holds directly, so the column
+    sums to the model's total for that batch.
+    """
+
+    path: str
+    type: str
+    input_shapes: list[list[int]] = field(default_factory=list)
+    output_shapes: list[list[int]] = field(default_factory=list)
+    dtype: str = ""
+    params: int = 0
+    trainable: int = 0
+    memory_bytes: int = 0
+    depth: int = 0
+    calls: int = 0
+    file: str | None = None
+    line: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "path": self.path,
+            "type": self.type,
+            "input_shapes": [list(s) for s in self.input_shapes],
+            "output_shapes": [list(s) for s in self.output_shapes],
+            "dtype": self.dtype,
+            "params": int(self.params),
+            "trainable": int(self.trainable),
+            "memory_bytes": int(self.memory_bytes),
+            "depth": int(self.depth),
+            "calls": int(self.calls),
+        }
+        if self.file is not None:
+            out["file"] = self.file
+        if self.line is not None:
+            out["line"] = int(self.line)
+        return out
+
+
+def human_bytes(count: float) -> str:
+    """``1536`` -> ``"1.5 KiB"``."""
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"  # pragma: no cover - loop always returns
+
+
+def _shapes_cell(shapes: Sequence[Sequence[int]], dtype: str) -> str:
+    if not shapes:
+        return "-"
+    texts = [shape_text(s, dtype or None) for s in shapes[:3]]
+    more = f" +{len(shapes) - 3}" if len(shapes) > 3 else ""
+    return ", ".join(texts) + more
+
+
+def format_shape_table(rows: Sequence[ShapeRow], title: str | None = None) -> str:
+    """A text table of a shape map, children indented under their parent, with totals."""
+    header = ("Module (type)", "Input", "Output", "Params", "Trainable", "Memory")
+    body: list[tuple[str, ...]] = []
+    for row in rows:
+        label = row.path.rsplit(".", 1)[-1] if row.path else "(model)"
+        name = "  " * row.depth + f"{label} ({row.type})"
+        body.append(
+            (
+                name,
+                _shapes_cell(row.input_shapes, ""),
+                _shapes_cell(row.output_shapes, row.dtype),
+                f"{row.params:,}",
+                f"{row.trainable:,}",
+                human_bytes(row.memory_bytes),
+            )
+        )
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    right = {3, 4, 5}
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip()
+
+    out = []
+    if title:
+        out.append(title)
+    out.append(line(header))
+    out.append("-" * len(line(header)))
+    out.extend(line(r) for r in body)
+    if rows:
+        root = min(rows, key=lambda r: r.depth)
+        total_memory = sum(r.memory_bytes for r in rows)
+        out.append("-" * len(line(header)))
+        out.append(
+            f"Total params: {root.params:,}  Trainable: {root.trainable:,}  "
+            f"Memory for this batch (outputs + weights): {human_bytes(total_memory)}"
+        )
+    return "\n".join(out)
+
+
+# ---- broadcasting --------------------------------------------------------------------------------------------------
+
+
+def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> Shape | None:
+    """The broadcast result of two shapes (numpy/torch rules), or None when they cannot broadcast."""
+    result: list[int] = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        da = int(a[-i]) if i <= len(a) else 1
+        db = int(b[-i]) if i <= len(b) else 1
+        if da == db or db == 1:
+            result.append(da)
+        elif da == 1:
+            result.append(db)
+        else:
+            return None
+    return tuple(reversed(result))
+
+
+@dataclass(frozen=True)
+class BroadcastProblem:
+    """Two operands that broadcast to something neither of them is (usually ``[N, 1]`` against ``[N]``)."""
+
+    first: Shape
+    second: Shape
+    result: Shape
+    message: str
+
+
+def _fix_hint(first: Shape, second: Shape) -> str:
+    if len(first) == len(second) + 1 and first[-1] == 1 and tuple(first[:-1]) == tuple(second):
+        return "use .squeeze(-1) on the first operand (or .unsqueeze(-1) on the second) so both shapes match"
+    if len(second) == len(first) + 1 and second[-1] == 1 and tuple(second[:-1]) == tuple(first):
+        return "use .squeeze(-1) on the second operand (or .unsqueeze(-1) on the first) so both shapes match"
+    return "make both shapes equal before the operation"
+
+
+def loss_broadcast_problem(input_shape: Sequence[int], target_shape: Sequence[int]) -> BroadcastProblem | None:
+    """A loss whose prediction and target shapes differ and broadcast (``[N, 1]`` vs ``[N]`` -> ``[N, N]``).
+
+    Elementwise losses (MSE, L1, BCE...) compare position by position; any broadcasting between prediction and
+    target averages over pairs that were never meant to meet. Scalars and shapes that cannot broadcast (torch
+    raises on those) are not a silent problem.
+    """
+    first, second = tuple(int(d) for d in input_shape), tuple(int(d) for d in target_shape)
+    if first == second or numel(first) <= 1 or numel(second) <= 1:
+        return None
+    result = broadcast_shapes(first, second)
+    if result is None or (result == first and result == second):
+        return None
+    return BroadcastProblem(
+        first,
+        second,
+        result,
+        f"prediction {list(first)} and target {list(second)} broadcast to {list(result)}: "
+        f"the loss compares every prediction with every target ({numel(result):,} pairs instead of "
+        f"{max(numel(first), numel(second)):,}); {_fix_hint(first, second)}",
+    )
+
+
+def elementwise_broadcast_problem(a: Sequence[int], b: Sequence[int]) -> BroadcastProblem | None:
+    """An elementwise op whose result is bigger than both operands through implicit rank broadcasting.
+
+    ``[N, 1] - [N]`` silently makes ``[N, N]``. Operands of the same rank (``x[:, None] - y[None, :]``) are an
+    explicit outer operation and are left alone, as are scalars and ops whose result equals one operand.
+    """
+    first, second = tuple(int(d) for d in a), tuple(int(d) for d in b)
+    if len(first) == len(second) or numel(first) <= 1 or numel(second) <= 1:
+        return None
+    result = broadcast_shapes(first, second)
+    if result is None or numel(result) <= max(numel(first), numel(second)):
+        return None
+    return BroadcastProblem(
+        first,
+        second,
+        result,
+        f"operands {list(first)} and {list(second)} silently broadcast to {list(result)} "
+        f"({numel(result):,} elements from {max(numel(first), numel(second)):,}); {_fix_hint(first, second)}",
+    )
+
+
+# ---- shape error messages ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ShapeError:
+    """What a torch shape error says, in structured form: ``kind``, the shapes it names, and a fix hint."""
+
+    kind: str
+    summary: str
+    shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    hint: str = ""
+
+
+def _dims(text: str) -> tuple[int, ...]:
+    return tuple(int(d) for d in re.findall(r"-?\d+", text))
+
+
+def _parse_matmul(m: re.Match[str]) -> ShapeError:
+    a = (int(m["a0"]), int(m["a1"]))
+    b = (int(m["b0"]), int(m["b1"]))
+    return ShapeError(
+        "matmul",
+        f"a matrix product got {a[0]}x{a[1]} and {b[0]}x{b[1]}: the inner sizes {a[1]} and {b[0]} differ",
+        {"mat1": a, "mat2": b},
+        f"the input's last dimension is {a[1]} but the layer expects {b[0]}",
+    )
+
+
+def _parse_broadcast(m: re.Match[str]) -> ShapeError:
+    return ShapeError(
+        "broadcast",
+        f"elementwise operands disagree at dimension {m['dim']}: {m['a']} vs {m['b']}",
+        {},
+        "make the operands' shapes equal (or 1) in that dimension",
+    )
+
+
+def _parse_conv_channels(m: re.Match[str]) -> ShapeError:
+    weight = _dims(m["weight"])
+    given = _dims(m["input"])
+    return ShapeError(
+        "conv-channels",
+        f"the convolution expects {m['want']} input channels but got {m['got']} (input {list(given)})",
+        {"weight": weight, "input": given},
+        "set in_channels to the data's channel count, or check the input layout is [N, C, H, W]",
+    )
+
+
+def _parse_conv_rank(m: re.Match[str]) -> ShapeError:
+    given = _dims(m["input"])
+    return ShapeError(
+        "conv-input-rank",
+        f"{m['op']} expects {m['want']} input but got shape {list(given)}",
+        {"input": given},
+        "reshape the input to [N, C, ...] (e.g. x.view(N, C, H, W)) before the convolution",
+    )
+
+
+def _parse_view(m: re.Match[str]) -> ShapeError:
+    target = _dims(m["shape"])
+    size = int(m["size"])
+    known = numel(d for d in target if d != -1)
+    return ShapeError(
+        "view",
+        f"cannot view {size:,} elements as {list(target)} ({known:,} elements)",
+        {"target": target},
+        "check the batch size and feature sizes; use -1 for the dimension to infer (e.g. x.view(x.size(0), -1))",
+    )
+
+
+def _parse_view_stride(m: re.Match[str]) -> ShapeError:
+    return ShapeError(
+        "view-stride",
+        "view() on a non-contiguous tensor (after transpose/permute)",
+        {},
+        "use .reshape(...) or call .contiguous() before .view(...)",
+    )
+
+
+def _parse_batch(m: re.Match[str]) -> ShapeError:
+    return ShapeError(
+        "batch-size",
+        f"the prediction has batch size {m['a']} but the target has {m['b']}",
+        {},
+        "the model output and the labels must come from the same batch (check reshapes that fold the batch)",
+    )
+
+
+def _parse_target_size(m: re.Match[str]) -> ShapeError:
+    target, given = _dims(m["target"]), _dims(m["input"])
+    return ShapeError(
+        "target-size",
+        f"the loss got prediction {list(given)} and target {list(target)}",
+        {"input": given, "target": target},
+        _fix_hint(given, target),
+    )
+
+
+def _parse_cat(m: re.Match[str]) -> ShapeError:
+    return ShapeError(
+        "cat",
+        f"tensors to concatenate differ outside dimension {m['dim']}: size {m['want']} vs {m['got']} "
+        f"(tensor number {m['index']} in the list)",
+        {},
+        "only the concatenation dimension may differ",
+    )
+
+
+def _parse_cat_rank(m: re.Match[str]) -> ShapeError:
+    return ShapeError(
+        "cat-rank", f"tensors to concatenate have {m['a']} and {m['b']} dimensions", {}, "unsqueeze/reshape first"
+    )
+
+
+def _parse_layernorm(m: re.Match[str]) -> ShapeError:
+    norm, given = _dims(m["norm"]), _dims(m["input"])
+    return ShapeError(
+        "layernorm",
+        f"LayerNorm normalises over {list(norm)} but the input is {list(given)}",
+        {"normalized_shape": norm, "input": given},
+        "normalized_shape must equal the input's last dimensions",
+    )
+
+
+def _parse_batchnorm(m: re.Match[str]) -> ShapeError:
+    return ShapeError(
+        "batchnorm",
+        f"BatchNorm has {m['want']} features but the input has {m['got']} channels",
+        {},
+        "num_features must equal the input's channel dimension (dim 1)",
+    )
+
+
+def _parse_expand(m: re.Match[str]) -> ShapeError:
+    target, given = _dims(m["target"]), _dims(m["given"])
+    return ShapeError(
+        "expand",
+        f"cannot expand {list(given)} to {list(target)}",
+        {"target": target, "tensor": given},
+        "only size-1 dimensions can be expanded",
+    )
+
+
+def _parse_rnn(m: re.Match[str]) -> ShapeError:
+    return ShapeError(
+        "rnn-input",
+        f"the recurrent layer expects {m['want']} input features but got {m['got']}",
+        {},
+        "input_size must equal the last dimension; check batch_first",
+    )
+
+
+def _parse_bmm(m: re.Match[str]) -> ShapeError:
+    want, got = _dims(m["want"]), _dims(m["got"])
+    return ShapeError(
+        "matmul",
+        f"a batched matrix product expected the second operand to start with {list(want)} but got {list(got)}",
+        {"expected": want, "got": got},
+        "the batch sizes must match and the inner sizes must agree",
+    )
+
+
+def _parse_mv(m: re.Match[str]) -> ShapeError:
+    return ShapeError(
+        "matmul",
+        f"matrix-vector product: matrix {m['mat']} and vector ({m['vec']})",
+        {},
+        "the vector's length must equal the matrix's columns",
+    )
+
+
+def _parse_kernel(m: re.Match[str]) -> ShapeError:
+    return ShapeError(
+        "kernel-size",
+        f"the input ({m['input']}) is smaller than the kernel ({m['kernel']})",
+        {},
+        "the image shrank too much before this layer: pad, use a smaller kernel, or fewer poolings",
+    )
+
+
+_PATTERNS: tuple[tuple[re.Pattern[str], Any], ...] = (
+    (
+        re.compile(r"mat1 and mat2 shapes cannot be multiplied \((?P<a0>\d+)x(?P<a1>\d+) and (?P<b0>\d+)x(?P<b1>\d+)\)"),
+        _parse_matmul,
+    ),
+    (
+        re.compile(
+            r"The size of tensor a \((?P<a>\d+)\) must match the size of tensor b \((?P<b>\d+)\) "
+            r"at non-singleton dimension (?P<dim>-?\d+)"
+        ),
+        _parse_broadcast,
+    ),
+    (
+        re.compile(
+            r"weight of size (?P<weight>\[[\d, ]+\]), expected input(?P<input>\[[\d, ]+\]) to have (?P<want>\d+) "
+            r"channels, but got (?P<got>\d+) channels"
+        ),
+        _parse_conv_channels,
+    ),
+    (
+        re.compile(r"Expected (?P<want>.+?) input to (?P<op>\w+), but got input of size: ?(?P<input>\[[\d, ]*\])"),
+        _parse_conv_rank,
+    ),
+    (re.compile(r"shape '(?P<shape>\[[-\d, ]*\])' is invalid for input of size (?P<size>\d+)"), _parse_view),
+    (re.compile(r"view size is not compatible with input tensor's size and stride"), _parse_view_stride),
+    (re.compile(r"Expected input batch_size \((?P<a>\d+)\) to match target batch_size \((?P<b>\d+)\)"), _parse_batch),
+    (
+        re.compile(
+            r"(?:Target size|Using a target size) \(torch\.Size\((?P<target>\[[\d, ]*\])\)\) (?:must be the same as|"
+            r"that is different to) (?:the )?input size \(torch\.Size\((?P<input>\[[\d, ]*\])\)\)"
+        ),
+        _parse_target_size,
+    ),
+    (
+        re.compile(
+            r"Sizes of tensors must match except in dimension (?P<dim>\d+)\. Expected size (?P<want>\d+) but got "
+            r"size (?P<got>\d+) for tensor number (?P<index>\d+)"
+        ),
+        _parse_cat,
+    ),
+    (re.compile(r"Tensors must have same number of dimensions: got (?P<a>\d+) and (?P<b>\d+)"), _parse_cat_rank),
+    (
+        re.compile(
+            r"Given normalized_shape=(?P<norm>\[[\d, ]*\]), expected input with shape \[\*, [\d, ]*\], "
+            r"but got input of size ?(?P<input>\[[\d, ]*\])"
+        ),
+        _parse_layernorm,
+    ),
+    (re.compile(r"running_mean should contain (?P<got>\d+) elements not (?P<want>\d+)"), _parse_batchnorm),
+    (
+        re.compile(
+            r"The expanded size of the tensor \(\d+\) must match the existing size \(\d+\) at non-singleton "
+            r"dimension -?\d+\.\s+Target sizes: (?P<target>\[[-\d, ]*\])\.\s+Tensor sizes: (?P<given>\[[\d, ]*\])"
+        ),
+        _parse_expand,
+    ),
+    (re.compile(r"input\.size\(-1\) must be equal to input_size\. Expected (?P<want>\d+), got (?P<got>\d+)"), _parse_rnn),
+    (
+        re.compile(r"Expected size for first two dimensions of batch2 tensor to be: (?P<want>\[[\d, ]*\]) but got: "
+                   r"(?P<got>\[[\d, ]*\])"),
+        _parse_bmm,
+    ),
+    (re.compile(r"size mismatch, got input \(\d+\), mat \((?P<mat>\d+x\d+)\), vec \((?P<vec>\d+)\)"), _parse_mv),
+    (
+        re.compile(
+            r"Calculated padded input size per channel: \((?P<input>[\d x]+)\)\. Kernel size: \((?P<kernel>[\d x]+)\)"
+        ),
+        _parse_kernel,
+    ),
+)
+
+
+def parse_shape_error(message: str) -> ShapeError | None:
+    """Recognise a torch shape error message; None when it is not one."""
+    for pattern, build in _PATTERNS:
+        match = pattern.search(message)
+        if match is not None:
+            result: ShapeError = build(match)
+            return result
+    return None
+
+
+# ---- naming observed values ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatementTargets:
+    """The statement a source line belongs to: its first line and the names it assigns (in order)."""
+
+    anchor: int
+    names: tuple[str | None, ...]
+
+
+def _target_names(node: ast.expr) -> list[str | None]:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        out: list[str | None] = []
+        for element in node.elts:
+            out.extend(_target_names(element.value if isinstance(element, ast.Starred) else element))
+        return out
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        try:
+            return [ast.unparse(node)]
+        except Exception:  # noqa: BLE001 - unparse of odd nodes
+            return [None]
+    return [None]
+
+
+_SIMPLE = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return)
+
+
+def statement_targets(source: str) -> dict[int, StatementTargets]:
+    """Map each line of ``source`` that runs code to its statement's first line and assigned names.
+
+    Simple statements cover all their lines (a call spread over several lines maps to its first line); compound
+    statements cover only their header (``for x, y in loader:`` names ``x`` and ``y``). Unparseable source gives {}.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    out: dict[int, StatementTargets] = {}
+    for node in ast.walk(tree):
+        names: list[str | None]
+        if isinstance(node, _SIMPLE):
+            end = node.end_lineno or node.lineno
+            if isinstance(node, ast.Assign):
+                names = _target_names(node.targets[-1])
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+                names = _target_names(node.target)
+            else:
+                names = []
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            end = node.iter.end_lineno or node.lineno
+            names = _target_names(node.target)
+        elif isinstance(node, (ast.If, ast.While)):
+            end = node.test.end_lineno or node.lineno
+            names = []
+        else:
+            continue
+        info = StatementTargets(node.lineno, tuple(names))
+        for line in range(node.lineno, end + 1):
+            out.setdefault(line, info)
+    return out

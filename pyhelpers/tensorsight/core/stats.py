@@ -1,0 +1,830 @@
+"""Budgeted summary statistics of torch tensors and numpy arrays: the figures behind every summary line.
+
+Called by the agent's presentation (Variables view, hover, watch, repl), the module and gradient-norm lines, and the
+toolbox. Pure functions plus one small cache; no I/O.
+
+Exact by default, and fast enough to be: a float32 tensor costs three reductions per chunk of ``chunk_elements``
+(``sum``, ``aminmax``, and row-wise ``vector_norm`` for the sum of squares, accumulated in float64), about three
+``sum`` passes in all, with temporaries bounded by one chunk. A finite sum proves that no element is NaN or Inf;
+only a non-finite sum pays for the careful pass that counts NaN/+Inf/-Inf exactly and keeps them out of the figures.
+Expanded dimensions (stride 0) are reduced once and counted as repeats, so a huge ``expand`` stays exact and cheap.
+Past ``exact_elements`` the figures come from a deterministic strided sample and are marked inexact; nothing here
+draws from an RNG.
+
+Nothing here mutates its input, bumps ``_version``, records autograd history, or lets a tensor subclass's
+``__torch_function__`` run. On CUDA the reductions stay on the device and the results come back in one transfer
+(a second only when the tensor holds NaN/Inf). :class:`StatsCache` keys results on the tensor's identity, ``_version``,
+shape, strides, data pointer, dtype and device, so an unchanged tensor is summarised again for a dict lookup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import threading
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .nonfinite import NonFiniteCounts
+
+ROW_ELEMENTS = 1024  # sums of squares are taken per row of this many float32 values: accurate, and one fast kernel
+CANCELLATION_LIMIT = 1e3  # when mean² dwarfs the variance by this much, recompute the variance from centred values
+
+
+@dataclass(frozen=True)
+class StatsBudget:
+    """How much work one summary may do.
+
+    ``exact_elements``: tensors with more (distinct) elements are summarised from a strided sample of about
+    ``sample_elements`` elements, and the result says so. ``chunk_elements``: the largest temporary any pass allocates,
+    in elements (1M float32 = 4 MB, 1% of a 1e8-element tensor).
+    """
+
+    exact_elements: int = 1 << 28
+    sample_elements: int = 1 << 20
+    chunk_elements: int = 1 << 20
+
+
+DEFAULT_BUDGET = StatsBudget()
+
+
+@dataclass(frozen=True)
+class Stats:
+    """What is known about the values of one tensor or array.
+
+    ``kind`` is ``float``, ``int``, ``bool``, ``complex`` or ``none`` (no numeric values: meta tensor, object
+    array...; ``note`` says why). ``min``/``max``/``mean``/``std`` cover the finite elements only (``std`` with
+    Bessel's correction, like ``torch.std``); for complex values ``min``/``max`` are of ``|z|``. NaN/Inf counts are
+    element counts; a complex element with an infinite part counts in ``posinf`` and ``inf_signed`` is False.
+    ``exact`` is False when the figures (counts included) were extrapolated from ``counted`` sampled elements.
+    ``zeros`` is None until asked for (it costs one more pass).
+    """
+
+    numel: int
+    kind: str
+    counted: int = 0
+    finite: int = 0
+    total: float | complex | None = None
+    sumsq: float | None = None
+    min: float | None = None
+    max: float | None = None
+    mean: float | complex | None = None
+    std: float | None = None
+    nan: int | None = None
+    posinf: int | None = None
+    neginf: int | None = None
+    zeros: int | None = None
+    exact: bool = True
+    inf_signed: bool = True
+    note: str | None = None
+
+    @property
+    def has_values(self) -> bool:
+        """True when figures were computed (the kind is numeric and there was data to read)."""
+        return self.kind != "none" and self.nan is not None
+
+    @property
+    def nonfinite(self) -> NonFiniteCounts | None:
+        if self.nan is None or self.posinf is None or self.neginf is None:
+            return None
+        return NonFiniteCounts(self.nan, self.posinf, self.neginf)
+
+    @property
+    def all_zero(self) -> bool:
+        """Every element is exactly zero (False for an empty tensor, and when that is not known exactly)."""
+        return (
+            self.exact
+            and self.has_values
+            and self.numel > 0
+            and self.finite == self.numel
+            and self.min == 0
+            and self.max == 0
+        )
+
+    @property
+    def norm(self) -> float | None:
+        """Euclidean norm of the finite values (what ``clip_grad_norm_`` would see for a finite gradient)."""
+        return None if self.sumsq is None else math.sqrt(max(self.sumsq, 0.0))
+
+
+def unavailable(numel: int, note: str) -> Stats:
+    """Stats that say why nothing about the values can be known."""
+    return Stats(numel=numel, kind="none", note=note)
+
+
+def compute_stats(value: Any, budget: StatsBudget = DEFAULT_BUDGET, *, zeros: bool = False) -> Stats | None:
+    """Stats of a torch tensor or numpy array; None for anything else. May raise on hostile input: callers guard."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return tensor_stats(value, budget, zeros=zeros)
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.ndarray):
+        return array_stats(value, budget, zeros=zeros)
+    return None
+
+
+# ---- accumulation shared by both libraries ------------------------------------------------------------------------
+
+
+@dataclass
+class _Totals:
+    """Raw sums over the elements actually read; ``finish`` turns them into Stats for the whole tensor."""
+
+    counted: int = 0
+    finite: int = 0
+    total: float | complex = 0.0
+    sumsq: float = 0.0
+    low: float = math.inf
+    high: float = -math.inf
+    nan: int = 0
+    posinf: int = 0
+    neginf: int = 0
+    zeros: int | None = None
+    centred: float | None = None  # sum of squared deviations from the mean, when computed directly
+
+    def finish(self, numel: int, kind: str, factor: float, exact: bool, inf_signed: bool = True) -> Stats:
+        """Scale by ``factor`` (expanded repeats, or numel/sample when sampled) and derive mean and std."""
+        finite = self.finite * factor
+        mean: float | complex | None = None
+        std: float | None = None
+        low: float | None = self.low if self.finite else None
+        high: float | None = self.high if self.finite else None
+        if self.finite:
+            mean = self.total / self.finite
+            if finite > 1:
+                if low is not None and low == high and kind != "complex":
+                    variance = 0.0
+                elif self.centred is not None:
+                    variance = self.centred * factor / (finite - 1)
+                else:
+                    variance = (self.sumsq * factor - abs(self.total * factor) ** 2 / finite) / (finite - 1)
+                std = math.sqrt(max(variance, 0.0))
+        total = self.total * factor
+        if kind in ("int", "bool") and exact:
+            total = round(total.real)
+        return Stats(
+            numel=numel,
+            kind=kind,
+            counted=self.counted,
+            finite=round(finite),
+            total=total,
+            sumsq=self.sumsq * factor,
+            min=low,
+            max=high,
+            mean=mean,
+            std=std,
+            nan=round(self.nan * factor),
+            posinf=round(self.posinf * factor),
+            neginf=round(self.neginf * factor),
+            zeros=None if self.zeros is None else round(self.zeros * factor),
+            exact=exact,
+            inf_signed=inf_signed,
+        )
+
+
+def _needs_centring(t: _Totals) -> bool:
+    """True when E[x²] - mean² would lose the variance to rounding (|mean| ≫ std), so it must be recomputed."""
+    if t.finite < 2 or t.low == t.high:
+        return False
+    mean_sq = abs(t.total / t.finite) ** 2
+    variance = t.sumsq / t.finite - mean_sq
+    return variance <= 0 or mean_sq / variance > CANCELLATION_LIMIT
+
+
+def _sample_step(numel: int, target: int, last_dim: int) -> int:
+    """A flat stride giving about ``target`` elements that does not alias the last dimension (no single column)."""
+    step = max(1, math.ceil(numel / max(1, target)))
+    if last_dim > 1:
+        while math.gcd(step, last_dim) != 1:
+            step += 1
+    return step
+
+
+def _dim_steps(shape: tuple[int, ...], target: int) -> list[int]:
+    """Per-dimension strides whose product cuts ``shape`` down to about ``target`` elements, spread over all dims."""
+    numel = math.prod(shape)
+    if numel <= target or numel <= 1:
+        return [1] * len(shape)
+    share = math.log(numel / max(1, target)) / math.log(numel)
+    return [max(1, min(size, round(size**share))) for size in shape]
+
+
+# ---- torch ---------------------------------------------------------------------------------------------------------
+
+
+def tensor_stats(t: Any, budget: StatsBudget = DEFAULT_BUDGET, *, zeros: bool = False) -> Stats:
+    """Stats of a torch tensor of any layout, dtype and device (see the module docstring for the cost)."""
+    import torch
+
+    with torch.no_grad(), _plain_tensors(torch):
+        return _TorchStats(torch, budget, zeros).of(t)
+
+
+def zero_count(value: Any, budget: StatsBudget = DEFAULT_BUDGET) -> int | None:
+    """Exact number of elements equal to zero, or None when it cannot be known within the budget."""
+    stats = compute_stats(value, budget, zeros=True)
+    return None if stats is None or not stats.exact else stats.zeros
+
+
+def _plain_tensors(torch: Any) -> Any:
+    """Run torch ops on subclasses as on plain tensors, so no user ``__torch_function__`` runs inside the debugger."""
+    disable = getattr(torch._C, "DisableTorchFunctionSubclass", None)
+    return disable() if disable is not None else contextlib.nullcontext()
+
+
+_SPARSE_COMPRESSED = ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
+
+
+class _TorchStats:
+    def __init__(self, torch: Any, budget: StatsBudget, zeros: bool) -> None:
+        self.torch = torch
+        self.budget = budget
+        self.want_zeros = zeros
+
+    def of(self, t: Any) -> Stats:
+        if getattr(t, "is_nested", False):
+            return unavailable(0, "nested tensor: per-component stats are not computed")
+        numel = int(t.numel())
+        if t.device.type == "meta":
+            return unavailable(numel, "meta tensor: shape only, no data")
+        without_data = _why_no_data(self.torch, t)
+        if without_data:
+            return unavailable(numel, without_data)
+        layout = str(t.layout).replace("torch.", "").lstrip("_")
+        if layout == "sparse_coo":
+            values = t._values() if t.is_coalesced() else t.detach().coalesce()._values()
+            return self._with_implicit_zeros(values.detach(), numel)
+        if layout in _SPARSE_COMPRESSED:
+            return self._with_implicit_zeros(t.values().detach(), numel)
+        if layout != "strided":
+            return unavailable(numel, f"{layout} layout: values not read")
+        if t.is_quantized:
+            return self._dense(t.detach(), numel, dequantize=True)
+        return self._dense(t.detach(), numel)
+
+    # -- dense --------------------------------------------------------------------------------------------------------
+
+    def _dense(self, t: Any, numel: int, dequantize: bool = False) -> Stats:
+        kind = _torch_kind(self.torch, t)
+        if numel == 0:
+            return Stats(numel=0, kind=kind, nan=0, posinf=0, neginf=0, zeros=0 if self.want_zeros else None)
+        base, repeats = _unexpand(t)
+        exact = base.numel() <= self.budget.exact_elements
+        target = base if exact else _torch_sample(self.torch, base, self.budget.sample_elements)
+        factor = repeats * (base.numel() / target.numel())
+        totals = self._reduce(target, kind, dequantize)
+        return totals.finish(numel, kind, factor, exact, inf_signed=kind != "complex")
+
+    def _with_implicit_zeros(self, values: Any, numel: int) -> Stats:
+        """Sparse layouts: stats of the stored values, plus every element not stored, which is zero."""
+        stored = self._dense(values, int(values.numel()))
+        implicit = numel - int(values.numel())
+        if implicit <= 0 or stored.kind == "none":
+            return replace(stored, numel=numel)
+        low = 0.0 if stored.min is None else min(stored.min, 0.0)
+        high = 0.0 if stored.max is None else max(stored.max, 0.0)
+        totals = _Totals(
+            counted=stored.counted + implicit,
+            finite=stored.finite + implicit,
+            total=stored.total or 0.0,
+            sumsq=stored.sumsq or 0.0,
+            low=low,
+            high=high,
+            nan=stored.nan or 0,
+            posinf=stored.posinf or 0,
+            neginf=stored.neginf or 0,
+            zeros=None if stored.zeros is None else stored.zeros + implicit,
+        )
+        return totals.finish(numel, stored.kind, 1.0, stored.exact, stored.inf_signed)
+
+    def _reduce(self, t: Any, kind: str, dequantize: bool) -> _Totals:
+        chunks = list(_torch_chunks(self.torch, t, self.budget.chunk_elements, dequantize))
+        counted = sum(int(c.numel()) for c in chunks)
+        if kind == "bool":
+            totals = self._bool(chunks)
+        elif kind == "int":
+            totals = self._int(chunks)
+        elif kind == "complex":
+            totals = self._complex(chunks)
+        else:
+            totals = self._float(chunks)
+        totals.counted = counted
+        if self.want_zeros:
+            torch = self.torch
+            nonzero = torch.stack([torch.count_nonzero(c) for c in chunks]).sum()
+            totals.zeros = counted - int(nonzero)
+        return totals
+
+    def _fetch(self, values: list[Any]) -> list[Any]:
+        """The one device-to-host transfer of a pass."""
+        torch = self.torch
+        return list(torch.stack([v.to(torch.float64).reshape(()) for v in values]).tolist())
+
+    def _float(self, chunks: list[Any]) -> _Totals:
+        torch = self.torch
+        sums, lows, highs, squares = [], [], [], []
+        for c in chunks:
+            sums.append(c.sum())
+            low, high = torch.aminmax(c)
+            lows.append(low)
+            highs.append(high)
+            squares.append(_torch_sumsq(torch, c))
+        total, low, high, sumsq = self._fetch(
+            [
+                torch.stack(sums).double().sum(),
+                torch.stack(lows).min(),
+                torch.stack(highs).max(),
+                torch.stack(squares).sum(),
+            ]
+        )
+        n = sum(int(c.numel()) for c in chunks)
+        if not all(math.isfinite(v) for v in (total, low, high, sumsq)):
+            return self._float_careful(chunks)
+        totals = _Totals(finite=n, total=total, sumsq=sumsq, low=low, high=high)
+        if _needs_centring(totals):
+            mean = total / n
+            totals.centred = float(
+                torch.stack([torch.dot(d, d) for d in (c.double() - mean for c in chunks)]).sum().item()
+            )
+        return totals
+
+    def _float_careful(self, chunks: list[Any]) -> _Totals:
+        """Exact NaN/+Inf/-Inf counts, and figures over the finite elements only (float64 accumulation)."""
+        torch = self.torch
+        inf = float("inf")
+        parts: list[list[Any]] = [[] for _ in range(8)]
+        for c in chunks:
+            finite = torch.isfinite(c)
+            parts[0].append(torch.isnan(c).sum())
+            parts[1].append((c == inf).sum())
+            parts[2].append((c == -inf).sum())
+            parts[3].append(finite.sum())
+            kept = torch.where(finite, c, 0).double()
+            parts[4].append(kept.sum())
+            parts[5].append(torch.dot(kept, kept))
+            parts[6].append(torch.where(finite, c, inf).min())
+            parts[7].append(torch.where(finite, c, -inf).max())
+        nan, posinf, neginf, finite_n, total, sumsq, low, high = self._fetch(
+            [
+                torch.stack(parts[0]).sum(),
+                torch.stack(parts[1]).sum(),
+                torch.stack(parts[2]).sum(),
+                torch.stack(parts[3]).sum(),
+                torch.stack(parts[4]).sum(),
+                torch.stack(parts[5]).sum(),
+                torch.stack(parts[6]).min(),
+                torch.stack(parts[7]).max(),
+            ]
+        )
+        totals = _Totals(
+            finite=int(finite_n),
+            total=total,
+            sumsq=sumsq,
+            low=low,
+            high=high,
+            nan=int(nan),
+            posinf=int(posinf),
+            neginf=int(neginf),
+        )
+        if _needs_centring(totals):
+            mean = total / totals.finite
+            deviations = []
+            for c in chunks:
+                d = torch.where(torch.isfinite(c), c.double() - mean, 0)
+                deviations.append(torch.dot(d, d))
+            totals.centred = float(torch.stack(deviations).sum().item())
+        return totals
+
+    def _int(self, chunks: list[Any]) -> _Totals:
+        torch = self.torch
+        sums, lows, highs, squares = [], [], [], []
+        for c in chunks:
+            d = c.double()
+            sums.append(d.sum())
+            squares.append(torch.dot(d, d))
+            lows.append(d.min())
+            highs.append(d.max())
+        total, low, high, sumsq = self._fetch(
+            [torch.stack(sums).sum(), torch.stack(lows).min(), torch.stack(highs).max(), torch.stack(squares).sum()]
+        )
+        n = sum(int(c.numel()) for c in chunks)
+        totals = _Totals(finite=n, total=total, sumsq=sumsq, low=low, high=high)
+        if _needs_centring(totals):
+            mean = total / n
+            totals.centred = float(
+                torch.stack([torch.dot(d, d) for d in (c.double() - mean for c in chunks)]).sum().item()
+            )
+        return totals
+
+    def _bool(self, chunks: list[Any]) -> _Totals:
+        torch = self.torch
+        (true_count,) = self._fetch([torch.stack([c.sum() for c in chunks]).sum()])
+        n = sum(int(c.numel()) for c in chunks)
+        true_count = int(true_count)
+        return _Totals(
+            finite=n,
+            total=true_count,
+            sumsq=true_count,
+            low=0.0 if true_count < n else 1.0,
+            high=1.0 if true_count > 0 else 0.0,
+        )
+
+    def _complex(self, chunks: list[Any]) -> _Totals:
+        torch = self.torch
+        inf = float("inf")
+        parts: list[list[Any]] = [[] for _ in range(8)]
+        for c in chunks:
+            finite = torch.isfinite(c)
+            nan = torch.isnan(c)
+            parts[0].append(nan.sum())
+            parts[1].append((torch.isinf(c) & ~nan).sum())
+            parts[2].append(finite.sum())
+            kept = torch.where(finite, c, 0).to(torch.complex128)
+            parts[3].append(torch.view_as_real(kept.sum()))
+            parts[4].append(torch.linalg.vector_norm(kept).square())
+            magnitude = kept.abs()
+            parts[5].append(torch.where(finite, magnitude, inf).min())
+            parts[6].append(torch.where(finite, magnitude, -inf).max())
+        stacked = [
+            torch.stack(parts[0]).sum(),
+            torch.stack(parts[1]).sum(),
+            torch.stack(parts[2]).sum(),
+            torch.stack(parts[4]).sum(),
+            torch.stack(parts[5]).min(),
+            torch.stack(parts[6]).max(),
+        ]
+        real_imag = torch.stack(parts[3]).sum(0)
+        nan_n, inf_n, finite_n, sumsq, low, high, real, imag = self._fetch([*stacked, real_imag[0], real_imag[1]])
+        return _Totals(
+            finite=int(finite_n),
+            total=complex(real, imag),
+            sumsq=sumsq,
+            low=low,
+            high=high,
+            nan=int(nan_n),
+            posinf=int(inf_n),
+        )
+
+
+def _why_no_data(torch: Any, t: Any) -> str | None:
+    """Tensors that carry metadata but no readable values (tracing and transforms), said plainly."""
+    fake = getattr(sys.modules.get("torch._subclasses.fake_tensor"), "FakeTensor", None)
+    if isinstance(fake, type) and isinstance(t, fake):
+        return "fake tensor: shape only, no data"
+    functorch = getattr(torch._C, "_functorch", None)
+    is_batched = getattr(functorch, "is_batchedtensor", None)
+    if is_batched is not None and is_batched(t):
+        return "vmap batched tensor: values are per example, not computed"
+    return None
+
+
+def _torch_kind(torch: Any, t: Any) -> str:
+    if t.is_quantized:
+        return "float"
+    if t.dtype == torch.bool:
+        return "bool"
+    if t.is_complex():
+        return "complex"
+    if t.is_floating_point():
+        return "float"
+    return "int"
+
+
+def _unexpand(t: Any) -> tuple[Any, int]:
+    """Drop the repeats of expanded (stride-0) dimensions: the same values, read once, and how many times each."""
+    repeats = 1
+    base = t
+    for dim in range(t.dim()):
+        if t.stride(dim) == 0 and t.shape[dim] > 1:
+            base = base.narrow(dim, 0, 1)
+            repeats *= int(t.shape[dim])
+    return base, repeats
+
+
+def _torch_flat(t: Any) -> Any | None:
+    """A flat view of a dense tensor (any dimension order, e.g. transposed or channels-last), or None."""
+    if t.is_contiguous():
+        return t.view(-1)
+    order = sorted(range(t.dim()), key=lambda d: (-t.stride(d), -t.shape[d]))
+    permuted = t.permute(order)
+    return permuted.view(-1) if permuted.is_contiguous() else None
+
+
+def _torch_sample(torch: Any, t: Any, target: int) -> Any:
+    """A deterministic strided view of about ``target`` elements (no RNG, no copy)."""
+    flat = _torch_flat(t)
+    if flat is not None:
+        last = int(t.shape[-1]) if t.dim() else 1
+        return flat[:: _sample_step(flat.numel(), target, last)]
+    index = tuple(slice(None, None, step) for step in _dim_steps(tuple(t.shape), target))
+    return t[index]
+
+
+def _torch_chunks(torch: Any, t: Any, chunk: int, dequantize: bool) -> Iterator[Any]:
+    """1-D contiguous pieces of ``t`` of at most ``chunk`` elements, in a dtype the reductions handle well.
+
+    Views where the layout allows; otherwise copies of one chunk at most. Half precision becomes float32, small
+    complex becomes complex64, quantized values are dequantized, one chunk at a time.
+    """
+    for block in _torch_blocks(t, chunk):
+        if dequantize:
+            block = block.dequantize()
+        flat = block.contiguous().view(-1)
+        if flat.is_floating_point() and flat.element_size() < 4:
+            flat = flat.float()
+        elif flat.is_complex() and flat.element_size() < 8:
+            flat = flat.to(torch.complex64)
+        yield flat
+
+
+def _torch_blocks(t: Any, chunk: int) -> Iterator[Any]:
+    flat = None if t.is_quantized else _torch_flat(t)
+    if flat is not None:
+        for start in range(0, flat.numel(), chunk):
+            yield flat[start : start + chunk]
+        return
+    if t.numel() <= chunk or t.dim() == 0:
+        yield t
+        return
+    if t.dim() == 1:
+        for start in range(0, t.shape[0], chunk):
+            yield t[start : start + chunk]
+        return
+    per_row = max(1, t[0].numel())
+    if per_row > chunk:
+        for row in range(t.shape[0]):
+            yield from _torch_blocks(t[row], chunk)
+        return
+    rows = max(1, chunk // per_row)
+    for start in range(0, t.shape[0], rows):
+        yield t[start : start + rows]
+
+
+def _torch_sumsq(torch: Any, c: Any) -> Any:
+    """Σx² of a 1-D float chunk as a float64 0-d tensor: row norms keep float32 rounding per row, not per chunk."""
+    n = int(c.numel())
+    whole = (n // ROW_ELEMENTS) * ROW_ELEMENTS
+    parts = []
+    if whole:
+        rows = c[:whole].view(-1, ROW_ELEMENTS)
+        parts.append(torch.linalg.vector_norm(rows, dim=1).double().square().sum())
+    if whole < n:
+        tail = c[whole:].double()
+        parts.append(torch.dot(tail, tail))
+    return parts[0] if len(parts) == 1 else torch.stack(parts).sum()
+
+
+# ---- numpy ---------------------------------------------------------------------------------------------------------
+
+
+def array_stats(a: Any, budget: StatsBudget = DEFAULT_BUDGET, *, zeros: bool = False) -> Stats:
+    """Stats of a numpy array (memmap and other subclasses read as plain arrays); float64 accumulation."""
+    import numpy as np
+
+    a = np.asarray(a)
+    numel = int(a.size)
+    kind = _numpy_kind(a.dtype)
+    if kind == "none":
+        return unavailable(numel, _numpy_why_not(a.dtype))
+    if numel == 0:
+        return Stats(numel=0, kind=kind, nan=0, posinf=0, neginf=0, zeros=0 if zeros else None)
+    base, repeats = _np_unexpand(a)
+    exact = base.size <= budget.exact_elements
+    target = base if exact else _np_sample(base, budget.sample_elements)
+    factor = repeats * (base.size / target.size)
+    totals = _Totals(zeros=0 if zeros else None)
+    with np.errstate(all="ignore"):
+        chunks = _np_chunks(np, target, budget.chunk_elements)
+        for chunk in chunks:
+            _np_accumulate(np, chunk, kind, totals)
+        if kind in ("float", "int") and _needs_centring(totals):
+            mean = float(totals.total.real) / totals.finite
+            centred = 0.0
+            for chunk in _np_chunks(np, target, budget.chunk_elements):
+                d = chunk.astype(np.float64)
+                d = d[np.isfinite(d)] - mean
+                centred += float(np.dot(d, d))
+            totals.centred = centred
+    return totals.finish(numel, kind, factor, exact, inf_signed=kind != "complex")
+
+
+def _numpy_kind(dtype: Any) -> str:
+    return {"f": "float", "i": "int", "u": "int", "b": "bool", "c": "complex"}.get(dtype.kind, "none")
+
+
+def _numpy_why_not(dtype: Any) -> str:
+    if dtype.kind == "O":
+        return "object array: elements are Python objects"
+    if dtype.kind == "V":
+        return "structured array: stats are per field" if dtype.names else "raw bytes (void dtype)"
+    if dtype.kind in "US":
+        return "string array"
+    if dtype.kind in "mM":
+        return "dates/times: no numeric stats"
+    return f"dtype {dtype}: no numeric stats"
+
+
+def _np_unexpand(a: Any) -> tuple[Any, int]:
+    repeats = 1
+    index = []
+    for size, stride in zip(a.shape, a.strides, strict=True):
+        if stride == 0 and size > 1:
+            index.append(slice(0, 1))
+            repeats *= int(size)
+        else:
+            index.append(slice(None))
+    return (a[tuple(index)] if repeats > 1 else a), repeats
+
+
+def _np_flat(a: Any) -> Any | None:
+    if a.flags.c_contiguous:
+        return a.reshape(-1)
+    if a.flags.f_contiguous:
+        return a.T.reshape(-1)
+    order = sorted(range(a.ndim), key=lambda d: (-abs(a.strides[d]), -a.shape[d]))
+    permuted = a.transpose(order)
+    if permuted.flags.c_contiguous:
+        return permuted.reshape(-1)
+    return None
+
+
+def _np_sample(a: Any, target: int) -> Any:
+    flat = _np_flat(a)
+    if flat is not None:
+        last = int(a.shape[-1]) if a.ndim else 1
+        return flat[:: _sample_step(flat.size, target, last)]
+    return a[tuple(slice(None, None, step) for step in _dim_steps(tuple(a.shape), target))]
+
+
+def _np_chunks(np: Any, a: Any, chunk: int) -> Iterator[Any]:
+    flat = _np_flat(a)
+    if flat is not None:
+        for start in range(0, flat.size, chunk):
+            yield flat[start : start + chunk]
+        return
+    yield from (np.ascontiguousarray(block).reshape(-1) for block in _np_blocks(a, chunk))
+
+
+def _np_blocks(a: Any, chunk: int) -> Iterator[Any]:
+    if a.size <= chunk or a.ndim <= 1:
+        if a.ndim == 1 and a.size > chunk:
+            for start in range(0, a.shape[0], chunk):
+                yield a[start : start + chunk]
+        else:
+            yield a
+        return
+    per_row = max(1, a[0].size)
+    if per_row > chunk:
+        for row in range(a.shape[0]):
+            yield from _np_blocks(a[row], chunk)
+        return
+    rows = max(1, chunk // per_row)
+    for start in range(0, a.shape[0], rows):
+        yield a[start : start + rows]
+
+
+def _np_accumulate(np: Any, chunk: Any, kind: str, totals: _Totals) -> None:
+    n = int(chunk.size)
+    totals.counted += n
+    if totals.zeros is not None:
+        totals.zeros += n - int(np.count_nonzero(chunk))
+    if kind == "bool":
+        true_count = int(np.count_nonzero(chunk))
+        totals.finite += n
+        totals.total += true_count
+        totals.sumsq += true_count
+        totals.low = min(totals.low, 0.0 if true_count < n else 1.0)
+        totals.high = max(totals.high, 1.0 if true_count > 0 else 0.0)
+        return
+    if kind == "complex":
+        z = chunk.astype(np.complex128)
+        finite = np.isfinite(z)
+        nan = np.isnan(z)
+        totals.nan += int(nan.sum())
+        totals.posinf += int((np.isinf(z) & ~nan).sum())
+        kept = z[finite]
+        totals.finite += int(kept.size)
+        if kept.size:
+            magnitude = np.abs(kept)
+            totals.total += complex(kept.sum())
+            totals.sumsq += float(np.dot(magnitude, magnitude))
+            totals.low = min(totals.low, float(magnitude.min()))
+            totals.high = max(totals.high, float(magnitude.max()))
+        return
+    d = chunk.astype(np.float64)
+    total = float(d.sum())
+    if kind == "int" or math.isfinite(total):
+        sumsq = float(np.dot(d, d))
+        if math.isfinite(sumsq) or kind == "int":
+            totals.finite += n
+            totals.total += total
+            totals.sumsq += sumsq
+            totals.low = min(totals.low, float(d.min()))
+            totals.high = max(totals.high, float(d.max()))
+            return
+    finite = np.isfinite(d)
+    totals.nan += int(np.isnan(d).sum())
+    totals.posinf += int(np.isposinf(d).sum())
+    totals.neginf += int(np.isneginf(d).sum())
+    kept = d[finite]
+    totals.finite += int(kept.size)
+    if kept.size:
+        totals.total += float(kept.sum())
+        totals.sumsq += float(np.dot(kept, kept))
+        totals.low = min(totals.low, float(kept.min()))
+        totals.high = max(totals.high, float(kept.max()))
+
+
+# ---- cache ---------------------------------------------------------------------------------------------------------
+
+
+class StatsCache:
+    """Stats of live tensors, reused until the tensor changes.
+
+    An entry belongs to one tensor object (checked through a weak reference, so a freed tensor whose memory is
+    reused cannot inherit its stats) and is valid while its ``_version`` (bumped by every in-place write), shape,
+    strides, storage offset, data pointer, dtype and device are unchanged. numpy arrays carry no version counter,
+    so they are always recomputed. Thread-safe; bounded to ``capacity`` entries.
+    """
+
+    def __init__(self, capacity: int = 512) -> None:
+        self.capacity = capacity
+        self._entries: dict[int, tuple[weakref.ref[Any], tuple[Any, ...], Stats]] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def stats(self, value: Any, budget: StatsBudget = DEFAULT_BUDGET, *, zeros: bool = False) -> Stats | None:
+        key = _version_key(value, budget)
+        if key is None:
+            return compute_stats(value, budget, zeros=zeros)
+        ident = id(value)
+        with self._lock:
+            entry = self._entries.get(ident)
+        cached = entry[2] if entry is not None and entry[0]() is value and entry[1] == key else None
+        if cached is not None and (not zeros or cached.zeros is not None or not cached.has_values):
+            self.hits += 1
+            return cached
+        self.misses += 1
+        result = compute_stats(value, budget, zeros=zeros)
+        if result is None:
+            return None
+        if cached is not None and cached.zeros is None and result.zeros is not None:
+            result = replace(cached, zeros=result.zeros)
+        self._store(ident, value, key, result)
+        return result
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _store(self, ident: int, value: Any, key: tuple[Any, ...], result: Stats) -> None:
+        entries = self._entries
+
+        def forget(ref: weakref.ref[Any], ident: int = ident) -> None:
+            with self._lock:
+                current = entries.get(ident)
+                if current is not None and current[0] is ref:
+                    del entries[ident]
+
+        try:
+            ref = weakref.ref(value, forget)
+        except TypeError:
+            return
+        with self._lock:
+            entries.pop(ident, None)
+            entries[ident] = (ref, key, result)
+            while len(entries) > self.capacity:
+                del entries[next(iter(entries))]
+
+
+def _version_key(value: Any, budget: StatsBudget) -> tuple[Any, ...] | None:
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(value, torch.Tensor):
+        return None
+    try:
+        with _plain_tensors(torch):
+            return _tensor_key(torch, value, budget)
+    except Exception:  # noqa: BLE001 - exotic subclasses: no caching, never a failure
+        return None
+
+
+def _tensor_key(torch: Any, value: Any, budget: StatsBudget) -> tuple[Any, ...] | None:
+    if value.layout != torch.strided or value.is_nested:
+        return None
+    return (
+        value._version,
+        tuple(value.shape),
+        tuple(value.stride()),
+        value.storage_offset(),
+        value.data_ptr(),
+        value.dtype,
+        str(value.device),
+        budget,
+    )

@@ -1,0 +1,100 @@
+"""Findings (static rules and runtime) as LSP diagnostics, and the per-document analysis cache with its debounce.
+
+``server`` calls ``StaticAnalysis.findings`` on open/change of a Python file that uses torch and publishes
+``to_diagnostic`` of the static findings plus the runtime view's findings for that file. Columns in findings count
+characters; ``units`` (the negotiated position encoding's counter, UTF-16 for VS Code) converts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from lsprotocol import types
+
+from ..core import rules
+from ..core.findings import Finding
+
+SOURCE_STATIC = "TensorSight"
+SOURCE_RUNTIME = "TensorSight (run)"
+DEBOUNCE_SECONDS = 0.25  # after a keystroke; opening a file analyses at once
+
+_SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "info": types.DiagnosticSeverity.Information,
+}
+
+Units = Callable[[str], int]
+
+
+def utf16_units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def position(lines: Sequence[str], line: int, column: int, units: Units = utf16_units) -> types.Position:
+    """LSP position of 1-based ``line`` and character ``column`` (clamped to the document)."""
+    if not lines:
+        return types.Position(line=0, character=0)
+    index = min(max(line, 1), len(lines)) - 1
+    text = lines[index].rstrip("\r\n")
+    return types.Position(line=index, character=units(text[: max(0, column)]))
+
+
+def line_range(lines: Sequence[str], line: int, units: Units = utf16_units) -> types.Range:
+    """The line's text without its indentation (what an editor underlines for a whole-line finding)."""
+    index = min(max(line, 1), max(len(lines), 1)) - 1
+    text = lines[index].rstrip("\r\n") if lines else ""
+    start = len(text) - len(text.lstrip())
+    end = len(text.rstrip()) or len(text)
+    return types.Range(start=position(lines, index + 1, start, units), end=position(lines, index + 1, end, units))
+
+
+def to_diagnostic(finding: Finding, lines: Sequence[str], source: str, units: Units = utf16_units) -> types.Diagnostic:
+    details = dict(finding.details or {})
+    span = details.get("range")
+    if isinstance(span, dict) and lines:
+        range_ = types.Range(
+            start=position(lines, int(span["line"]), int(span["column"]), units),
+            end=position(lines, int(span["endLine"]), int(span["endColumn"]), units),
+        )
+    else:
+        range_ = line_range(lines, finding.line, units)
+    message = finding.message
+    extras = [f"step {finding.step}" if finding.step is not None else "", f"rank {finding.rank}" if finding.rank is not None else ""]
+    if any(extras):
+        message += f" ({', '.join(e for e in extras if e)})"
+    code = details.get("code") or finding.kind
+    data: dict[str, Any] = {"code": code, "kind": finding.kind, "line": finding.line}
+    if "fix" in details:
+        data["fix"] = details["fix"]
+    return types.Diagnostic(
+        range=range_,
+        message=message,
+        severity=_SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
+        code=str(code),
+        source=source,
+        data=data,
+    )
+
+
+class StaticAnalysis:
+    """The rules' findings per document version, so code actions and repeated publishes do not re-analyse."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[int | None, list[Finding]]] = {}
+
+    def findings(self, uri: str, version: int | None, source: str, path: str) -> list[Finding]:
+        cached = self._cache.get(uri)
+        if cached is not None and cached[0] == version and version is not None:
+            return cached[1]
+        found = rules.analyze(source, path) if rules.is_training_source(source) else []
+        self._cache[uri] = (version, found)
+        return found
+
+    def cached(self, uri: str) -> list[Finding]:
+        entry = self._cache.get(uri)
+        return entry[1] if entry else []
+
+    def forget(self, uri: str) -> None:
+        self._cache.pop(uri, None)

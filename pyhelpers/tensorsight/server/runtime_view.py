@@ -1,0 +1,420 @@
+"""The last run as the editor shows it: agent events in, inlay hints / diagnostics / hovers / code lenses out.
+
+Pure state with no I/O and no LSP types: ``server`` feeds it the events the hub accepted (``apply``) and asks it what
+to show for a file; it converts to LSP itself. A new debug session replaces what the previous (ended) sessions left,
+so the editor always shows one run. Events are validated here: a malformed one is rejected with a reason (the server
+logs it) and changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.findings import Finding
+
+PHASE_ORDER = ("data", "forward", "backward", "optimizer", "other")
+MAX_FINDINGS_PER_FILE = 200
+MAX_SHAPES_PER_FILE = 2000
+MAX_TEXT = 200
+
+
+def normalize_path(path: str) -> str:
+    """One spelling per file, so event paths and document paths meet (no filesystem access)."""
+    return os.path.normcase(os.path.abspath(os.path.normpath(path)))
+
+
+@dataclass
+class ShapeSeen:
+    """The last shape observed at one assignment line (per target name)."""
+
+    file: str
+    line: int
+    name: str | None
+    text: str
+    dtype: str | None = None
+    device: str | None = None
+    step: int | None = None
+    summary: str | None = None
+    shape: list[int] | None = None
+    count: int = 1
+    texts: list[str] = field(default_factory=list)  # distinct texts seen, oldest first (at most 4)
+
+
+@dataclass
+class PhaseBreakdown:
+    """Seconds per phase summed over ``steps`` steps of one training loop (``final`` once the run summarised it)."""
+
+    file: str | None
+    line: int | None
+    seconds: dict[str, float]
+    steps: int
+    last_step: int | None = None
+    final: bool = False
+
+    def title(self) -> str:
+        total = sum(self.seconds.values())
+        if total <= 0 or self.steps <= 0:
+            return "TensorSight · training loop: no time measured yet"
+        parts = [f"{name} {100.0 * self.seconds.get(name, 0.0) / total:.0f}%" for name in PHASE_ORDER]
+        extra = sorted(set(self.seconds) - set(PHASE_ORDER))
+        parts += [f"{name} {100.0 * self.seconds[name] / total:.0f}%" for name in extra]
+        per_step = 1000.0 * total / self.steps
+        where = f"{self.steps} steps" if self.final else f"step {self.last_step}" if self.last_step else ""
+        suffix = f" ({where})" if where else ""
+        return f"TensorSight · {' · '.join(parts)} — {per_step:.1f} ms/step{suffix}"
+
+
+NO_RUN_TITLE = "TensorSight · training loop — run it with Debug Training to see where each step's time goes"
+
+
+@dataclass
+class Update:
+    """What one event changed, so the server refreshes only that."""
+
+    error: str | None = None
+    diagnostics: set[str] = field(default_factory=set)  # normalised paths whose runtime diagnostics changed
+    hints: set[str] = field(default_factory=set)  # normalised paths whose inlay hints changed
+    lenses: bool = False
+    status: bool = False
+
+
+@dataclass
+class SessionInfo:
+    session_id: str
+    active: bool = True
+    processes: dict[int, dict[str, Any]] = field(default_factory=dict)  # pid -> {script, rank, finished}
+    events: int = 0
+    dropped: int = 0
+
+
+class RuntimeView:
+    """All runtime state the editor features read; one instance per server."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, SessionInfo] = {}
+        self._shapes: dict[str, dict[tuple[int, str | None], ShapeSeen]] = {}
+        self._findings: dict[str, dict[tuple[Any, ...], Finding]] = {}
+        self._nonfinite: dict[str, dict[int, Mapping[str, Any]]] = {}
+        self._phases: dict[tuple[str, int] | None, PhaseBreakdown] = {}
+        self._scripts: set[str] = set()
+
+    # ------------------------------------------------------------------ sessions
+    def start_session(self, session_id: str) -> set[str]:
+        """Register a session; when no other run is live, forget the last run. Returns the paths that lost data."""
+        touched: set[str] = set()
+        if not any(s.active for s in self.sessions.values()):
+            touched = set(self._findings) | set(self._shapes)
+            self._shapes.clear()
+            self._findings.clear()
+            self._nonfinite.clear()
+            self._phases.clear()
+            self._scripts.clear()
+            self.sessions = {k: v for k, v in self.sessions.items() if v.active}
+        self.sessions[session_id] = SessionInfo(session_id)
+        return touched
+
+    def end_session(self, session_id: str) -> bool:
+        info = self.sessions.get(session_id)
+        if info is None or not info.active:
+            return False
+        info.active = False
+        return True
+
+    def active_sessions(self) -> list[SessionInfo]:
+        return [s for s in self.sessions.values() if s.active]
+
+    # ------------------------------------------------------------------ events
+    def apply(self, session_id: str, event: Mapping[str, Any]) -> Update:
+        """Take one event from the hub; never raises (a malformed event comes back as ``Update.error``)."""
+        info = self.sessions.get(session_id)
+        if info is None:
+            return Update(error=f"event for unknown session {session_id!r}")
+        kind = event.get("type")
+        if not isinstance(kind, str) or not kind:
+            return Update(error="event without a type")
+        handler = _HANDLERS.get(kind)
+        try:
+            update = handler(self, info, event) if handler is not None else Update()
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            return Update(error=f"malformed {kind} event: {exc}")
+        if update.error is None:
+            info.events += 1
+        return update
+
+    def _on_hello(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+        pid = _int(event.get("pid"), "pid")
+        script = event.get("script")
+        info.processes[pid] = {"script": script, "rank": event.get("rank"), "finished": False}
+        if isinstance(script, str) and script:
+            self._scripts.add(normalize_path(script))
+        return Update(status=True, lenses=True)
+
+    def _on_process_end(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+        pid = event.get("pid")
+        if isinstance(pid, int) and pid in info.processes:
+            info.processes[pid]["finished"] = True
+        if event.get("type") == "bye" and isinstance(event.get("dropped"), int):
+            info.dropped = max(info.dropped, int(event["dropped"]))
+        return Update(status=True)
+
+    def _on_dropped(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+        info.dropped += max(0, _int(event.get("count"), "count"))
+        return Update(status=True)
+
+    def _on_shape(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+        path = normalize_path(_str(event.get("file"), "file"))
+        line = _line(event.get("line"))
+        text = _str(event.get("text"), "text")[:MAX_TEXT]
+        name = event.get("name") if isinstance(event.get("name"), str) else None
+        per_file = self._shapes.setdefault(path, {})
+        key = (line, name)
+        seen = per_file.get(key)
+        if seen is None:
+            if len(per_file) >= MAX_SHAPES_PER_FILE:
+                return Update()
+            seen = per_file[key] = ShapeSeen(path, line, name, text, texts=[text])
+        else:
+            seen.count += 1
+            seen.text = text
+            if text in seen.texts:
+                seen.texts.remove(text)
+            seen.texts = [*seen.texts, text][-4:]
+        seen.dtype = _optional_str(event.get("dtype"))
+        seen.device = _optional_str(event.get("device"))
+        seen.step = _optional_int(event.get("step"))
+        seen.summary = _optional_str(event.get("summary"))
+        shape = event.get("shape")
+        seen.shape = [int(d) for d in shape] if isinstance(shape, list) and all(_is_dim(d) for d in shape) else None
+        return Update(hints={path})
+
+    def _on_finding(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+        raw = event.get("finding")
+        if not isinstance(raw, Mapping):
+            raise ValueError("'finding' must be an object")
+        finding = Finding.from_dict(raw)
+        if finding.line < 1:
+            raise ValueError("finding line must be >= 1")
+        return self._add_finding(finding)
+
+    def _on_nonfinite(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+        path = _str(event.get("file"), "file")
+        line = _line(event.get("line"))
+        op = _optional_str(event.get("op")) or "an operation"
+        counts = ", ".join(
+            f"{_int(event.get(key), key)} {label}"
+            for key, label in (("nan", "NaN"), ("posinf", "+Inf"), ("neginf", "-Inf"))
+            if event.get(key)
+        )
+        message = _optional_str(event.get("message")) or (
+            f"first non-finite value produced here by {op}" + (f" ({counts})" if counts else "")
+        )
+        details: dict[str, Any] = {"code": "nonfinite"}
+        for key in ("op", "module", "phase", "nan", "posinf", "neginf"):
+            if event.get(key) is not None:
+                details[key] = event[key]
+        finding = Finding(
+            kind="nonfinite",
+            severity="error",
+            message=message,
+            file=path,
+            line=line,
+            step=_optional_int(event.get("step")),
+            rank=_optional_int(event.get("rank")),
+            details=details,
+        )
+        self._nonfinite.setdefault(normalize_path(path), {})[line] = dict(event)
+        return self._add_finding(finding)
+
+    def _add_finding(self, finding: Finding) -> Update:
+        path = normalize_path(finding.file)
+        per_file = self._findings.setdefault(path, {})
+        key: tuple[Any, ...] = (finding.kind, finding.line, finding.rank)
+        if finding.kind != "nonfinite":
+            key = (*key, finding.message)
+        if key not in per_file:
+            if len(per_file) >= MAX_FINDINGS_PER_FILE:
+                return Update()
+        elif finding.kind == "nonfinite" and per_file[key].step is not None:
+            if finding.step is None or finding.step >= (per_file[key].step or 0):
+                return Update()  # keep the first NaN/Inf origin: later ones merely propagate
+        per_file[key] = finding
+        return Update(diagnostics={path})
+
+    def _on_phases(self, info: SessionInfo, event: Mapping[str, Any], final: bool = False) -> Update:
+        seconds = event.get("seconds")
+        if not isinstance(seconds, Mapping) or not seconds:
+            raise ValueError("'seconds' must be an object of phase -> seconds")
+        clean = {str(k): _number(v, f"seconds.{k}") for k, v in seconds.items()}
+        location: tuple[str, int] | None = None
+        if event.get("file") is not None:
+            location = (normalize_path(_str(event.get("file"), "file")), _line(event.get("line")))
+        breakdown = self._phases.get(location)
+        if final:
+            steps = max(1, _int(event.get("steps", 1), "steps"))
+            self._phases[location] = PhaseBreakdown(
+                location[0] if location else None, location[1] if location else None, clean, steps, final=True
+            )
+        elif breakdown is None or breakdown.final:
+            if breakdown is not None and breakdown.final:
+                return Update()
+            self._phases[location] = PhaseBreakdown(
+                location[0] if location else None,
+                location[1] if location else None,
+                clean,
+                1,
+                last_step=_optional_int(event.get("step")),
+            )
+        else:
+            for name, value in clean.items():
+                breakdown.seconds[name] = breakdown.seconds.get(name, 0.0) + value
+            breakdown.steps += 1
+            breakdown.last_step = _optional_int(event.get("step"))
+        return Update(lenses=True)
+
+    def _on_phase_summary(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+        return self._on_phases(info, event, final=True)
+
+    # ------------------------------------------------------------------ queries
+    def inlay_hints(self, path: str) -> list[ShapeSeen]:
+        return sorted(self._shapes.get(normalize_path(path), {}).values(), key=lambda s: (s.line, s.name or ""))
+
+    def diagnostics(self, path: str) -> list[Finding]:
+        return sorted(self._findings.get(normalize_path(path), {}).values(), key=lambda f: (f.line, f.kind))
+
+    def files_with_findings(self) -> list[str]:
+        return sorted(self._findings)
+
+    def hover(self, path: str, line: int, word: str | None) -> str | None:
+        """Markdown for a hover at (1-based) ``line``: the last observed tensor, and a NaN origin there."""
+        key = normalize_path(path)
+        parts: list[str] = []
+        shapes = [s for s in self._shapes.get(key, {}).values() if s.line == line]
+        if word:
+            named = [s for s in shapes if s.name == word]
+            shapes = named or ([s for s in shapes if s.name is None] if len(shapes) == 1 else [])
+        for seen in shapes[:3]:
+            label = f"`{seen.name}`" if seen.name else "this line"
+            where = f" at step {seen.step}" if seen.step is not None else ""
+            parts.append(f"**TensorSight** · last observed {label}{where}: `{seen.text}`")
+            facts = [f for f in (seen.dtype, seen.device) if f]
+            if facts:
+                parts.append(" · ".join(facts))
+            if seen.summary:
+                parts.append(f"`{seen.summary}`")
+            if len(seen.texts) > 1:
+                parts.append("shapes seen here: " + ", ".join(f"`{t}`" for t in seen.texts))
+        origin = self._nonfinite.get(key, {}).get(line)
+        if origin is not None:
+            step = origin.get("step")
+            parts.append(
+                f"**TensorSight** · first NaN/Inf of the run produced here"
+                + (f" at step {step}" if step is not None else "")
+                + (f" by `{origin.get('op')}`" if origin.get("op") else "")
+            )
+        return "\n\n".join(parts) if parts else None
+
+    def code_lenses(self, path: str, training_loops: Iterable[tuple[int, int]]) -> list[tuple[int, str]]:
+        """(1-based line, title) above each training loop: its phase breakdown when a run measured it."""
+        key = normalize_path(path)
+        located = {loc[1]: b for loc, b in self._phases.items() if loc is not None and loc[0] == key}
+        unlocated = self._phases.get(None) if key in self._scripts else None
+        lenses: list[tuple[int, str]] = []
+        used: set[int] = set()
+        for first, last in training_loops:
+            inside = [line for line in located if first <= line <= last]
+            if inside:
+                used.update(inside)
+                lenses.append((first, located[inside[0]].title()))
+            elif unlocated is not None:
+                lenses.append((first, unlocated.title()))
+            else:
+                lenses.append((first, NO_RUN_TITLE))
+        lenses.extend((line, b.title()) for line, b in located.items() if line not in used)
+        return sorted(lenses)
+
+    def status(self) -> dict[str, Any]:
+        active = self.active_sessions()
+        connected = [p for s in active for p in s.processes.values() if not p.get("finished")]
+        state = "idle" if not active else "connected" if connected else "waiting"
+        return {
+            "sessions": len(active),
+            "state": state,
+            "details": [
+                {
+                    "sessionId": s.session_id,
+                    "processes": len(s.processes),
+                    "events": s.events,
+                    "dropped": s.dropped,
+                }
+                for s in active
+            ],
+        }
+
+
+_HANDLERS = {
+    "hello": RuntimeView._on_hello,
+    "bye": RuntimeView._on_process_end,
+    "run-finished": RuntimeView._on_process_end,
+    "dropped": RuntimeView._on_dropped,
+    "shape": RuntimeView._on_shape,
+    "finding": RuntimeView._on_finding,
+    "nonfinite": RuntimeView._on_nonfinite,
+    "phases": RuntimeView._on_phases,
+    "phase-summary": RuntimeView._on_phase_summary,
+}
+
+
+def json_safe(value: Any) -> Any:
+    """A copy JSON (and so JavaScript) can carry: NaN/Infinity become the strings "NaN", "Infinity", "-Infinity"."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def _str(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"'{name}' must be a non-empty string")
+    return value
+
+
+def _optional_str(value: Any) -> str | None:
+    return value[:MAX_TEXT] if isinstance(value, str) and value else None
+
+
+def _int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"'{name}' must be an integer")
+    return value
+
+
+def _optional_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _is_dim(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _line(value: Any) -> int:
+    line = _int(value, "line")
+    if line < 1:
+        raise ValueError("'line' must be >= 1")
+    return line
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"'{name}' must be a non-negative number")
+    return float(value)

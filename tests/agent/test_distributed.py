@@ -1,0 +1,309 @@
+"""TensorSight under torchrun: a real two-process gloo DDP job on CPU (examples/ddp_nan.py), rank 1 with a bad record.
+
+- Unit tier: the rank from torchrun's environment, the ``ranks`` option, and the watchdog's state bookkeeping.
+- The debugger: a real ``python -m debugpy.adapter`` launches ``python -m torch.distributed.run`` with
+  ``subProcess: true``; each worker becomes its own attached debug session (tests/support/dap_multi.py). Breakpoints
+  limited to rank 1 stop rank 1 only; while it is held, rank 0 reports "waiting" in DDP's all-reduce, not "hung";
+  then the sentinel stops rank 1 at the line that produces the NaN, naming the rank.
+- The doctor under torchrun: the ``nonfinite`` finding carries rank 1 and the producing line, and the events of both
+  ranks reach a hub over loopback with the session token.
+
+Every wait is bounded and every process is killed in teardown: the machine is small and shared, so the timeouts are
+generous, but nothing can hang the suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from support.dap import DapError
+from support.dap_multi import MultiProcessSession
+from support.paths import PYHELPERS, PYTHON, REPO, example, marked_lines
+from tensorsight.agent import distributed, options
+from tensorsight.agent.distributed import RankInfo, RankStateTracker, ThreadSample, rank_info_from_env, sample_thread
+from tensorsight.core.ranks import classify_ranks, latest_states
+from tensorsight.server.hub import Hub
+
+DDP_NAN = example("ddp_nan.py")
+NAN_LINE = marked_lines(DDP_NAN, "@nan")[""]
+ALLREDUCE_LINE = marked_lines(DDP_NAN, "@allreduce")[""]
+TORCHRUN_LOOPBACK = [
+    "--nproc-per-node",
+    "2",
+    "--rdzv-backend",
+    "c10d",
+    "--rdzv-endpoint",
+    "127.0.0.1:0",
+    "--local-addr",
+    "127.0.0.1",
+]
+SLOW = 240.0  # seconds: three processes importing torch on two busy cores, under a debugger
+
+
+class RunningHub:
+    """The language server's real runtime hub (tensorsight.server.hub) on its own event loop, recording events."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+        self.log: list[str] = []
+        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="test-hub", daemon=True)
+        self._thread.start()
+        self.hub = Hub(on_event=self._record, log=lambda level, message: self.log.append(f"{level}: {message}"))
+        self.session = asyncio.run_coroutine_threadsafe(self.hub.start_session("ddp"), self._loop).result(30)
+
+    def _record(self, session_id: str, event: dict) -> None:
+        with self._lock:
+            self.events.append(event)
+
+    def env(self) -> dict[str, str]:
+        return {"TENSORSIGHT_HUB": self.session.address, "TENSORSIGHT_TOKEN": self.session.token}
+
+    def snapshot(self, event_type: str | None = None) -> list[dict]:
+        with self._lock:
+            return [e for e in self.events if event_type is None or e.get("type") == event_type]
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.hub.close(), self._loop).result(30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(30)
+        self._loop.close()
+
+
+@pytest.fixture
+def hub():
+    running = RunningHub()
+    yield running
+    running.close()
+
+
+# ---- unit tier ------------------------------------------------------------------------------------------------------
+
+
+def test_rank_comes_from_torchrun_environment():
+    assert rank_info_from_env({"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1"}) == RankInfo(1, 2, 1, "env")
+    assert rank_info_from_env({"RANK": "3"}) == RankInfo(3, 4, None, "env")
+    assert rank_info_from_env({}) is None
+    assert rank_info_from_env({"RANK": "-1", "WORLD_SIZE": "2"}) is None
+    assert rank_info_from_env({"RANK": "one"}) is None
+
+
+def test_ranks_option_limits_stops_to_chosen_ranks(monkeypatch, capsys):
+    try:
+        monkeypatch.setenv("RANK", "0")
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        options.set_options({"ranks": [1]})
+        assert distributed.chosen_ranks() == frozenset({1})
+        assert distributed.rank() == 0 and not distributed.stops_allowed()
+        monkeypatch.setenv("RANK", "1")
+        assert distributed.stops_allowed()
+        options.set_options({"ranks": 1})
+        assert distributed.stops_allowed() and distributed.chosen_ranks() == frozenset({1})
+        options.set_options({})
+        assert distributed.chosen_ranks() is None and distributed.stops_allowed()
+        options.set_options({"ranks": ["1", True]})
+        assert distributed.chosen_ranks() is None and distributed.stops_allowed()
+        assert "ignoring launch option ranks=['1', True]: expected a list of rank numbers" in capsys.readouterr().err
+    finally:
+        options.set_options({})
+
+
+def _sample(*, stopped: bool = False, key: tuple[int, int] | None = (1, 10), collective: str | None = None):
+    return ThreadSample(stopped, key, collective, "/w/train.py", 63)
+
+
+def test_tracker_waiting_needs_a_still_idle_collective_for_wait_after_seconds():
+    tracker = RankStateTracker(wait_after=2.0, idle_cpu=0.5)
+    in_backward = "torch.autograd.graph._engine_run_backward"
+    assert tracker.update(_sample(collective=in_backward), step=4, now=100.0, cpu=10.0)  # first report
+    assert tracker.state == "running"
+    assert not tracker.update(_sample(collective=in_backward), step=4, now=101.0, cpu=10.1)
+    assert tracker.update(_sample(collective=in_backward), step=4, now=102.5, cpu=10.2)
+    assert (tracker.state, tracker.since) == ("waiting", 100.0)  # waiting since the thread stopped moving
+    assert not tracker.update(_sample(collective=in_backward), step=4, now=110.0, cpu=10.3)
+    # a step happened: it moved on
+    assert tracker.update(_sample(collective=in_backward), step=5, now=111.0, cpu=10.4)
+    assert (tracker.state, tracker.since) == ("running", 111.0)
+
+
+def test_tracker_a_backward_that_computes_is_not_waiting():
+    tracker = RankStateTracker(wait_after=2.0, idle_cpu=0.5)
+    for second in range(6):  # same frame for 5 s, but the process burns a full core: a big backward, not a wait
+        tracker.update(_sample(collective="torch.autograd.graph.x"), step=1, now=200.0 + second, cpu=float(second))
+    assert tracker.state == "running"
+
+
+def test_tracker_stopped_wins_and_outside_torch_is_never_waiting():
+    tracker = RankStateTracker(wait_after=1.0)
+    tracker.update(_sample(), step=1, now=0.0, cpu=0.0)
+    assert tracker.update(_sample(stopped=True), step=1, now=0.5, cpu=0.0) and tracker.state == "stopped"
+    assert tracker.update(_sample(key=(2, 3)), step=1, now=1.0, cpu=0.0) and tracker.state == "running"
+    tracker.update(_sample(key=(2, 3)), step=1, now=9.0, cpu=0.0)  # still, idle, but not in torch: user code
+    assert tracker.state == "running"
+
+
+def _held_thread(source: str, filename: str, module: str, function: str):
+    """A thread blocked (in a C call) inside ``function`` compiled as if it lived in ``filename`` / ``module``."""
+    namespace: dict[str, object] = {"__name__": module}
+    exec(compile(source, filename, "exec"), namespace)
+    lock, entered = threading.Lock(), threading.Event()
+    lock.acquire()
+
+    def user_code() -> None:  # the "user's line" the sample should name
+        namespace[function](lock, entered)  # type: ignore[operator]
+
+    thread = threading.Thread(target=user_code, daemon=True)
+    thread.start()
+    assert entered.wait(10)
+    time.sleep(0.05)
+    return thread, lock
+
+
+def test_sample_thread_sees_a_debugger_hold_and_a_collective():
+    held, lock = _held_thread(
+        "def _do_wait_suspend(lock, entered):\n    entered.set()\n    lock.acquire(timeout=20)\n",
+        os.path.join(os.sep, "venv", "site-packages", "debugpy", "_vendored", "pydevd", "pydevd.py"),
+        "pydevd",
+        "_do_wait_suspend",
+    )
+    try:
+        sample = sample_thread(sys._current_frames()[held.ident])
+        assert sample.stopped and sample.collective is None
+        assert sample.user_file == os.path.abspath(__file__)
+    finally:
+        lock.release()
+        held.join(10)
+    waiting, lock = _held_thread(
+        "def barrier(lock, entered):\n    entered.set()\n    lock.acquire(timeout=20)\n",
+        os.path.join(os.sep, "venv", "site-packages", "torch", "distributed", "distributed_c10d.py"),
+        "torch.distributed.distributed_c10d",
+        "barrier",
+    )
+    try:
+        sample = sample_thread(sys._current_frames()[waiting.ident])
+        assert not sample.stopped and sample.collective == "torch.distributed.distributed_c10d.barrier"
+        assert sample.user_file == os.path.abspath(__file__)
+    finally:
+        lock.release()
+        waiting.join(10)
+    here = sample_thread(sys._getframe())
+    assert not here.stopped and here.collective is None and here.user_line is not None
+
+
+# ---- a real torchrun job under a real debugpy adapter ------------------------------------------------------------
+
+
+@pytest.mark.timeout(900)
+def test_debugger_follows_torchrun_workers_limits_breakpoints_and_reports_waiting_ranks(hub):
+    breakpoints = [(DDP_NAN, ALLREDUCE_LINE, "step == 2")]
+    job = MultiProcessSession.launch(
+        module="torch.distributed.run",
+        args=[*TORCHRUN_LOOPBACK, DDP_NAN],
+        cwd=REPO,
+        breakpoints=breakpoints,
+        options={"breakOnNonFinite": True, "ranks": [1]},
+        env=hub.env(),
+        timeout=SLOW,
+    )
+    with job:
+        workers = job.wait_for_workers(2, timeout=SLOW)
+        assert len({w.pid for w in workers}) == 2
+        rank0, rank1 = job.worker_with_env("RANK", "0"), job.worker_with_env("RANK", "1")
+
+        # The breakpoint is limited to rank 1 (launch option ranks: [1]): rank 1 stops at step 2...
+        stop = rank1.wait_for_stop(timeout=SLOW)
+        frame = rank1.top_frame(stop)
+        assert (frame["source"]["path"], frame["line"]) == (DDP_NAN, ALLREDUCE_LINE)
+        frame_id = int(frame["id"])
+        assert rank1.evaluate("step", frame_id)["result"] == "2"
+        assert rank1.evaluate("tensorsight.rank()", frame_id)["result"] == "1"
+
+        # ...rank 0 runs on into DDP's gradient all-reduce and waits there for rank 1: reported as waiting.
+        job.wait_until(
+            lambda: "[tensorsight] rank 0 is waiting in torch.autograd" in job.root.stdout(),
+            timeout=SLOW,
+            what="rank 0 to report that it waits in the all-reduce",
+        )
+        assert f"ddp_nan.py:{ALLREDUCE_LINE}" in job.root.stdout()
+
+        # The hub hears both ranks and, from their reports, tells "waiting for a stopped rank" from "hung".
+        def hub_sees_rank_0_waiting_for_stopped_rank_1() -> bool:
+            verdicts = classify_ranks(latest_states(hub.snapshot("rank-state")), time.time())
+            return (
+                verdicts.get(1) is not None
+                and verdicts[1].verdict == "stopped"
+                and verdicts.get(0) is not None
+                and verdicts[0].verdict == "waiting"
+                and verdicts[0].waiting_for == (1,)
+            )
+
+        job.wait_until(hub_sees_rank_0_waiting_for_stopped_rank_1, timeout=SLOW, what="the hub's verdicts")
+        states = latest_states(hub.snapshot("rank-state"))
+        assert (states[1].file, states[1].line) == (DDP_NAN, ALLREDUCE_LINE)
+        assert (states[0].file, states[0].line) == (DDP_NAN, ALLREDUCE_LINE)
+        assert states[0].blocked_in == "torch.autograd.graph._engine_run_backward"
+        assert {e["rank"] for e in hub.snapshot("rank")} == {0, 1}
+        assert {e.get("rank") for e in hub.snapshot("hello")} >= {0, 1}
+        assert "[tensorsight] rank 0: breakpoints are limited to ranks [1]" in job.root.stdout()
+        with pytest.raises(DapError):
+            rank0.wait_for_event("stopped", timeout=1.0)
+
+        # Released, rank 1 runs into the corrupt record at step 3: the sentinel stops it at the producing line.
+        rank1.continue_(stop["threadId"])
+        nan_stop = rank1.wait_for_stop(timeout=SLOW)
+        nan_frame = rank1.top_frame(nan_stop)
+        assert (nan_frame["source"]["path"], nan_frame["line"]) == (DDP_NAN, NAN_LINE)
+        reason = " ".join(str(nan_stop.get(key, "")) for key in ("description", "text"))
+        assert "rank 1" in reason, nan_stop
+        with pytest.raises(DapError):
+            rank0.wait_for_event("stopped", timeout=1.0)
+
+
+# ---- the doctor under torchrun ------------------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(600)
+def test_doctor_under_torchrun_reports_the_nan_with_its_rank(tmp_path: Path):
+    logs = tmp_path / "logs"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (PYHELPERS, os.environ.get("PYTHONPATH")) if p)}
+    command = [
+        PYTHON,
+        "-m",
+        "torch.distributed.run",
+        *TORCHRUN_LOOPBACK,
+        "--log-dir",
+        str(logs),
+        "--redirects",
+        "1",  # each rank's stdout (the doctor's JSON) to its own file
+        "-m",
+        "tensorsight",
+        "doctor",
+        "--json",
+        DDP_NAN,
+    ]
+    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        output, _ = process.communicate(timeout=SLOW)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=30)
+    documents = {}
+    for rank in (0, 1):
+        (path,) = logs.glob(f"**/attempt_0/{rank}/stdout.log")
+        documents[rank] = json.loads(path.read_text())
+    nonfinite = [f for f in documents[1]["findings"] if f["kind"] == "nonfinite"]
+    assert nonfinite, (documents, output.decode(errors="replace")[-3000:])
+    first = nonfinite[0]
+    assert (first["file"], first["line"], first.get("rank")) == (DDP_NAN, NAN_LINE, 1)
+    assert first.get("step") in (2, 3)  # 2 optimizer steps done when step 3's batch goes wrong
+    assert all(f.get("rank") == 0 for f in documents[0]["findings"] if "rank" in f)

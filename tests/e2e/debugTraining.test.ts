@@ -1,0 +1,121 @@
+/**
+ * End-to-end in real VS Code (code-server + Chromium), with the built .vsix on a fresh profile:
+ *   1. the extension activates and the language server reports ready (status bar);
+ *   2. F5 on "Debug Training" with a tensor breakpoint added by the command stops, and the Variables view shows the
+ *      tensor summary line and the NaN flag of a NaN loss;
+ *   3. hovering a tensor while stopped shows its stats;
+ *   4. with break-on-NaN armed, the stop lands on the line that produced the NaN;
+ *   5. silent bugs appear in the Problems view (the language server's rules, and "Run Doctor on This File").
+ * A failure leaves a screenshot in test-output/e2e/.
+ */
+import assert from 'node:assert/strict';
+import * as path from 'node:path';
+import { after, before, describe, test, type TestContext } from 'node:test';
+import { startWorkbench, type Workbench } from './support/codeServer';
+import { markedLines, WORKSPACE_SOURCE } from './support/paths';
+import { editorToken, goToLine, openFile, pickQuickItem, runCommand, statusItem, TIMEOUT, variableRow } from './support/workbench';
+
+const PROGRAM = 'nan_training.py';
+const marks = markedLines(path.join(WORKSPACE_SOURCE, PROGRAM));
+
+let workbench: Workbench;
+
+async function step(t: TestContext, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (error) {
+    const shot = await workbench.screenshot(t.name.replace(/\W+/g, '-').slice(0, 80));
+    throw new Error(`${String(error)}\n(screenshot: ${shot})`);
+  }
+}
+
+describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
+  before(async () => {
+    workbench = await startWorkbench('debug', { examples: ['retained_graph.py'] });
+  });
+  after(async () => {
+    await workbench?.close();
+  });
+
+  test('1a. the extension activates on a Python file', async (t) => {
+    await step(t, async () => {
+      await openFile(workbench.page, PROGRAM);
+      await statusItem(workbench.page, 'TensorSight').waitFor({ timeout: TIMEOUT });
+    });
+  });
+
+  test('1b. the language server reports ready', async (t) => {
+    await step(t, async () => {
+      await statusItem(workbench.page, 'TensorSight: ready').waitFor({ timeout: TIMEOUT });
+    });
+  });
+
+  test('2. a tensor breakpoint stops; Variables shows tensor summaries and the NaN flag', async (t) => {
+    await step(t, async () => {
+      const page = workbench.page;
+      await openFile(page, PROGRAM);
+      // The cursor on `loss` of `loss.backward()`: the command offers conditions on `loss` for this line.
+      await goToLine(page, marks.get('tensor-breakpoint') ?? 0, 10);
+      await runCommand(page, 'TensorSight: Add Tensor Breakpoint');
+      await pickQuickItem(page, /nan/i, 'nan');
+      await page.locator('.codicon-debug-breakpoint-conditional').first().waitFor({ timeout: TIMEOUT });
+      await runCommand(page, 'Debug: Select and Start Debugging');
+      await pickQuickItem(page, 'Train: breakpoints');
+      const loss = variableRow(page, 'loss');
+      await loss.waitFor({ timeout: 3 * TIMEOUT });
+      assert.match((await loss.innerText()).replace(/\s+/g, ' '), /NaN/);
+      const features = variableRow(page, 'features');
+      await features.waitFor({ timeout: TIMEOUT });
+      const summary = (await features.innerText()).replace(/\s+/g, ' ');
+      assert.match(summary, /f32\[64, 16\] cpu/);
+      assert.match(summary, /μ=|mean/);
+    });
+  });
+
+  test('3. hovering a tensor while stopped shows its stats', async (t) => {
+    await step(t, async () => {
+      const page = workbench.page;
+      const token = editorToken(page, 'features = torch.randn', 'features');
+      await token.hover();
+      const hover = page.locator('.debug-hover-widget');
+      await hover.waitFor({ state: 'visible', timeout: TIMEOUT });
+      assert.match((await hover.innerText()).replace(/\s+/g, ' '), /f32\[64, 16\] cpu/);
+      await runCommand(page, 'Debug: Stop');
+      await page.locator('.debug-toolbar').waitFor({ state: 'hidden', timeout: TIMEOUT });
+    });
+  });
+
+  test('4. with break-on-NaN armed, the stop lands on the line that produced the NaN', async (t) => {
+    await step(t, async () => {
+      const page = workbench.page;
+      await runCommand(page, 'Remove All Breakpoints');
+      await openFile(page, PROGRAM);
+      await runCommand(page, 'Debug: Select and Start Debugging');
+      await pickQuickItem(page, 'Train: stop at NaN');
+      await page.locator('.debug-top-stack-frame-line, .debug-top-stack-frame').first().waitFor({ timeout: 3 * TIMEOUT });
+      const line = marks.get('nan-origin') ?? 0;
+      await statusItem(page, new RegExp(`Ln ${line},`)).waitFor({ timeout: TIMEOUT });
+      await runCommand(page, 'Debug: Stop');
+      await page.locator('.debug-toolbar').waitFor({ state: 'hidden', timeout: TIMEOUT });
+    });
+  });
+
+  test('5a. the language server shows a silent-bug warning in Problems', async (t) => {
+    await step(t, async () => {
+      const page = workbench.page;
+      await openFile(page, 'retained_graph.py');
+      await runCommand(page, 'View: Focus Problems');
+      await page.locator('.markers-panel .monaco-list-row', { hasText: /autograd graph/ }).first().waitFor({ timeout: TIMEOUT });
+    });
+  });
+
+  test('5b. "Run Doctor on This File" puts its findings in Problems', async (t) => {
+    await step(t, async () => {
+      const page = workbench.page;
+      await openFile(page, 'retained_graph.py');
+      await runCommand(page, 'TensorSight: Run Doctor on This File');
+      await runCommand(page, 'View: Focus Problems');
+      await page.locator('.markers-panel .monaco-list-row', { hasText: /keeps the autograd graph of every step alive/ }).first().waitFor({ timeout: 3 * TIMEOUT });
+    });
+  });
+});

@@ -1,0 +1,67 @@
+/**
+ * Small driver functions over the VS Code workbench DOM (code-server 4.139 / VS Code 1.139), used by the e2e tests:
+ * run a command from the palette, open a file, go to a line, read the status bar and the debug views. Each waits on
+ * a selector, never on a fixed delay.
+ */
+import type { Locator, Page } from 'playwright-core';
+
+export const TIMEOUT = 60_000;
+
+export async function runCommand(page: Page, label: string, pick?: string): Promise<void> {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: TIMEOUT });
+  await input.fill(`>${label}`);
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: pick ?? label }).first();
+  await row.waitFor({ state: 'visible', timeout: TIMEOUT });
+  await row.click();
+}
+
+/** Picks an entry of an open quick pick by its text, typing `filter` first when given. */
+export async function pickQuickItem(page: Page, text: string | RegExp, filter?: string): Promise<void> {
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: TIMEOUT });
+  if (filter !== undefined) await input.fill(filter);
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: text }).first();
+  await row.waitFor({ state: 'visible', timeout: TIMEOUT });
+  await row.click();
+}
+
+export async function openFile(page: Page, name: string): Promise<void> {
+  await page.keyboard.press('Control+P');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: TIMEOUT });
+  await input.fill(name);
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first();
+  await row.waitFor({ state: 'visible', timeout: TIMEOUT });
+  await page.keyboard.press('Enter');
+  await page.locator(`.tabs-container .tab.active`, { hasText: name }).waitFor({ timeout: TIMEOUT });
+  await page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor({ timeout: TIMEOUT });
+}
+
+export async function goToLine(page: Page, line: number, column = 1): Promise<void> {
+  await page.locator('.editor-instance .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+G');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: TIMEOUT });
+  await input.fill(`:${line}:${column}`);
+  await page.keyboard.press('Enter');
+  await page.locator('.statusbar-item', { hasText: `Ln ${line}, Col ${column}` }).first().waitFor({ timeout: TIMEOUT }).catch(() => undefined);
+}
+
+export function statusItem(page: Page, text: string | RegExp): Locator {
+  return page.locator('.statusbar-item', { hasText: text }).first();
+}
+
+export function variableRow(page: Page, name: string): Locator {
+  return page.locator('.debug-variables .monaco-list-row', { has: page.locator(`.monaco-highlighted-label`, { hasText: new RegExp(`^${name}$`) }) }).first();
+}
+
+/** The editor token (a span in a view line) whose text is exactly `text`, on the line containing `lineText`. */
+export function editorToken(page: Page, lineText: string, text: string): Locator {
+  return page
+    .locator('.editor-instance .monaco-editor .view-line', { hasText: lineText })
+    .first()
+    .locator('span > span', { hasText: new RegExp(`^${text}$`) })
+    .first();
+}

@@ -1,0 +1,151 @@
+/**
+ * Commands and debug providers through the one seam (common/vscodeapi replaced by support/fakeVscode): tensor
+ * breakpoints, the live break-on-NaN toggle, and "Debug Training" refusing to run in an untrusted workspace.
+ */
+import './support/seam';
+import assert from 'node:assert/strict';
+import { beforeEach, describe, test } from 'node:test';
+import { addTensorBreakpoint } from '../../extension/src/commands/tensorBreakpoint';
+import { breakOnNonFiniteExpression, toggleBreakOnNonFinite } from '../../extension/src/commands/breakOnNonFinite';
+import { TrainingConfigurationProvider, TrainingAdapterFactory } from '../../extension/src/debug/provider';
+import { extensionPaths } from '../../extension/src/common/paths';
+import type { LanguageServer } from '../../extension/src/server/languageServer';
+import type { AgentSessions } from '../../extension/src/debug/sessions';
+import type { InterpreterService } from '../../extension/src/common/interpreterService';
+import { fake, fakeDocument, logChannel, PositionClass, SourceBreakpoint } from './support/fakeVscode';
+
+const SOURCE = ['import torch', 'loss = model(x).sum()', 'loss.backward()'].join('\n');
+
+function fakeServer(answers: Record<string, unknown>): LanguageServer & { calls: Array<[string, unknown]> } {
+  const calls: Array<[string, unknown]> = [];
+  return {
+    calls,
+    request: (method: string, params: unknown) => {
+      calls.push([method, params]);
+      return Promise.resolve(answers[method]);
+    },
+  } as unknown as LanguageServer & { calls: Array<[string, unknown]> };
+}
+
+function editorAt(line: number, character: number) {
+  fake.activeEditor = { document: fakeDocument('/w/train.py', SOURCE), selection: { active: new PositionClass(line, character) } };
+}
+
+beforeEach(() => fake.reset());
+
+describe('Add Tensor Breakpoint', () => {
+  test("offers the server's suggestions for the name under the cursor and sets a conditional breakpoint", async () => {
+    editorAt(2, 2);
+    const server = fakeServer({
+      'tensorsight/suggestConditions': [
+        { label: 'loss is NaN', condition: 'tensorsight.nan(loss)', description: 'NaN' },
+        { label: 'loss spikes', condition: 'tensorsight.spike(loss, 3)', description: '3σ' },
+      ],
+      'tensorsight/validateCondition': { undefinedNames: [], message: '' },
+    });
+    fake.quickPick = (items) => Promise.resolve(items[1]);
+    await addTensorBreakpoint(server);
+    assert.deepEqual(server.calls[0], ['tensorsight/suggestConditions', { name: 'loss' }]);
+    assert.deepEqual(server.calls[1], [
+      'tensorsight/validateCondition',
+      { uri: 'file:///w/train.py', line: 2, condition: 'tensorsight.spike(loss, 3)' },
+    ]);
+    assert.equal(fake.quickPickItems.length, 3, 'two suggestions and "Type a condition…"');
+    assert.equal(fake.breakpoints.length, 1);
+    const bp = fake.breakpoints[0];
+    assert.equal(bp?.condition, 'tensorsight.spike(loss, 3)');
+    assert.equal(bp?.location.range.start.line, 2);
+    assert.equal(bp?.enabled, true);
+  });
+
+  test('falls back to built-in conditions without a server, and replaces a breakpoint on the same line', async () => {
+    editorAt(1, 1);
+    fake.breakpoints.push(new SourceBreakpoint({ uri: fake.activeEditor!.document.uri, range: new PositionClass(1, 0) }, true));
+    await addTensorBreakpoint(fakeServer({}));
+    assert.equal(fake.quickPickItems[0]?.condition, 'tensorsight.nan(loss)');
+    assert.equal(fake.breakpoints.length, 1);
+    assert.equal(fake.breakpoints[0]?.condition, 'tensorsight.nan(loss)');
+  });
+
+  test('warns when the condition names something undefined at that line; "Add Anyway" is needed', async () => {
+    editorAt(1, 1);
+    const server = fakeServer({ 'tensorsight/validateCondition': { undefinedNames: ['los'], message: 'Did you mean loss?' } });
+    fake.quickPick = (items) => Promise.resolve(items.at(-1)); // "Type a condition…"
+    fake.inputBox = () => Promise.resolve(' tensorsight.nan(los) ');
+    await addTensorBreakpoint(server);
+    assert.equal(fake.breakpoints.length, 0, 'not added without confirmation');
+    assert.match(fake.messages.at(-1)?.text ?? '', /los.*line 2.*Did you mean loss\?/);
+    fake.warningChoice = 'Add Anyway';
+    await addTensorBreakpoint(server);
+    assert.equal(fake.breakpoints[0]?.condition, 'tensorsight.nan(los)');
+  });
+
+  test('needs a Python editor', async () => {
+    await addTensorBreakpoint(fakeServer({}));
+    assert.equal(fake.messages[0]?.level, 'info');
+    assert.equal(fake.breakpoints.length, 0);
+  });
+});
+
+describe('Toggle Break on NaN/Inf', () => {
+  test('flips the setting and evaluates the switch in every live session', async () => {
+    fake.settings.set('breakOnNonFinite', true);
+    const requests: Array<[string, unknown]> = [];
+    const session = { name: 'Debug Training', customRequest: (cmd: string, args: unknown) => (requests.push([cmd, args]), Promise.resolve({})) };
+    const failing = { name: 'other', customRequest: () => Promise.reject(new Error('gone')) };
+    const sessions = { sessions: () => [session, failing] } as unknown as AgentSessions;
+    const enabled = await toggleBreakOnNonFinite(sessions, logChannel() as never);
+    assert.equal(enabled, false);
+    assert.deepEqual(fake.updates, [{ key: 'breakOnNonFinite', value: false, target: 1 }]);
+    assert.deepEqual(requests, [['evaluate', { expression: 'tensorsight.break_on_nonfinite(False)', context: 'repl' }]]);
+    assert.match(fake.messages.find((m) => m.level === 'warning')?.text ?? '', /other/);
+    assert.equal(breakOnNonFiniteExpression(true), 'tensorsight.break_on_nonfinite(True)');
+  });
+});
+
+describe('Debug Training providers', () => {
+  const paths = extensionPaths('/ext');
+  const interpreters = { require: () => Promise.resolve('/usr/bin/python3') } as unknown as InterpreterService;
+  const sessions = { open: () => Promise.resolve({ sessionId: 'sid', hub: { address: '127.0.0.1:9', token: 't' } }) } as unknown as AgentSessions;
+  const config = { type: 'tensorsight', request: 'launch', name: 'Debug Training', program: '/w/train.py' };
+
+  test('nothing runs in an untrusted workspace', async () => {
+    fake.trusted = false;
+    const provider = new TrainingConfigurationProvider(paths, interpreters, sessions, logChannel() as never);
+    assert.equal(await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, config), undefined);
+    assert.equal(fake.messages[0]?.level, 'warning');
+  });
+
+  test('trusted: resolves to a debugpy launch with the agent and the hub', async () => {
+    const provider = new TrainingConfigurationProvider(paths, interpreters, sessions, logChannel() as never);
+    const resolved = await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, config);
+    assert.equal(resolved?.python, '/usr/bin/python3');
+    assert.equal(resolved?.tensorsightSessionId, 'sid');
+    const env = resolved?.env as Record<string, string>;
+    assert.match(env.PYTHONPATH ?? '', /^\/ext\/pyhelpers/);
+    assert.equal(env.TENSORSIGHT_TOKEN, 't');
+    assert.equal(JSON.parse(env.TENSORSIGHT_OPTIONS ?? '{}').breakOnNonFinite, true);
+  });
+
+  test('F5 without launch.json debugs the active Python file; a non-Python editor gets a message', () => {
+    const provider = new TrainingConfigurationProvider(paths, interpreters, sessions, logChannel() as never);
+    assert.equal(provider.resolveDebugConfiguration(undefined, { type: '', request: '', name: '' }), undefined);
+    editorAt(0, 0);
+    const resolved = provider.resolveDebugConfiguration(undefined, { type: '', request: '', name: '' });
+    assert.equal(resolved?.type, 'tensorsight');
+    assert.equal(resolved?.program, '/w/train.py');
+    assert.equal(provider.dynamicConfigurations(undefined)[0]?.name, 'Debug Training: train.py');
+  });
+
+  test('the adapter is debugpy.adapter from the bundled libs', async () => {
+    const factory = new TrainingAdapterFactory(paths, interpreters, logChannel() as never);
+    const descriptor = (await factory.createDebugAdapterDescriptor({ configuration: { python: '/venv/bin/python' } } as never)) as unknown as {
+      command: string;
+      args: string[];
+      options: { env: Record<string, string> };
+    };
+    assert.equal(descriptor.command, '/venv/bin/python');
+    assert.deepEqual(descriptor.args, ['-m', 'debugpy.adapter']);
+    assert.match(descriptor.options.env.PYTHONPATH ?? '', /^\/ext\/extension\/bundled\/libs/);
+  });
+});

@@ -1,0 +1,121 @@
+/** "Debug Training" → debugpy launch request, and the agent's injection environment. */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import {
+  agentEnvironment,
+  launchForFile,
+  launchOptions,
+  launchProblem,
+  SESSION_ID_KEY,
+  type TensorSightLaunchConfig,
+  toDebugpyLaunch,
+} from '../../extension/src/debug/launchConfig';
+import { serverLaunch } from '../../extension/src/server/launch';
+import { extensionPaths } from '../../extension/src/common/paths';
+
+const context = {
+  pyhelpers: '/ext/pyhelpers',
+  separator: ':',
+  baseEnv: { PYTHONPATH: '/user/lib', HOME: '/home/u' },
+  sessionId: 'abc',
+  hub: { address: '127.0.0.1:4567', token: 's3cret' },
+};
+
+const base: TensorSightLaunchConfig = {
+  type: 'tensorsight',
+  request: 'launch',
+  name: 'Debug Training',
+  program: '/w/train.py',
+  cwd: '/w',
+  options: { measure: true },
+};
+
+describe('toDebugpyLaunch', () => {
+  test('fills debugpy fields and injects the agent', () => {
+    const launch = toDebugpyLaunch(base, '/usr/bin/python3', true, context);
+    assert.equal(launch.program, '/w/train.py');
+    assert.equal(launch.cwd, '/w');
+    assert.equal(launch.python, '/usr/bin/python3');
+    assert.equal(launch.justMyCode, false);
+    assert.equal(launch.console, 'internalConsole');
+    assert.deepEqual(launch.args, []);
+    assert.equal(launch[SESSION_ID_KEY], 'abc');
+    assert.equal(launch.options, undefined, 'options travel in TENSORSIGHT_OPTIONS only');
+    assert.deepEqual(launch.env, {
+      PYTHONPATH: '/ext/pyhelpers:/user/lib',
+      TENSORSIGHT_OPTIONS: JSON.stringify({ measure: true, breakOnNonFinite: true }),
+      TENSORSIGHT_SESSION: 'abc',
+      TENSORSIGHT_HUB: '127.0.0.1:4567',
+      TENSORSIGHT_TOKEN: 's3cret',
+    });
+  });
+
+  test('user choices win: python, justMyCode, console, breakOnNonFinite', () => {
+    const launch = toDebugpyLaunch(
+      { ...base, python: '/venv/bin/python', justMyCode: true, console: 'integratedTerminal', breakOnNonFinite: false },
+      '/usr/bin/python3',
+      true,
+      context,
+    );
+    assert.equal(launch.python, '/venv/bin/python');
+    assert.equal(launch.justMyCode, true);
+    assert.equal(launch.console, 'integratedTerminal');
+    assert.equal(JSON.parse(String(launch.env?.TENSORSIGHT_OPTIONS)).breakOnNonFinite, false);
+  });
+
+  test('without a hub the agent runs alone (no HUB/TOKEN variables)', () => {
+    const launch = toDebugpyLaunch(base, 'python3', false, { ...context, hub: undefined });
+    assert.equal(launch.env?.TENSORSIGHT_HUB, undefined);
+    assert.equal(launch.env?.TENSORSIGHT_TOKEN, undefined);
+    assert.equal(JSON.parse(String(launch.env?.TENSORSIGHT_OPTIONS)).breakOnNonFinite, false);
+  });
+
+  test('no cwd stays absent (debugpy then uses the program folder)', () => {
+    const { cwd: _cwd, ...noCwd } = base;
+    assert.equal('cwd' in toDebugpyLaunch(noCwd, 'python3', true, context), false);
+  });
+});
+
+describe('agentEnvironment', () => {
+  test("keeps the user's PYTHONPATH after pyhelpers, without duplicates", () => {
+    const env = agentEnvironment({ PYTHONPATH: '/a:/ext/pyhelpers:/b', FOO: 'x' }, {}, context);
+    assert.equal(env.PYTHONPATH, '/ext/pyhelpers:/a:/b');
+    assert.equal(env.FOO, 'x');
+  });
+
+  test('a null PYTHONPATH in the config drops the inherited one', () => {
+    const env = agentEnvironment({ PYTHONPATH: null }, {}, context);
+    assert.equal(env.PYTHONPATH, '/ext/pyhelpers');
+  });
+
+  test('options: top-level breakOnNonFinite beats options, then the setting default', () => {
+    assert.equal(launchOptions({ ...base, options: { breakOnNonFinite: false } }, true).breakOnNonFinite, false);
+    assert.equal(launchOptions({ ...base, breakOnNonFinite: true, options: { breakOnNonFinite: false } }, false).breakOnNonFinite, true);
+    assert.equal(launchOptions({ ...base, options: undefined }, true).breakOnNonFinite, true);
+  });
+});
+
+test('launchProblem and launchForFile', () => {
+  assert.equal(launchProblem(base), undefined);
+  assert.equal(launchProblem({ ...base, request: 'attach' }), 'request');
+  assert.equal(launchProblem({ type: 'tensorsight', request: 'launch', name: 'x' }), 'program');
+  assert.equal(launchProblem({ type: 'tensorsight', request: 'launch', name: 'x', module: 'pkg.train' }), undefined);
+  assert.deepEqual(launchForFile('Debug Training', '/w/a.py', '/w'), {
+    type: 'tensorsight',
+    request: 'launch',
+    name: 'Debug Training',
+    program: '/w/a.py',
+    args: [],
+    cwd: '/w',
+  });
+});
+
+test('the language server runs `python -m tensorsight.server` with pyhelpers and the bundled libs', () => {
+  const launch = serverLaunch('/usr/bin/python3', extensionPaths('/ext'), { PYTHONPATH: '/user', PATH: '/bin', X: undefined }, ':');
+  assert.equal(launch.command, '/usr/bin/python3');
+  assert.deepEqual(launch.args, ['-m', 'tensorsight.server']);
+  assert.equal(launch.env.PYTHONPATH, '/ext/pyhelpers:/user');
+  assert.equal(launch.env.TENSORSIGHT_BUNDLED_LIBS, '/ext/extension/bundled/libs');
+  assert.equal(launch.env.PATH, '/bin');
+  assert.equal('X' in launch.env, false);
+});

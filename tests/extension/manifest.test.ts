@@ -1,0 +1,99 @@
+/**
+ * The manifest and translations agree with the code: every contributed command is registered, every %key% has an
+ * English and a Spanish string, every runtime message has a Spanish translation, versions are pinned consistently.
+ */
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { test } from 'node:test';
+import { PACKAGE_JSON, REPO } from './support/paths';
+
+function readJson(relative: string): Record<string, unknown> {
+  return JSON.parse(fs.readFileSync(path.join(REPO, relative), 'utf8')) as Record<string, unknown>;
+}
+
+function sources(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    return entry.isDirectory() ? sources(full) : full.endsWith('.ts') ? [full] : [];
+  });
+}
+
+/** Every string literal passed to l10n.t(...) or t(...) in extension/src. */
+function runtimeMessages(): Set<string> {
+  const found = new Set<string>();
+  const call = /(?:\bl10n\.t|(?<![.\w$])t)\(\s*('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")/g;
+  for (const file of sources(path.join(REPO, 'extension', 'src'))) {
+    const text = fs.readFileSync(file, 'utf8');
+    for (const match of text.matchAll(call)) {
+      const literal = match[1] ?? '';
+      found.add(JSON.parse('"' + literal.slice(1, -1).replace(/\\'/g, "'").replace(/(?<!\\)"/g, '\\"') + '"') as string);
+    }
+  }
+  return found;
+}
+
+test('every contributed command is registered in extension.ts, and vice versa', () => {
+  const contributes = PACKAGE_JSON.contributes as { commands: Array<{ command: string }> };
+  const declared = contributes.commands.map((c) => c.command).sort();
+  const source = fs.readFileSync(path.join(REPO, 'extension', 'src', 'extension.ts'), 'utf8');
+  const registered = [...source.matchAll(/registerCommand\('([\w.]+)'/g)].map((m) => m[1]).sort();
+  assert.deepEqual(registered, declared);
+});
+
+test('manifest strings exist in English and Spanish', () => {
+  const manifest = fs.readFileSync(path.join(REPO, 'package.json'), 'utf8');
+  const keys = new Set([...manifest.matchAll(/"%([\w.]+)%"/g)].map((m) => m[1]));
+  const en = readJson('package.nls.json');
+  const es = readJson('package.nls.es.json');
+  for (const key of keys) {
+    assert.ok(key && typeof en[key] === 'string', `package.nls.json lacks ${String(key)}`);
+    assert.ok(key && typeof es[key] === 'string', `package.nls.es.json lacks ${String(key)}`);
+  }
+  assert.deepEqual(Object.keys(es).sort(), Object.keys(en).sort());
+  const untranslated = Object.keys(en).filter((k) => en[k] === es[k] && k !== 'extension.displayName');
+  assert.deepEqual(untranslated, [], 'Spanish strings that are still English');
+});
+
+test('every runtime message has a Spanish translation', () => {
+  const messages = runtimeMessages();
+  assert.ok(messages.size > 50, `found only ${messages.size} messages: the scan is broken`);
+  const es = readJson('extension/l10n/bundle.l10n.es.json');
+  const missing = [...messages].filter((m) => typeof es[m] !== 'string');
+  assert.deepEqual(missing, []);
+  const stale = Object.keys(es).filter((m) => !messages.has(m));
+  assert.deepEqual(stale, [], 'translations of messages the code no longer uses');
+  for (const [english, spanish] of Object.entries(es)) {
+    const placeholders = (s: string) => (s.match(/\{\d\}/g) ?? []).sort().join();
+    assert.equal(placeholders(String(spanish)), placeholders(english), `placeholders differ for "${english}"`);
+  }
+  assert.equal(PACKAGE_JSON.l10n, './extension/l10n');
+});
+
+test('workspace trust, activation and the debug type are declared', () => {
+  const capabilities = PACKAGE_JSON.capabilities as { untrustedWorkspaces: { supported: string; restrictedConfigurations: string[] } };
+  assert.equal(capabilities.untrustedWorkspaces.supported, 'limited');
+  assert.ok(capabilities.untrustedWorkspaces.restrictedConfigurations.includes('tensorsight.python'));
+  const events = PACKAGE_JSON.activationEvents as string[];
+  for (const event of ['onLanguage:python', 'onDebugResolve:tensorsight', 'onDebugDynamicConfigurations:tensorsight']) {
+    assert.ok(events.includes(event), event);
+  }
+  const debuggers = (PACKAGE_JSON.contributes as { debuggers: Array<{ type: string; configurationSnippets: unknown[] }> }).debuggers;
+  assert.equal(debuggers[0]?.type, 'tensorsight');
+  assert.ok((debuggers[0]?.configurationSnippets.length ?? 0) > 0);
+});
+
+test('@types/vscode does not exceed engines.vscode (else the API used may be missing at run time)', () => {
+  const engine = String((PACKAGE_JSON.engines as { vscode: string }).vscode).replace(/^\^/, '');
+  const types = String((PACKAGE_JSON.devDependencies as Record<string, string>)['@types/vscode']);
+  const minor = (v: string) => Number(v.split('.')[1]);
+  assert.ok(minor(types) <= minor(engine), `@types/vscode ${types} > engines.vscode ${engine}`);
+  assert.ok(minor(engine) <= 139, 'code-server 4.139.1 is VS Code 1.139');
+});
+
+test('no source module imports vscode except the seam', () => {
+  const offenders = sources(path.join(REPO, 'extension', 'src')).filter(
+    (file) => !file.endsWith(path.join('common', 'vscodeapi.ts')) && /from 'vscode'/.test(fs.readFileSync(file, 'utf8')),
+  );
+  assert.deepEqual(offenders, []);
+});

@@ -1,0 +1,131 @@
+"""pytest-lsp plumbing for the language-server tests (tests/server): a real ``python -m tensorsight.server`` over stdio.
+
+``make_client`` records the server's custom notifications (``tensorsight/runEvent``, ``/gpu``, ``/status``) and
+answers the refresh requests VS Code would get; ``server_config`` builds the launch (PYTHONPATH=pyhelpers, optional
+extra environment). Helpers open documents, wait for what the server publishes, and apply LSP text edits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pathlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities, make_test_lsp_client
+from support.paths import PYHELPERS
+
+WAIT_SECONDS = 60.0
+
+
+def make_client() -> LanguageClient:
+    client = make_test_lsp_client()
+    client.run_events = []  # type: ignore[attr-defined]
+    client.gpu_reports = []  # type: ignore[attr-defined]
+    client.statuses = []  # type: ignore[attr-defined]
+    client.refreshes = []  # type: ignore[attr-defined]
+
+    @client.feature("tensorsight/runEvent")
+    def run_event(ls: LanguageClient, params: Any) -> None:
+        ls.run_events.append(_plain(params))  # type: ignore[attr-defined]
+
+    @client.feature("tensorsight/gpu")
+    def gpu(ls: LanguageClient, params: Any) -> None:
+        ls.gpu_reports.append(_plain(params))  # type: ignore[attr-defined]
+
+    @client.feature("tensorsight/status")
+    def status(ls: LanguageClient, params: Any) -> None:
+        ls.statuses.append(_plain(params))  # type: ignore[attr-defined]
+
+    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def inlay_refresh(ls: LanguageClient, params: Any) -> None:
+        ls.refreshes.append("inlayHint")  # type: ignore[attr-defined]
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def lens_refresh(ls: LanguageClient, params: Any) -> None:
+        ls.refreshes.append("codeLens")  # type: ignore[attr-defined]
+
+    return client
+
+
+def server_config(
+    extra_env: dict[str, str] | None = None, prepend_path: Sequence[str] = (), python_flags: Sequence[str] = ()
+) -> ClientServerConfig:
+    """The real server as the extension starts it; ``prepend_path`` goes before pyhelpers on PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORSIGHT_")}
+    env["PYTHONPATH"] = os.pathsep.join([*prepend_path, PYHELPERS])
+    env.update(extra_env or {})
+    return ClientServerConfig(
+        server_command=[sys.executable, *python_flags, "-m", "tensorsight.server"],
+        client_factory=make_client,
+        server_env=env,
+    )
+
+
+async def initialize(client: LanguageClient) -> None:
+    await client.initialize_session(types.InitializeParams(capabilities=client_capabilities("visual-studio-code")))
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+async def eventually(check: Callable[[], Any], timeout: float = WAIT_SECONDS, what: str = "condition") -> Any:
+    """Poll ``check`` until it returns something truthy (returned), or fail after ``timeout`` seconds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def open_and_wait(client: LanguageClient, path: str | pathlib.Path, text: str | None = None) -> str:
+    """didOpen a file and wait for the server's diagnostics for it; returns the uri."""
+    file = pathlib.Path(path)
+    uri = file.as_uri()
+    client.diagnostics.pop(uri, None)
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=1, text=file.read_text() if text is None else text
+            )
+        )
+    )
+    await eventually(lambda: uri in client.diagnostics, what=f"diagnostics for {file.name}")
+    return uri
+
+
+def close(client: LanguageClient, uri: str) -> None:
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+def apply_edits(text: str, edits: Sequence[types.TextEdit]) -> str:
+    """Apply LSP edits (UTF-16 columns) to ``text``, back to front."""
+    lines = text.split("\n")
+
+    def offset(position: types.Position) -> int:
+        if position.line >= len(lines):
+            return len(text)
+        before = sum(len(line) + 1 for line in lines[: position.line])
+        line = lines[position.line]
+        units = 0
+        for index, char in enumerate(line):
+            if units >= position.character:
+                return before + index
+            units += len(char.encode("utf-16-le")) // 2
+        return before + len(line)
+
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
+        lines = text.split("\n")
+    return text
