@@ -16,6 +16,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+torch.manual_seed(0)
 rng = np.random.default_rng(0)
 n = 1000
 ids = np.arange(n)

@@ -24,7 +24,9 @@ def test_demo_runs_every_tool_and_reports_each_result():
     assert verdicts["check_shapes"] == "mapped 11 modules, output [8, 10], 26,698 parameters"
     assert verdicts["check_shapes on a broken model"].startswith("explained: shape error in Sequential.7")
     assert verdicts["silent broadcasting"] == "[64, 1] vs [64] broadcasts to [64, 64]"
-    assert "batch has NaN/Inf=True (1 NaN, 1 +Inf, 1 -Inf)" in verdicts["detect_nan / invalid_values (valores_invalidos)"]
+    assert (
+        "batch has NaN/Inf=True (1 NaN, 1 +Inf, 1 -Inf)" in verdicts["detect_nan / invalid_values (valores_invalidos)"]
+    )
     assert verdicts["check_data_leakage"] == "found duplicates (40), label-copy (1500)"
     assert verdicts["fuga_de_datos on DataFrames"] == "found id-overlap (65), temporal (150)"
     assert verdicts["check_data_leakage at scale"].startswith("200,000 + 40,000 rows checked in")

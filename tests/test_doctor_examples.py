@@ -6,7 +6,6 @@ import os
 import subprocess
 
 import pytest
-
 from support.paths import PYHELPERS, PYTHON, REPO, example
 
 MY_KINDS = {"shape", "leakage", "device"}

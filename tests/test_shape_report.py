@@ -5,7 +5,6 @@ import os
 import subprocess
 
 import pytest
-
 from support.paths import PYHELPERS, PYTHON, REPO, example, program
 
 
@@ -31,14 +30,31 @@ def test_json_maps_the_first_model_with_parameters_and_stops_the_script():
     assert code == 0 and isinstance(doc, dict) and "SCRIPT KEPT RUNNING" not in stderr
     assert doc["model"] == "AutoEncoder" and doc["file"] == program("two_models.py")
     rows = {row["path"]: row for row in doc["rows"]}
-    assert set(rows) == {"", "encoder", "encoder.layers", "encoder.layers.0", "encoder.layers.1", "encoder.layers.2", "decoder"}
+    assert set(rows) == {
+        "",
+        "encoder",
+        "encoder.layers",
+        "encoder.layers.0",
+        "encoder.layers.1",
+        "encoder.layers.2",
+        "decoder",
+    }
     root = rows[""]
     assert root["input_shapes"] == [[32, 16]] and root["output_shapes"] == [[32, 16]] and root["dtype"] == "float32"
     assert root["params"] == root["trainable"] == (16 * 8 + 8) + (8 * 4 + 4) + (4 * 16 + 16)
     assert rows["encoder.layers.2"]["output_shapes"] == [[32, 4]] and rows["encoder.layers.2"]["depth"] == 3
     assert rows["decoder"]["memory_bytes"] == 32 * 16 * 4 + (4 * 16 + 16) * 4
     assert rows["encoder"]["line"] == rows["decoder"]["line"] - 1  # the forward lines that call them
-    assert set(root) >= {"path", "type", "input_shapes", "output_shapes", "dtype", "params", "trainable", "memory_bytes"}
+    assert set(root) >= {
+        "path",
+        "type",
+        "input_shapes",
+        "output_shapes",
+        "dtype",
+        "params",
+        "trainable",
+        "memory_bytes",
+    }
 
 
 @pytest.mark.parametrize("name", ["Encoder", "self.encoder"])

@@ -259,7 +259,8 @@ def run(args: argparse.Namespace) -> int:
         yb = torch.randint(0, 3, (16,), generator=gen)
         result = overfit(model, torch.nn.CrossEntropyLoss(), (xb, yb))
         print(f"  {result}")
-        return f"{'passed' if result.passed else 'did not pass'}: loss {result.initial_loss:.3g} -> {result.final_loss:.3g}"
+        verdict = "passed" if result.passed else "did not pass"
+        return f"{verdict}: loss {result.initial_loss:.3g} -> {result.final_loss:.3g}"
 
     tool("overfit_one_batch: can the model learn one batch?", demo_overfit)
 

@@ -112,7 +112,7 @@ def capture_training(path: str, script_args: list[str]) -> CapturedTraining:
         captured.error = "no training forward pass (a module with parameters, in train mode) before optimizer.step()"
         return captured
     captured.model, captured.args, captured.kwargs = capture.model, capture.model_args, capture.model_kwargs
-    captured.model_at = clock.model_at
+    captured.model_at = clock.model_at if clock is not None else None
     if capture.loss_module is not None:
         captured.loss_name = type(capture.loss_module).__name__
         captured.loss_call, captured.target = _bind_loss(capture.loss_module, capture.loss_args, capture.loss_kwargs)

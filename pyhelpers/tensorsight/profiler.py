@@ -87,8 +87,10 @@ def print_report(document: dict[str, Any]) -> None:
             )
         print("(* = your code)")
     for function in document["functions"]:
-        print(f"\nline timings of {function['function']} ({_where(function['file'], function['first_line'])}), "
-              f"{function['total_s']:.4f} s")
+        print(
+            f"\nline timings of {function['function']} ({_where(function['file'], function['first_line'])}), "
+            f"{function['total_s']:.4f} s"
+        )
         print(f"{'line':>6} {'hits':>8} {'time s':>10} {'per hit µs':>11} {'%':>6}  source")
         for line in function["lines"]:
             print(

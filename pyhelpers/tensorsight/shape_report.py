@@ -135,10 +135,9 @@ class _Capture:
 
 def capture(path: str, args: list[str], model_name: str | None, quiet_stdout: bool) -> dict[str, Any]:
     """Run ``path`` until its model's first forward; the shape-map document (see the module docstring)."""
+    from .agent import steps
     from .agent.lazy_import import when_imported
     from .agent.shape_errors import explain
-
-    from .agent import steps
 
     cap = _Capture(model_name)
     steps.add_step_listener(cap.on_step)  # armed before torch is imported, so the same import arms its hook

@@ -26,11 +26,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .agent.user_code import user_location
 from .core.devices import DeviceIssue, device_issues
 from .core.findings import Finding
 from .core.nonfinite import NonFiniteCounts, nonfinite_counts
 from .core.shapes import ShapeRow, format_shape_table, shape_text
-from .agent.user_code import user_location
 
 # names implemented by the measurement features, re-exported lazily so ``tensorsight.toolbox.Timer`` works too
 _ELSEWHERE = {
@@ -81,7 +81,7 @@ def _is_module(value: Any) -> bool:
     return torch is not None and isinstance(value, torch.nn.Module)
 
 
-def _caller_argument_names(depth: int = 2) -> list[str | None]:
+def _caller_argument_names(depth: int = 2) -> list[str]:
     """The source text of the arguments in the caller's call (``check_devices(model, xb, yb)`` -> model, xb, yb)."""
     try:
         frame = sys._getframe(depth)
@@ -109,7 +109,11 @@ def _fallback_summary(value: Any) -> str:
         counts = nonfinite_counts(value)
         if counts:
             text += f" ⚠ NaN×{counts.nan} +Inf×{counts.posinf} -Inf×{counts.neginf}"
-        elif value.numel() and (value.is_floating_point() or value.dtype == _torch().int64) and value.device.type != "meta":
+        elif (
+            value.numel()
+            and (value.is_floating_point() or value.dtype == _torch().int64)
+            and value.device.type != "meta"
+        ):
             with _torch().no_grad():
                 flat = value.detach().reshape(-1)[:: max(1, value.numel() // 1_000_000)].double()
                 text += f" mean={flat.mean().item():.4g} min={flat.min().item():.4g} max={flat.max().item():.4g}"
@@ -128,7 +132,8 @@ def _fallback_summary(value: Any) -> str:
     if _is_module(value):
         params = sum(p.numel() for p in value.parameters())
         devices = sorted({str(p.device) for p in value.parameters()}) or ["no parameters"]
-        return f"{type(value).__name__} {params:,} params on {', '.join(devices)} ({'train' if value.training else 'eval'})"
+        mode = "train" if value.training else "eval"
+        return f"{type(value).__name__} {params:,} params on {', '.join(devices)} ({mode})"
     text = repr(value)
     return text if len(text) <= 200 else text[:197] + "..."
 
@@ -295,7 +300,7 @@ def invalid_values(value: Any, name: str | None = None, *, quiet: bool = False) 
     Returns ``{tensor name: {"nan", "posinf", "neginf", "total", "elements", "fraction"}}`` for every tensor checked
     (counts are None where they cannot be known, e.g. meta tensors) and prints the ones with invalid values.
     """
-    label = name or (_caller_argument_names() or [None])[0] or "value"
+    label = name or (_caller_argument_names() or ["value"])[0]
     tensors = _named_tensors(value, label)
     if not tensors:
         raise TypeError(
@@ -320,7 +325,7 @@ def invalid_values(value: Any, name: str | None = None, *, quiet: bool = False) 
 
 def detect_nan(value: Any, name: str | None = None, *, quiet: bool = False) -> bool:
     """True when ``value`` (tensor, ndarray, module incl. gradients, container) holds a NaN or ±Inf; prints where."""
-    label = name or (_caller_argument_names() or [None])[0] or "value"
+    label = name or (_caller_argument_names() or ["value"])[0]
     counts = invalid_values(value, label, quiet=True)
     bad = {k: v for k, v in counts.items() if v["total"]}
     if not quiet:
@@ -429,7 +434,7 @@ def check_devices(model: Any, *tensors: Any, quiet: bool = False, **named: Any) 
         if not found and value is not None:
             raise TypeError(f"check_devices: {label} is a {type(value).__name__}, not a tensor or a container of them")
         inputs.extend((tname, str(t.device)) for tname, t in found if _is_tensor(t))
-    model_name = (_caller_argument_names() or ["model"])[0] or "model"
+    model_name = (_caller_argument_names() or ["model"])[0]
     issues = device_issues(model_tensors, inputs, model_name=model_name)
     if not quiet:
         if issues:

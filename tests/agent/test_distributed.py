@@ -5,8 +5,11 @@
   ``subProcess: true``; each worker becomes its own attached debug session (tests/support/dap_multi.py). Breakpoints
   limited to rank 1 stop rank 1 only; while it is held, rank 0 reports "waiting" in DDP's all-reduce, not "hung";
   then the sentinel stops rank 1 at the line that produces the NaN, naming the rank.
+- The remote recipe: a job started under ``python -m debugpy --listen 127.0.0.1:PORT`` is attached with pathMappings,
+  one session per worker.
 - The doctor under torchrun: the ``nonfinite`` finding carries rank 1 and the producing line, and the events of both
-  ranks reach a hub over loopback with the session token.
+  ranks reach the language server's real hub (``tensorsight.server.hub``) over loopback with the session token, where
+  ``core.ranks`` names rank 1 as the rank whose loss went bad first.
 
 Every wait is bounded and every process is killed in teardown: the machine is small and shared, so the timeouts are
 generous, but nothing can hang the suite.
@@ -17,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -26,10 +31,10 @@ from pathlib import Path
 import pytest
 from support.dap import DapError
 from support.dap_multi import MultiProcessSession
-from support.paths import PYHELPERS, PYTHON, REPO, example, marked_lines
+from support.paths import EXAMPLES, PYHELPERS, PYTHON, REPO, example, marked_lines
 from tensorsight.agent import distributed, options
 from tensorsight.agent.distributed import RankInfo, RankStateTracker, ThreadSample, rank_info_from_env, sample_thread
-from tensorsight.core.ranks import classify_ranks, latest_states
+from tensorsight.core.ranks import classify_ranks, diverging_rank, latest_states, series_from_scalars
 from tensorsight.server.hub import Hub
 
 DDP_NAN = example("ddp_nan.py")
@@ -98,6 +103,7 @@ def test_rank_comes_from_torchrun_environment():
 
 
 def test_ranks_option_limits_stops_to_chosen_ranks(monkeypatch, capsys):
+    monkeypatch.setattr(distributed, "_info", None)  # whatever an earlier in-process run learned
     try:
         monkeypatch.setenv("RANK", "0")
         monkeypatch.setenv("WORLD_SIZE", "2")
@@ -247,6 +253,14 @@ def test_debugger_follows_torchrun_workers_limits_breakpoints_and_reports_waitin
             )
 
         job.wait_until(hub_sees_rank_0_waiting_for_stopped_rank_1, timeout=SLOW, what="the hub's verdicts")
+        # ...and keeps telling it while rank 1 stays stopped: heartbeats still flow from the held process.
+        reported = len(hub.snapshot("rank-state"))
+        job.wait_until(
+            lambda: any(e["rank"] == 1 for e in hub.snapshot("rank-state")[reported:]),
+            timeout=60,
+            what="a heartbeat from rank 1 while the debugger holds it",
+        )
+        assert hub_sees_rank_0_waiting_for_stopped_rank_1()
         states = latest_states(hub.snapshot("rank-state"))
         assert (states[1].file, states[1].line) == (DDP_NAN, ALLREDUCE_LINE)
         assert (states[0].file, states[0].line) == (DDP_NAN, ALLREDUCE_LINE)
@@ -262,19 +276,64 @@ def test_debugger_follows_torchrun_workers_limits_breakpoints_and_reports_waitin
         nan_stop = rank1.wait_for_stop(timeout=SLOW)
         nan_frame = rank1.top_frame(nan_stop)
         assert (nan_frame["source"]["path"], nan_frame["line"]) == (DDP_NAN, NAN_LINE)
-        reason = " ".join(str(nan_stop.get(key, "")) for key in ("description", "text"))
-        assert "rank 1" in reason, nan_stop
+        assert nan_stop["text"] == "NaN born here"
+        assert "forward, step 3, rank 1, at ddp_nan.py" in nan_stop["description"], nan_stop
+        job.wait_until(
+            lambda: any(
+                (e["finding"]["kind"], e["finding"].get("rank"), e["finding"]["line"]) == ("nonfinite", 1, NAN_LINE)
+                for e in hub.snapshot("finding")
+            ),
+            timeout=60,
+            what="rank 1's nonfinite finding at the hub",
+        )
         with pytest.raises(DapError):
             rank0.wait_for_event("stopped", timeout=1.0)
+
+
+@pytest.mark.timeout(600)
+def test_attach_recipe_reaches_every_worker_of_a_job_started_elsewhere(tmp_path: Path):
+    """The README's remote recipe, minus the SSH hop: `python -m debugpy --listen 127.0.0.1:PORT --wait-for-client`
+    in front of torchrun on the "remote" side, an attach with pathMappings on ours, one session per worker."""
+    checkout = tmp_path / "checkout"  # the editor's copy of the project; the job runs the "remote" examples/
+    checkout.mkdir()
+    local_file = str(checkout / "ddp_nan.py")
+    shutil.copy(DDP_NAN, local_file)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (PYHELPERS, os.environ.get("PYTHONPATH")) if p)}
+    command = [PYTHON, "-m", "debugpy", "--listen", f"127.0.0.1:{port}", "--wait-for-client"]
+    command += ["-m", "torch.distributed.run", *TORCHRUN_LOOPBACK, DDP_NAN]
+    with open(tmp_path / "remote.log", "wb") as log:
+        remote = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        job = MultiProcessSession.attach(
+            "127.0.0.1",
+            port,
+            path_mappings=[(str(checkout), EXAMPLES)],
+            breakpoints=[(local_file, ALLREDUCE_LINE, "step == 1")],
+            timeout=SLOW,
+        )
+        with job:
+            job.wait_for_workers(2, timeout=SLOW)
+            for rank in ("0", "1"):
+                worker = job.worker_with_env("RANK", rank)
+                frame = worker.top_frame(worker.wait_for_stop(timeout=SLOW))
+                assert (frame["source"]["path"], frame["line"]) == (local_file, ALLREDUCE_LINE)
+                assert worker.evaluate("tensorsight.rank()", int(frame["id"]))["result"] == rank
+    finally:
+        remote.kill()
+        remote.wait(timeout=30)
 
 
 # ---- the doctor under torchrun ------------------------------------------------------------------------------------
 
 
 @pytest.mark.timeout(600)
-def test_doctor_under_torchrun_reports_the_nan_with_its_rank(tmp_path: Path):
+def test_doctor_under_torchrun_reports_the_nan_with_its_rank_and_every_rank_reaches_the_hub(tmp_path: Path, hub):
     logs = tmp_path / "logs"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (PYHELPERS, os.environ.get("PYTHONPATH")) if p)}
+    pythonpath = os.pathsep.join(p for p in (PYHELPERS, os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": pythonpath, **hub.env()}
     command = [
         PYTHON,
         "-m",
@@ -297,13 +356,28 @@ def test_doctor_under_torchrun_reports_the_nan_with_its_rank(tmp_path: Path):
         if process.poll() is None:
             process.kill()
             process.communicate(timeout=30)
-    documents = {}
-    for rank in (0, 1):
-        (path,) = logs.glob(f"**/attempt_0/{rank}/stdout.log")
-        documents[rank] = json.loads(path.read_text())
-    nonfinite = [f for f in documents[1]["findings"] if f["kind"] == "nonfinite"]
-    assert nonfinite, (documents, output.decode(errors="replace")[-3000:])
+    # Rank 1's report (the doctor's JSON on its stdout). torchrun ends the other rank as soon as one exits with an
+    # error status, so rank 0's own report is read from the hub below rather than from its log.
+    (report,) = logs.glob("**/attempt_0/1/stdout.log")
+    document = json.loads(report.read_text())
+    nonfinite = [f for f in document["findings"] if f["kind"] == "nonfinite"]
+    assert nonfinite, (document, output.decode(errors="replace")[-3000:])
     first = nonfinite[0]
-    assert (first["file"], first["line"], first.get("rank")) == (DDP_NAN, NAN_LINE, 1)
-    assert first.get("step") in (2, 3)  # 2 optimizer steps done when step 3's batch goes wrong
-    assert all(f.get("rank") == 0 for f in documents[0]["findings"] if "rank" in f)
+    assert (first["file"], first["line"], first.get("rank"), first.get("step")) == (DDP_NAN, NAN_LINE, 1, 3)
+    assert all(f.get("rank") == 1 for f in document["findings"])
+
+    # Both ranks reached the hub (token checked), each event carrying its rank...
+    for event_type in ("hello", "rank", "rank-state", "scalars", "phases"):
+        assert {e.get("rank") for e in hub.snapshot(event_type)} == {0, 1}, event_type
+    assert not any("rejected" in line for line in hub.log), hub.log
+    hub_nonfinite = [e["finding"] for e in hub.snapshot("finding") if e["finding"]["kind"] == "nonfinite"]
+    assert any((f["rank"], f["line"], f["step"]) == (1, NAN_LINE, 3) for f in hub_nonfinite), hub_nonfinite
+    assert all(e["finding"].get("rank") == e["rank"] for e in hub.snapshot("finding"))
+    # ...and the hub's cross-rank view names the rank whose loss went bad first, at the training loop.
+    loop = hub.snapshot("phases")[0]
+    divergence = diverging_rank(
+        series_from_scalars(hub.snapshot(), "loss"), "loss", file=loop["file"], line=loop["line"]
+    )
+    assert divergence is not None
+    assert (divergence.kind, divergence.severity, divergence.rank, divergence.step) == ("dynamics", "error", 1, 3)
+    assert diverging_rank(series_from_scalars(hub.snapshot(), "grad_norm"), "grad_norm", file="f", line=1) is None

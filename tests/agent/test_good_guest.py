@@ -14,7 +14,6 @@ import torch
 from programs.bad_values import bad_values, calls
 from support.dap import DebugSession
 from support.paths import marked_lines, program
-
 from tensorsight.agent.presentation import Group, child_entries, present, summarize
 
 # The exact line each bad input must read as: what can be said, and why the rest cannot.
@@ -35,7 +34,9 @@ EXPECTED = {
     "leaf": "f32[4, 4] cpu all 0.5 grad",
     "nonleaf": "f32[4, 4] cpu all 1 grad_fn=MulBackward0",
     "tagged": "f32[6] cpu (Tagged) [0, 1, 2, 3, 4, 5] μ=2.5 σ=1.87",
-    "exploding": "f32[3, 3] cpu (Exploding) (stats unavailable: RuntimeError: aten.detach.default is not supported by Exploding)",
+    "exploding": (
+        "f32[3, 3] cpu (Exploding) (stats unavailable: RuntimeError: aten.detach.default is not supported by Exploding)"
+    ),
     "half": "f16[101] cpu μ=0 σ=0.586 [-1, 1]",
     "nested": "f32[?] cpu nested (nested tensor: components have different shapes)",
     "lazy": "LazyLinear train ? params (lazy: sized by the first forward)",

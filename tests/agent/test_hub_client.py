@@ -15,7 +15,6 @@ import time
 
 import pytest
 from support.paths import PYHELPERS
-
 from tensorsight.agent import hub_client
 
 

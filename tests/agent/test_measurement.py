@@ -256,5 +256,61 @@ def test_measurement_arms_from_launch_options_in_a_real_debugpy_session(tmp_path
     with DebugSession.launch(path, options={"measure": True, "logFile": str(log)}, env=THREADS) as session:
         session.wait_for_exit(timeout=120)
     lines = log.read_text(encoding="utf-8").splitlines()
-    assert [line.split()[3:5] for line in lines if " INFO " in line][:3] == [["step", "1"], ["step", "2"], ["step", "3"]]
+    assert [line.split()[3:5] for line in lines if " INFO " in line][:3] == [
+        ["step", "1"],
+        ["step", "2"],
+        ["step", "3"],
+    ]
     assert len([line for line in lines if " step " in line]) == 30
+
+
+# ------------------------------------------------------------------------------------------------------------ CUDA
+CUDA_PROGRAM = """
+import json, sys
+from tensorsight.agent import events, install, options
+from tensorsight.agent.exceptions import explain
+
+options.set_options({"measure": True})
+seen = []
+events.subscribe(seen.append)
+install.install("doctor")
+import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 10)).cuda()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+labels = torch.zeros(512, dtype=torch.long, device="cuda")
+for step in range(8):
+    optimizer.zero_grad()
+    loss = nn.functional.cross_entropy(model(torch.randn(512, 256, device="cuda")), labels)
+    loss.backward()
+    optimizer.step()
+try:
+    torch.empty(1 << 50, dtype=torch.uint8, device="cuda")  # far more than any GPU: a real out-of-memory error
+except torch.OutOfMemoryError as exc:
+    oom = [f.to_dict() for f in explain(exc)]
+print(json.dumps({"events": [e for e in seen if e["type"] in ("memory", "phases")], "oom": oom}))
+"""
+
+
+@pytest.mark.cuda
+def test_on_a_gpu_memory_figures_phases_and_oom_advice_come_from_the_device(tmp_path):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    script = tmp_path / "cuda_run.py"
+    script.write_text(CUDA_PROGRAM)
+    env = {**os.environ, **THREADS, "PYTHONPATH": PYHELPERS}
+    proc = subprocess.run([PYTHON, str(script)], env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    document = json.loads(proc.stdout.strip().splitlines()[-1])
+    memory = [e for e in document["events"] if e["type"] == "memory"]
+    assert len(memory) == 8
+    assert all(e["cuda_allocated"] > 0 and e["cuda_reserved"] >= e["cuda_allocated"] for e in memory)
+    assert all(e["cuda_peak"] >= e["cuda_allocated"] for e in memory)
+    assert "nvml_used" in memory[-1] or "nvml_used" in memory[0]
+    phases = [e for e in document["events"] if e["type"] == "phases"]
+    assert len(phases) == 8 and all(sum(e["seconds"].values()) > 0 for e in phases)
+    (oom,) = document["oom"]
+    assert oom["kind"] == "memory" and oom["severity"] == "error" and oom["file"] == str(script)
+    assert "requested" in oom["details"]["figures"] and oom["details"]["steps_completed"] == 8

@@ -12,11 +12,10 @@ import subprocess
 
 import pytest
 import torch
-from torch import nn
-
 from support.dap import DebugSession
 from support.paths import PYHELPERS, PYTHON, marked_lines, program
 from tensorsight.agent import shape_errors
+from torch import nn
 
 HERE = os.path.abspath(__file__)
 
@@ -124,7 +123,7 @@ class TwoLayers(nn.Module):
 def raised(fn):
     try:
         fn()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return exc
     raise AssertionError("expected an error")
 

@@ -3,11 +3,10 @@
 import numpy as np
 import pandas as pd
 import pytest
-import torch
-from torch import nn
-
 import tensorsight
+import torch
 from tensorsight import toolbox
+from torch import nn
 
 
 def test_public_names_and_spanish_aliases():
@@ -78,7 +77,7 @@ def test_check_shapes_explains_a_failing_forward():
     by_path = {row.path: row for row in rows}
     assert by_path["0"].output_shapes == [[4, 20]] and by_path["2"].output_shapes == []
     assert rows.finding is not None and rows.finding.kind == "shape"  # the user line is this test's call
-    with pytest.raises(TypeError, match="torch.nn.Module"):
+    with pytest.raises(TypeError, match=r"torch\.nn\.Module"):
         toolbox.check_shapes("not a model", torch.zeros(1))
 
 
@@ -148,7 +147,7 @@ def test_check_devices(capsys):
     half_moved = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2, device="meta"))
     issues = toolbox.check_devices(half_moved, quiet=True)
     assert {i.severity for i in issues} == {"error", "warning"}
-    with pytest.raises(TypeError, match="torch.nn.Module first"):
+    with pytest.raises(TypeError, match=r"torch\.nn\.Module first"):
         toolbox.check_devices(xb, model)
     with pytest.raises(TypeError, match="not a tensor"):
         toolbox.check_devices(model, "text")

@@ -24,7 +24,9 @@ LINES = {
     "optimizer": "Adam lr=0.001 betas=(0.9, 0.999) wd=0 step 1 (4 tensors)",
     "loader": "DataLoader batch_size=16 shuffle num_workers=0 ⚠ loads in main process 100 samples 7 batches",
 }
-MODEL_LINE = re.compile(r"^Sequential train \(1 submodule eval\) 49 params \(all trainable\) cpu f32 grad norm=\d+(\.\d+)?$")
+MODEL_LINE = re.compile(
+    r"^Sequential train \(1 submodule eval\) 49 params \(all trainable\) cpu f32 grad norm=\d+(\.\d+)?$"
+)
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +137,10 @@ def test_every_evaluate_context(paused):
             assert session.evaluate(name, frame_id, context)["result"] == line, (name, context)
     clipboard = session.evaluate("small", frame_id, "clipboard")["result"]
     assert clipboard == LINES["small"] + "\ntensor([ 0.5000, -1.0000,  2.0000])"
-    assert session.evaluate("weights[0, :2]", frame_id, "hover")["result"] == "f32[2] cpu [0, 0.0009766] μ=0.000488 σ=0.000691 grad_fn=SliceBackward0"
+    assert (
+        session.evaluate("weights[0, :2]", frame_id, "hover")["result"]
+        == "f32[2] cpu [0, 0.0009766] μ=0.000488 σ=0.000691 grad_fn=SliceBackward0"
+    )
     assert MODEL_LINE.match(session.evaluate("model", frame_id, "watch")["result"])
     summary = session.evaluate("tensorsight.summarize(counts)", frame_id, "repl")["result"]
     assert summary == repr(LINES["counts"])

@@ -76,7 +76,9 @@ def test_transfer_log_flags_same_source_in_several_steps_only():
 
 
 def test_repeated_transfer_message_is_truthful_about_no_ops():
-    copying = repeated_transfer_message({"tensors": 2, "steps": 3, "src": "cpu", "dst": "cuda:0", "copies": True}, "1 MiB")
+    copying = repeated_transfer_message(
+        {"tensors": 2, "steps": 3, "src": "cpu", "dst": "cuda:0", "copies": True}, "1 MiB"
+    )
     assert "the same 2 tensors (1 MiB) are moved" in copying and "copies 1 MiB from cpu to cuda:0" in copying
     no_op = repeated_transfer_message({"tensors": 1, "steps": 2, "src": "cpu", "dst": "cpu", "copies": False}, "4 KiB")
     assert "is moved" in no_op and "here it is a no-op (cpu to cpu)" in no_op and "move it once" in no_op

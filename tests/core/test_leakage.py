@@ -4,10 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from torch.utils.data import DataLoader, Subset, TensorDataset
-
 from tensorsight.core import leakage
 from tensorsight.core.leakage import SplitData, check_splits, describe, row_hashes, split_from_parts, split_role
+from torch.utils.data import DataLoader, Subset, TensorDataset
 
 
 @pytest.mark.parametrize(
@@ -208,5 +207,7 @@ def test_row_cap_and_budget(monkeypatch):
 
 
 def test_report_format_and_truthiness():
-    clean = check_splits({"train": SplitData("train", rows=np.zeros((3, 2))), "test": SplitData("test", rows=np.ones((3, 2)))})
+    clean = check_splits(
+        {"train": SplitData("train", rows=np.zeros((3, 2))), "test": SplitData("test", rows=np.ones((3, 2)))}
+    )
     assert not clean and "no leakage found" in clean.format()

@@ -1,6 +1,7 @@
 """Cross-rank diagnosis: which rank diverges, and whether a rank that does not progress is waiting or hung."""
 
 import math
+from typing import Any
 
 import pytest
 from tensorsight.core.findings import Finding
@@ -13,7 +14,7 @@ from tensorsight.core.ranks import (
     series_from_scalars,
 )
 
-WHERE = {"file": "/w/train.py", "line": 42}
+WHERE: dict[str, Any] = {"file": "/w/train.py", "line": 42}
 
 
 def steady(level: float, steps: range, wobble: float = 0.1) -> dict[int, float]:

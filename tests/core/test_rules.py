@@ -14,7 +14,6 @@ import re
 
 import pytest
 from support.paths import REPO
-
 from tensorsight.core.findings import KINDS, SEVERITIES
 from tensorsight.core.rules import RULES, Fix, analyze, apply_fix, is_training_source, training_loops
 
@@ -80,7 +79,9 @@ def fixable_findings():
         source = read(path)
         for finding in analyze(source, path, strict=True):
             if "fix" in finding.details:
-                yield pytest.param(path, finding.line, finding.details["code"], id=f"{os.path.basename(path)}:{finding.line}")
+                yield pytest.param(
+                    path, finding.line, finding.details["code"], id=f"{os.path.basename(path)}:{finding.line}"
+                )
 
 
 @pytest.mark.parametrize(("path", "line", "code"), list(fixable_findings()))
@@ -165,7 +166,9 @@ def test_gan_style_clearing_of_another_model_is_not_cleared_before_step():
     source = read(os.path.join(REPO, "tests", "fixtures", "correct_loops", "dcgan_two_optimizers.py"))
     # the same loop with the generator's grads cleared *after* the discriminator's backward but where the
     # discriminator itself is cleared there: that is the real bug
-    buggy = source.replace("        errD = errD_real + errD_fake\n", "        errD = errD_real + errD_fake\n        netD.zero_grad()\n")
+    buggy = source.replace(
+        "        errD = errD_real + errD_fake\n", "        errD = errD_real + errD_fake\n        netD.zero_grad()\n"
+    )
     assert buggy != source
     codes = [(f.details["code"]) for f in analyze(buggy, "gan.py", strict=True)]
     assert codes == ["TS109"]

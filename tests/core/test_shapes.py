@@ -1,7 +1,6 @@
 """core.shapes: shape texts, broadcasting analysis, torch shape-error parsing, statement targets, the table."""
 
 import pytest
-
 from tensorsight.core.shapes import (
     ShapeRow,
     broadcast_shapes,
@@ -82,14 +81,22 @@ def test_elementwise_problem_only_for_implicit_rank_broadcasting_that_grows():
             {"input": (8, 784)},
         ),
         ("shape '[64, 100]' is invalid for input of size 50176", "view", {"target": (64, 100)}),
-        ("view size is not compatible with input tensor's size and stride (at least one dimension ...)", "view-stride", {}),
+        (
+            "view size is not compatible with input tensor's size and stride (at least one dimension ...)",
+            "view-stride",
+            {},
+        ),
         ("Expected input batch_size (64) to match target batch_size (32).", "batch-size", {}),
         (
             "Target size (torch.Size([64])) must be the same as input size (torch.Size([64, 1]))",
             "target-size",
             {"input": (64, 1), "target": (64,)},
         ),
-        ("Sizes of tensors must match except in dimension 0. Expected size 4 but got size 5 for tensor number 1", "cat", {}),
+        (
+            "Sizes of tensors must match except in dimension 0. Expected size 4 but got size 5 for tensor number 1",
+            "cat",
+            {},
+        ),
         ("Tensors must have same number of dimensions: got 2 and 3", "cat-rank", {}),
         (
             "Given normalized_shape=[16], expected input with shape [*, 16], but got input of size[4, 8]",
@@ -158,12 +165,14 @@ def test_statement_targets_names_assignments_loops_and_multiline_calls():
 def test_format_shape_table_indents_children_and_sums_memory():
     rows = [
         ShapeRow("", "Net", [[8, 4]], [[8, 2]], "float32", params=10, trainable=10, memory_bytes=64, depth=0, calls=1),
-        ShapeRow("fc", "Linear", [[8, 4]], [[8, 2]], "float32", params=10, trainable=10, memory_bytes=104, depth=1, calls=1),
+        ShapeRow(
+            "fc", "Linear", [[8, 4]], [[8, 2]], "float32", params=10, trainable=10, memory_bytes=104, depth=1, calls=1
+        ),
     ]
     table = format_shape_table(rows, title="Shape map of Net")
     lines = table.splitlines()
     assert lines[0] == "Shape map of Net"
-    assert any(line.startswith("(model) (Net)") for line in lines)
+    assert any(line.startswith("Net ") for line in lines)
     assert any(line.startswith("  fc (Linear)") and "f32[8, 2]" in line for line in lines)
     assert "Total params: 10" in table and "168 B" in table
 

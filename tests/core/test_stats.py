@@ -6,10 +6,11 @@ import warnings
 import numpy as np
 import pytest
 import torch
-
 from tensorsight.core.stats import StatsBudget, StatsCache, array_stats, compute_stats, tensor_stats, zero_count
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # sparse CSR / quantized creation warn (beta, deprecated)
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::UserWarning"
+)  # sparse CSR / quantized creation warn (beta, deprecated)
 
 # Small chunks force the multi-chunk paths on small tensors.
 CHUNKED = StatsBudget(chunk_elements=1000)
@@ -242,7 +243,9 @@ def test_numpy_floats_match_torch_reference(budget):
     a[2, 2] = np.inf
     a[3, :] = 0
     assert_matches(array_stats(a, budget, zeros=True), reference(torch.from_numpy(a)))
-    assert_matches(array_stats(a.T[::2], budget, zeros=True), reference(torch.from_numpy(np.ascontiguousarray(a.T[::2]))))
+    assert_matches(
+        array_stats(a.T[::2], budget, zeros=True), reference(torch.from_numpy(np.ascontiguousarray(a.T[::2])))
+    )
 
 
 def test_numpy_ints_bools_complex_and_broadcast():

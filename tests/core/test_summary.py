@@ -1,7 +1,6 @@
 """core.summary: the line grammar, on hand-made facts (no torch needed): exact lines, priorities, width."""
 
 import pytest
-
 from tensorsight.core.stats import Stats
 from tensorsight.core.summary import (
     MAX_WIDTH,
@@ -91,7 +90,10 @@ def test_ints_bools_complex():
 
 def test_no_values_says_why():
     meta = Stats(numel=12, kind="none", note="meta tensor: shape only, no data")
-    assert tensor_line(facts(shape=(3, 4), where="meta", stats=meta)) == "f32[3, 4] meta (meta tensor: shape only, no data)"
+    assert (
+        tensor_line(facts(shape=(3, 4), where="meta", stats=meta))
+        == "f32[3, 4] meta (meta tensor: shape only, no data)"
+    )
     empty = Stats(numel=0, kind="float", nan=0, posinf=0, neginf=0)
     assert tensor_line(facts(shape=(0, 3), stats=empty)) == "f32[0, 3] cpu"
 
@@ -154,6 +156,9 @@ def test_optimizer_line():
 
 def test_loader_line():
     loader = LoaderFacts(batch_size=64, num_workers=0, shuffle=True, dataset_len=60000, batches=938)
-    assert loader_line(loader) == "DataLoader batch_size=64 shuffle num_workers=0 ⚠ loads in main process 60K samples 938 batches"
+    assert (
+        loader_line(loader)
+        == "DataLoader batch_size=64 shuffle num_workers=0 ⚠ loads in main process 60K samples 938 batches"
+    )
     workers = LoaderFacts(batch_size=8, num_workers=4, shuffle=None, sampler="WeightedRandomSampler", drop_last=True)
     assert loader_line(workers) == "DataLoader batch_size=8 sampler=WeightedRandomSampler num_workers=4 drop_last"

@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { startWorkbench, type Workbench } from './support/codeServer';
 import { markedLines, WORKSPACE_SOURCE } from './support/paths';
-import { editorToken, goToLine, openFile, pickQuickItem, runCommand, statusItem, TIMEOUT, variableRow } from './support/workbench';
+import { expandLocals, goToLine, hoverName, openFile, pickQuickItem, runCommand, statusItem, TIMEOUT, variableRow } from './support/workbench';
 
 const PROGRAM = 'nan_training.py';
 const marks = markedLines(path.join(WORKSPACE_SOURCE, PROGRAM));
@@ -61,6 +61,7 @@ describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
       await page.locator('.codicon-debug-breakpoint-conditional').first().waitFor({ timeout: TIMEOUT });
       await runCommand(page, 'Debug: Select and Start Debugging');
       await pickQuickItem(page, 'Train: breakpoints');
+      await expandLocals(page);
       const loss = variableRow(page, 'loss');
       await loss.waitFor({ timeout: 3 * TIMEOUT });
       assert.match((await loss.innerText()).replace(/\s+/g, ' '), /NaN/);
@@ -75,8 +76,7 @@ describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
   test('3. hovering a tensor while stopped shows its stats', async (t) => {
     await step(t, async () => {
       const page = workbench.page;
-      const token = editorToken(page, 'features = torch.randn', 'features');
-      await token.hover();
+      await hoverName(page, 'torch.randn(64, 16)', 'features');
       const hover = page.locator('.debug-hover-widget');
       await hover.waitFor({ state: 'visible', timeout: TIMEOUT });
       assert.match((await hover.innerText()).replace(/\s+/g, ' '), /f32\[64, 16\] cpu/);

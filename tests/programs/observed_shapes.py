@@ -6,9 +6,8 @@ The program records the agent's events itself (the test has no hub), so the test
 import json
 
 import torch
-from torch import nn
-
 from tensorsight.agent import events
+from torch import nn
 
 SEEN = []
 events.subscribe(lambda event: SEEN.append({k: v for k, v in event.items() if k not in ("pid", "time")}))

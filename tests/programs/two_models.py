@@ -34,7 +34,7 @@ aux(torch.randn(2, 3))
 model = AutoEncoder()
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 data = torch.randn(32, 16)
-for step in range(3):
+for _ in range(3):
     loss = ((model(data) - data) ** 2).mean()
     optimizer.zero_grad()
     loss.backward()

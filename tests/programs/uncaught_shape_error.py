@@ -6,9 +6,8 @@ The program prints every finding the agent publishes (the test has no hub), so t
 import json
 
 import torch
-from torch import nn
-
 from tensorsight.agent import events
+from torch import nn
 
 events.subscribe(
     lambda event: print("FINDING " + json.dumps(event["finding"]), flush=True) if event["type"] == "finding" else None

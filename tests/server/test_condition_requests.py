@@ -12,7 +12,6 @@ import pytest
 import pytest_lsp
 from pytest_lsp import LanguageClient
 from support.lsp import close, initialize, open_and_wait, server_config
-
 from tensorsight.server import server as server_module
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -17,9 +17,8 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-from support.paths import REPO
-
 from support.lsp import apply_edits, close, eventually, initialize, open_and_wait, server_config
+from support.paths import REPO
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -49,7 +48,7 @@ async def test_each_rule_fixture_gets_exactly_its_diagnostics(client: LanguageCl
         for diagnostic in diagnostics:
             assert diagnostic.source == "TensorSight"
             assert diagnostic.severity in (types.DiagnosticSeverity.Warning, types.DiagnosticSeverity.Information)
-            assert diagnostic.message and diagnostic.range.end.character > diagnostic.range.start.character or (
+            assert (diagnostic.message and diagnostic.range.end.character > diagnostic.range.start.character) or (
                 diagnostic.range.end.line > diagnostic.range.start.line
             )
         close(client, uri)
@@ -99,7 +98,11 @@ async def test_quick_fixes_apply_cleanly(client: LanguageClient, path: str):
                 context=types.CodeActionContext(diagnostics=[diagnostic]),
             )
         )
-        mine = [a for a in actions or [] if isinstance(a, types.CodeAction) and a.diagnostics and diagnostic in a.diagnostics]
+        mine = [
+            a
+            for a in actions or []
+            if isinstance(a, types.CodeAction) and a.diagnostics and diagnostic in a.diagnostics
+        ]
         if not mine:
             continue
         (action,) = mine

@@ -10,17 +10,15 @@ import pathlib
 import textwrap
 
 import pytest
-import pytest_lsp
 from pytest_lsp import LanguageClient
 from support.lsp import eventually, initialize, server_config
-
 from tensorsight.server.gpu_monitor import GpuMonitor
 
 GIB = 1024**3
 
 FAKE_PYNVML = textwrap.dedent(
     """
-    '''A stand-in for nvidia-ml-py's pynvml: two GPUs, per-process memory for pid 4242, utilisation unsupported on GPU 1.'''
+    '''A stand-in for nvidia-ml-py's pynvml: two GPUs, per-process memory for pid 4242, no utilisation on GPU 1.'''
     from types import SimpleNamespace
 
     class NVMLError(Exception):

@@ -91,7 +91,7 @@ async def test_malformed_events_are_rejected_and_the_connection_survives(client:
         "this is not json",
         "[1, 2, 3]",
         '{"no": "type"}',
-        '{"type": "shape", "file": "%s", "line": "seven", "text": "f32[2, 3]"}' % target,
+        json.dumps({"type": "shape", "file": str(target), "line": "seven", "text": "f32[2, 3]"}),
         '{"type": "finding", "finding": {"kind": "no-such-kind", "severity": "error"}}',
         "[" * 100000,
     ):
@@ -168,7 +168,7 @@ async def run_under_agent(client: LanguageClient, session_id: str) -> tuple[str,
 async def test_a_real_training_run_becomes_hints_hovers_lenses_and_diagnostics(client: LanguageClient):
     lines = marked_lines(TRAINING)
     uri = await open_and_wait(client, TRAINING)
-    output, pid = await run_under_agent(client, "run-1")
+    output, _ = await run_under_agent(client, "run-1")
     assert "step 5" in output
 
     # notifications for the training panel: the hello, scalars (non-finite values as JSON-safe strings), phases
@@ -237,10 +237,57 @@ async def test_the_nan_origin_becomes_a_diagnostic(client: LanguageClient):
         what="a diagnostic at the NaN line",
     )
     (origin,) = [
-        d
-        for d in client.diagnostics[uri]
-        if d.range.start.line + 1 == lines["nan"] and d.source == "TensorSight (run)"
+        d for d in client.diagnostics[uri] if d.range.start.line + 1 == lines["nan"] and d.source == "TensorSight (run)"
     ]
     assert origin.severity == types.DiagnosticSeverity.Error
     assert (origin.data or {}).get("kind") == "nonfinite"  # from a `nonfinite` event or a nonfinite finding
+    close(client, uri)
+
+
+@pytest.mark.timeout(300)
+async def test_a_debugpy_session_reports_while_paused(client: LanguageClient):
+    """The extension's path: the agent injected by debugpy sends events, and keeps sending while the program is
+    stopped at a breakpoint (the sender thread is not suspended with the user's threads)."""
+    from support.dap import DebugSession
+
+    lines = marked_lines(TRAINING)
+    uri = await open_and_wait(client, TRAINING)
+    await request(client, "tensorsight/endSession", {"sessionId": "a"})
+    session = await request(client, "tensorsight/startSession", {"sessionId": "debug-1"})
+    env = {"TENSORSIGHT_HUB": session["address"], "TENSORSIGHT_TOKEN": session["token"]}
+    debug = await asyncio.to_thread(
+        DebugSession.launch,
+        TRAINING,
+        breakpoints=[(TRAINING, lines["nan"], "step == 2")],
+        options={"breakOnNonFinite": False, "measure": True, "observeShapes": True},
+        env=env,
+    )
+    try:
+        stop = await asyncio.to_thread(debug.wait_for_stop)
+
+        def phases_of_this_run() -> list[dict]:
+            return [
+                e["event"] for e in client.run_events if e["sessionId"] == "debug-1" and e["event"]["type"] == "phases"
+            ]
+
+        await eventually(phases_of_this_run, what="phase events while the program is paused")
+        threads = await asyncio.to_thread(debug.request, "threads", {})
+        assert "tensorsight-hub-client" not in [t["name"] for t in threads["threads"]]  # hidden from the user
+        hello = next(e["event"] for e in client.run_events if e["sessionId"] == "debug-1")
+        assert hello["type"] == "hello" and hello["origin"] == "debugger"
+        await asyncio.to_thread(debug.continue_, stop["threadId"])
+        assert await asyncio.to_thread(debug.wait_for_exit) == 0
+    finally:
+        await asyncio.to_thread(debug.close)
+    await eventually(
+        lambda: any(e["sessionId"] == "debug-1" and e["event"]["type"] == "bye" for e in client.run_events),
+        what="the debuggee's bye",
+    )
+    hints = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=60, character=0)),
+        )
+    )
+    assert any(h.position.line + 1 == lines["prediction"] and h.label == ": f32[64, 1]" for h in hints or [])
     close(client, uri)

@@ -16,6 +16,9 @@ Usage (see tests/agent/test_distributed.py):
         rank1 = job.worker_with_env("RANK", "1")
         stop = rank1.wait_for_stop()
 
+``MultiProcessSession.attach(host, port, path_mappings=...)`` does the same for a job started elsewhere under
+``python -m debugpy --listen host:port`` (the README's remote recipe, through an SSH tunnel's local port).
+
 ``DebugSession`` (tests/support/dap.py) is reused unchanged: a worker session drives it over a socket through
 ``SocketTransport``, a process-like view of the connection. Every wait is bounded, and ``close`` ends every process
 the job started (workers by pid, then the root), so a broken run fails the test instead of hanging it.
@@ -43,7 +46,7 @@ class SocketTransport:
     """One TCP connection to the adapter, shaped like the ``subprocess.Popen`` that ``DebugSession`` reads from."""
 
     def __init__(self, host: str, port: int, timeout: float = 10.0) -> None:
-        self._socket = socket.create_connection((host, port), timeout=timeout)
+        self._socket = _connect(host, port, timeout)
         self._socket.settimeout(None)  # the reader thread blocks on it; every wait in DebugSession has its own timeout
         self.stdout = self._socket.makefile("rb")
         self.stdin = self._socket.makefile("wb")
@@ -92,7 +95,7 @@ class WorkerSession(DebugSession):
             session.request("initialize", _initialize_arguments("tensorsight-tests-worker"), timeout=timeout)
             attach_seq = session.send("attach", {**config, "request": "attach"})
             session.wait_for_event("initialized", timeout=timeout)
-            _configure(session, breakpoints, exception_filters)
+            _configure(session, list(breakpoints), list(exception_filters))
             session.wait_for_response(attach_seq, timeout=timeout)
         except BaseException:
             session.close()
@@ -180,6 +183,48 @@ class MultiProcessSession:
             raise
         return job
 
+    @classmethod
+    def attach(
+        cls,
+        host: str,
+        port: int,
+        *,
+        path_mappings: Iterable[tuple[str, str]] = (),
+        breakpoints: Breakpoints = (),
+        exception_filters: Iterable[str] = (),
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> MultiProcessSession:
+        """Attach to a job started under ``python -m debugpy --listen host:port``, as a launch.json attach does.
+
+        ``path_mappings`` are ``(local_root, remote_root)`` pairs: breakpoints use local paths, frames come back with
+        local paths. The job's children are then reported and attached exactly as for a launch.
+        """
+        root = DebugSession(SocketTransport(host, port, timeout=timeout))  # type: ignore[arg-type]
+        bps, filters = list(breakpoints), list(exception_filters)
+        job = cls(root, bps, filters)
+        try:
+            root.request("initialize", _initialize_arguments("tensorsight-tests"), timeout=timeout)
+            attach_seq = root.send(
+                "attach",
+                {
+                    "type": "python",
+                    "request": "attach",
+                    "connect": {"host": host, "port": port},
+                    "pathMappings": [{"localRoot": local, "remoteRoot": remote} for local, remote in path_mappings],
+                    "justMyCode": False,
+                    "subProcess": True,
+                },
+            )
+            root.wait_for_event("initialized", timeout=timeout)
+            _configure(root, bps, filters)
+            root.wait_for_response(attach_seq, timeout=timeout)
+            process = root.wait_for_event("process", timeout=timeout, consume=False)
+            job.root_pid = int(process["body"]["systemProcessId"])
+        except BaseException:
+            job.close()
+            raise
+        return job
+
     # ---- children -------------------------------------------------------------------------------------------------
 
     def wait_for_workers(self, count: int, timeout: float = DEFAULT_TIMEOUT) -> list[WorkerSession]:
@@ -232,7 +277,8 @@ class MultiProcessSession:
             _kill_if_alive(pid)
         if self.root.adapter.poll() is None:
             self.root.adapter.kill()
-            self.root.adapter.wait(timeout=10)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.root.adapter.wait(timeout=10)
 
     def __enter__(self) -> MultiProcessSession:
         return self
@@ -262,6 +308,18 @@ def _configure(session: DebugSession, breakpoints: list[tuple[str, int, str | No
         session.set_breakpoints(path, lines)
     session.request("setExceptionBreakpoints", {"filters": filters})
     session.request("configurationDone", {})
+
+
+def _connect(host: str, port: int, timeout: float) -> socket.socket:
+    """Connect, retrying while nothing listens yet (a ``debugpy --listen`` process is still starting)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return socket.create_connection((host, port), timeout=max(1.0, deadline - time.monotonic()))
+        except ConnectionRefusedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def _kill_if_alive(pid: int) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities, make_test_lsp_client
+
 from support.paths import PYHELPERS
 
 WAIT_SECONDS = 60.0
@@ -106,7 +107,9 @@ async def open_and_wait(client: LanguageClient, path: str | pathlib.Path, text: 
 
 
 def close(client: LanguageClient, uri: str) -> None:
-    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
 
 
 def apply_edits(text: str, edits: Sequence[types.TextEdit]) -> str:

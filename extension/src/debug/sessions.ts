@@ -11,6 +11,8 @@ import { debug, type DebugSession, type Disposable, EventEmitter, type LogOutput
 import type { Hub } from './launchConfig';
 import { SESSION_ID_KEY } from './launchConfig';
 
+const HUB_WAIT_MS = 15_000;
+
 export class AgentSessions implements Disposable {
   private readonly live = new Map<string, DebugSession>();
   private readonly changeEmitter = new EventEmitter<number>();
@@ -41,6 +43,7 @@ export class AgentSessions implements Disposable {
   /** A new session id and, when the language server runs, the hub the agent should report to. */
   async open(): Promise<{ sessionId: string; hub?: Hub }> {
     const sessionId = randomUUID();
+    await this.server.settled(HUB_WAIT_MS); // F5 right after opening VS Code: let a starting server come up
     const hub = await this.server.request<StartSessionResult>(Methods.startSession, { sessionId });
     if (hub?.address && hub.token) return { sessionId, hub: { address: hub.address, token: hub.token } };
     this.log.info(`session ${sessionId}: no hub (language server ${this.server.state}); the agent runs alone`);

@@ -59,6 +59,24 @@ export class LanguageServer {
     return this.lastFailure;
   }
 
+  /** Resolves once a start in progress has finished (ready or failed), or after `timeoutMs`. */
+  async settled(timeoutMs: number): Promise<ServerState> {
+    if (this.currentState !== 'starting' && !this.runner.busy) return this.currentState;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        subscription.dispose();
+        resolve();
+      }, timeoutMs);
+      const subscription = this.onDidChangeState((state) => {
+        if (state === 'starting') return;
+        clearTimeout(timer);
+        subscription.dispose();
+        resolve();
+      });
+    });
+    return this.currentState;
+  }
+
   /** Stops any running server and starts a new one; overlapping calls coalesce (one restart in flight). */
   restart(): Promise<void> {
     return this.runner.request();

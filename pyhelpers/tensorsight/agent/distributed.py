@@ -44,7 +44,7 @@ DEFAULT_WAIT_AFTER_SECONDS = 2.0
 # Where the training thread sits while it waits for other ranks: torch.distributed's collectives, the autograd engine
 # (DDP all-reduces gradient buckets from inside backward and waits for them before it returns), and DDP's forward
 # (buffer broadcast, unused-parameter bookkeeping). Matched against the module name of the innermost Python frame.
-_COLLECTIVE_MODULES = ("torch.distributed", "torch.autograd", "torch.nn.parallel.distributed", "torch._tensor")
+_COLLECTIVE_MODULES = ("torch.distributed", "torch.autograd", "torch.nn.parallel.distributed")
 
 # pydevd's frames while it holds a thread at a stop (breakpoint, step, pause, exception, our sentinel).
 _PYDEVD_SUSPEND_FUNCTIONS = frozenset({"do_wait_suspend", "_do_wait_suspend"})
@@ -381,17 +381,10 @@ def _write_console(text: str) -> None:
         pass
 
 
-def _reset_for_tests() -> None:
-    """Forget what this process learned (unit tests arm the feature several times in one process)."""
-    global _info, _watchdog
-    if _watchdog is not None:
-        _watchdog.stop()
-    _info, _watchdog = None, None
-
-
 __all__ = [
     "RankInfo",
     "RankStateTracker",
+    "RankWatchdog",
     "ThreadSample",
     "arm",
     "chosen_ranks",

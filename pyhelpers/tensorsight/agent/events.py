@@ -9,6 +9,7 @@ Publishing never blocks and never raises. An event is a plain JSON-able dict wit
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,11 +34,19 @@ def subscribe(listener: Listener) -> Callable[[], None]:
 
 
 def current_rank() -> int | None:
-    """The torch.distributed rank of this process, or None when not distributed (env first: no torch import)."""
+    """The torch.distributed rank of this process, or None when not distributed.
+
+    The launcher's ``RANK`` variable answers first (no torch import); otherwise ``agent.distributed`` asks an
+    already-initialised torch.distributed (e.g. under ``torch.multiprocessing.spawn``).
+    """
     raw = os.environ.get("RANK")
     if raw is not None and raw.isdigit():
         return int(raw)
-    return None
+    if "torch.distributed" not in sys.modules:
+        return None
+    from .distributed import rank
+
+    return rank()
 
 
 @never_raise()

@@ -143,6 +143,9 @@ class HubClient:
     def _start_thread(self) -> None:
         self.state = "connecting"
         thread = threading.Thread(target=self._run, name="tensorsight-hub-client", daemon=True)
+        # pydevd leaves threads marked like its own alone: not listed, not paused with the program, not traced
+        thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]
+        thread.pydev_do_not_trace = True  # type: ignore[attr-defined]
         self._thread = thread
         thread.start()
 
@@ -271,7 +274,7 @@ def _read_line(sock: socket.socket, timeout: float) -> dict[str, Any]:
             if not chunk:
                 break
             data += chunk
-    except socket.timeout:
+    except TimeoutError:
         return {}
     try:
         answer = json.loads(data.decode("utf-8", "replace").strip() or "{}")

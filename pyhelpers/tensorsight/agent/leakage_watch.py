@@ -104,7 +104,11 @@ def _at_exit() -> None:
 
 def _candidate_value(value: Any) -> bool:
     """Values that can hold samples: arrays, tensors, frames, datasets and loaders (not functions, numbers...)."""
-    if isinstance(value, (str, bytes, int, float, bool)) or value is None or callable(value) and isinstance(value, type):
+    if (
+        isinstance(value, (str, bytes, int, float, bool))
+        or value is None
+        or (callable(value) and isinstance(value, type))
+    ):
         return False
     if isinstance(value, (list, tuple)):
         return len(value) >= MIN_ROWS
@@ -177,7 +181,7 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
             continue
         anchor = main or ids
         assert anchor is not None
-        name, value, file = anchor
+        name, _, file = anchor
         data = leakage.split_from_parts(
             name,
             main[1] if main is not None else None,

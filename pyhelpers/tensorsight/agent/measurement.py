@@ -297,7 +297,12 @@ class Measurement:
         if self.settings.phases:
             totals, steps_measured = self.phase_totals()
             if steps_measured:
-                events.emit("phase-summary", steps=steps_measured, seconds=totals, **_location(self.clock.loop_at or self.clock.model_at))
+                events.emit(
+                    "phase-summary",
+                    steps=steps_measured,
+                    seconds=totals,
+                    **_location(self.clock.loop_at or self.clock.model_at),
+                )
             findings.extend(
                 phase_verdicts(
                     totals,

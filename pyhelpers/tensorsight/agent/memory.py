@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import itertools
 import linecache
 import os
 import sys
@@ -188,7 +189,7 @@ class MemoryMonitor:
         if len(self.history) < 3:
             return None
         points = list(self.history)
-        rises = sum(1 for a, b in zip(points, points[1:]) if b[1] > a[1])
+        rises = sum(1 for a, b in itertools.pairwise(points) if b[1] > a[1])
         if rises < 0.7 * (len(points) - 1):
             return None
         (first_step, first), (last_step, last) = points[0], points[-1]
@@ -245,7 +246,7 @@ class MemoryMonitor:
         self._chains[key] = (sequence, links)
         return links
 
-    def _follow_list(self, key: tuple[int, str], value: list[Any], tensor_type: type) -> int:
+    def _follow_list(self, key: tuple[int, str], value: list[Any], tensor_type: Any) -> int:
         last = value[-1]
         holds_graph = isinstance(last, tensor_type) and last.grad_fn is not None
         previous = self._lists.get(key)

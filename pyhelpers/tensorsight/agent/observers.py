@@ -3,9 +3,9 @@
 Armed by ``install`` (debugger and doctor). Everything heavy happens only inside *observation windows*: from the
 program's ``import torch`` until its third optimizer step (or ``MAX_WINDOW_OPS`` torch calls, for programs that never
 step), then for one step every ``observeShapesEvery`` steps (default 500), and once for the first evaluation pass
-(the first module call under ``torch.no_grad()`` or in eval mode, until the next step or ``MAX_EVAL_OPS`` calls; a
-module pre-hook watches for it until then). Outside a window nothing else of ours is on the torch call path. Inside
-a window:
+(a module called under ``torch.no_grad()`` or in eval mode, until the next step or ``MAX_EVAL_OPS`` calls; a
+global forward pre-hook watches for it until then). Outside a window nothing else of ours is on the torch call
+path. Inside a window:
 - a ``TorchFunctionMode`` sees each torch call; the tensor it returns is attributed to the innermost frame of user
   code, whose statement names it (``x = self.fc1(x)`` -> ``x``), and published as a ``shape`` event
   ``{file, line, name, text: "f32[64, 16]", shape, dtype, device}`` for the language server's inlay hints; a line is
@@ -71,7 +71,7 @@ _DEBUGGER_MARK = os.sep + "debugpy" + os.sep
 
 _ELEMENTWISE = {
     "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "rsub", "atan2",
-    "maximum", "minimum", "hypot", "eq", "ne", "lt", "le", "gt", "ge", "sub", "subtract", "multiply", "divide",
+    "maximum", "minimum", "hypot", "eq", "ne", "lt", "le", "gt", "ge", "subtract", "multiply", "divide",
     "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
     "__floordiv__", "__rfloordiv__", "__mod__", "__pow__", "__rpow__", "__eq__", "__ne__", "__lt__", "__le__",
     "__gt__", "__ge__",
@@ -91,9 +91,7 @@ class _LineRecord:
         self.file = file
         self.line = line
         self.names = names
-        self.outputs: collections.deque[tuple[tuple[int, ...], str, str]] = collections.deque(
-            maxlen=max(1, len(names))
-        )
+        self.outputs: collections.deque[tuple[tuple[int, ...], str, str]] = collections.deque(maxlen=max(1, len(names)))
         self.emitted: str | None = None
 
 
@@ -106,7 +104,7 @@ class _State:
         self.window_ops = 0
         self.window_limit = MAX_WINDOW_OPS
         self.initial = True
-        self.eval_watch: Any = None
+        self.eval_watch: list[Any] = []
         self.eval_seen = False
         self.mode: Any = None
         self.mode_thread: int | None = None
@@ -196,9 +194,7 @@ def _foreign_modes(torch: ModuleType) -> bool:
     """True when the program (or a library) has its own TorchFunctionMode active: we then stay off the stack."""
     from torch.overrides import _get_current_function_mode_stack
 
-    return any(
-        not type(mode).__module__.startswith("tensorsight") for mode in _get_current_function_mode_stack()
-    )
+    return any(not type(mode).__module__.startswith("tensorsight") for mode in _get_current_function_mode_stack())
 
 
 def _open_window(limit: int = MAX_WINDOW_OPS) -> None:
@@ -240,10 +236,11 @@ def _close_window() -> None:
     if _state.mode_thread is not None and _state.mode_thread == threading.get_ident():
         _remove_mode(_state.mode)
         _state.mode_thread = None
-    if not _state.eval_seen and _state.eval_watch is None:
+    if not _state.eval_seen and not _state.eval_watch:
+        # Global, not on the user's model: a hook stored on the model would travel into torch.save(model) pickles.
         from torch.nn.modules.module import register_module_forward_pre_hook
 
-        _state.eval_watch = register_module_forward_pre_hook(_watch_for_evaluation)
+        _state.eval_watch.append(register_module_forward_pre_hook(_watch_for_evaluation))
 
 
 @never_raise()
@@ -253,11 +250,11 @@ def _watch_for_evaluation(module: Any, args: Any) -> None:
     if _state.window or torch is None or (module.training and torch.is_grad_enabled()):
         return
     _state.eval_seen = True
-    if _state.eval_watch is not None:
-        _state.eval_watch.remove()
-        _state.eval_watch = None
+    for handle in _state.eval_watch:
+        handle.remove()
+    _state.eval_watch = []
     _open_window(MAX_EVAL_OPS)
-    _before_module(module, args)  # the hooks just registered do not see this call
+    _before_module(module, args)  # the global hooks just registered do not see this call
 
 
 def _remove_mode(mode: Any) -> None:
@@ -315,11 +312,13 @@ def _file_kind(filename: str) -> int:
     return kind
 
 
-def _locate(frame: FrameType | None, from_hook: bool = False) -> tuple[FrameType | None, bool]:
+def _locate(frame: FrameType | None, from_hook: bool = False, func: Any = None) -> tuple[FrameType | None, bool]:
     """(innermost user frame, whether torch internals such as optimizers/init sit in between).
 
     (None, True) when our code or the debugger's made the call. ``from_hook``: the walk starts inside our own hook,
-    whose frames are skipped until torch's.
+    whose frames are skipped until torch's. ``func``: the torch function being observed; another TensorSight mode
+    stacked above ours (the sentinel's) that is just passing this same call on is looked through, while the ops it
+    runs for itself are not the user's.
     """
     skipped = False
     leading = from_hook
@@ -327,7 +326,10 @@ def _locate(frame: FrameType | None, from_hook: bool = False) -> tuple[FrameType
         code = frame.f_code
         kind = _file_kind(code.co_filename)
         if kind == _OURS:
-            if not leading:
+            passing_on = (
+                func is not None and code.co_name == "__torch_function__" and frame.f_locals.get("func") is func
+            )
+            if not leading and not passing_on:
                 return None, True
         else:
             leading = False
@@ -375,6 +377,8 @@ def _emit_line(record: _LineRecord) -> None:
     if not outputs:
         return
     names = record.names
+    values: list[dict[str, Any]] = []
+    label: str | None
     if len(names) > 1 and len(outputs) == len(names):
         values = [
             {"name": name, "text": shape_text(shape, dtype), "shape": list(shape), "dtype": dtype[6:], "device": dev}
@@ -384,7 +388,6 @@ def _emit_line(record: _LineRecord) -> None:
         label = ", ".join(n or "_" for n in names)
         first = outputs[0]
     else:
-        values = []
         first = outputs[-1]
         text = shape_text(first[0], first[1])
         label = names[0] if len(names) == 1 else None
@@ -431,7 +434,7 @@ def _observe_call(func: Any, args: Any, kwargs: dict[str, Any], result: Any) -> 
         # call or step, since our mode cannot leave the stack from inside its own __torch_function__.
         return
     name = getattr(func, "__name__", "")
-    frame, through_internals = _locate(sys._getframe(2))
+    frame, through_internals = _locate(sys._getframe(2), func=func)
     if frame is None:
         return
     torch = _state.torch
@@ -524,9 +527,7 @@ def _report_transfers() -> None:
             continue
         _state.reported.add(key)
         message = repeated_transfer_message(info, human_bytes(info["nbytes"]))
-        events.emit_finding(
-            Finding("device", "warning", message, file, line, steps.current_step(), None, dict(info))
-        )
+        events.emit_finding(Finding("device", "warning", message, file, line, steps.current_step(), None, dict(info)))
 
 
 # ---- module hooks --------------------------------------------------------------------------------------------------

@@ -117,7 +117,7 @@ def train_copy(
     try:
         trainee = copy.deepcopy(model)
         criterion = copy.deepcopy(loss_fn) if isinstance(loss_fn, torch.nn.Module) else loss_fn
-    except Exception as exc:  # noqa: BLE001 - say why instead of touching the original
+    except Exception as exc:  # say why instead of touching the original
         raise RuntimeError(f"cannot copy the model to train it apart from yours ({type(exc).__name__}: {exc})") from exc
     small_args = take_samples(args, samples, torch)
     small_kwargs = take_samples(dict(kwargs), samples, torch)
@@ -195,7 +195,7 @@ class _Adam:
         correction1 = 1 - self.beta1**self.count
         correction2 = 1 - self.beta2**self.count
         with torch.no_grad():
-            for param, moment, square in zip(self.params, self.moments, self.squares):
+            for param, moment, square in zip(self.params, self.moments, self.squares, strict=True):
                 if param.grad is None:
                     continue
                 grad = param.grad

@@ -488,7 +488,7 @@ class PhaseClock:
             uses_cuda = cuda is not None and cuda.is_available() and cuda.is_initialized()
         except Exception:  # noqa: BLE001
             uses_cuda = False
-        self._sync = cuda.synchronize if uses_cuda else None
+        self._sync = cuda.synchronize if uses_cuda and cuda is not None else None
 
     @property
     def uses_cuda(self) -> bool:

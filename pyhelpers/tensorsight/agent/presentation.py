@@ -244,7 +244,9 @@ def tensor_facts(t: Any) -> TensorFacts:
         where = str(t.device)
         tags = _tensor_tags(torch, t)
         if _uninitialised(torch, t):
-            return TensorFacts(dtype=dtype, shape=None, where=where, note="uninitialised (lazy) parameter: no shape yet")
+            return TensorFacts(
+                dtype=dtype, shape=None, where=where, note="uninitialised (lazy) parameter: no shape yet"
+            )
         if shape is None:
             return TensorFacts(dtype=dtype, shape=None, where=where, tags=tags, note=_shapeless_note(t))
         stats = safe_stats(t)
@@ -480,7 +482,7 @@ def _loader_shuffle(loader: Any) -> tuple[bool | None, str | None]:
 
 def _length(value: Any) -> int | None:
     try:
-        return int(len(value))
+        return len(value)
     except Exception:  # noqa: BLE001 - iterable datasets have no length
         return None
 

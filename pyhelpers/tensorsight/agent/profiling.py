@@ -85,7 +85,8 @@ class ProfileResult:
 def rows_from_stats(stats: Mapping[Any, Any], top: int = 40) -> list[ProfileRow]:
     """The ``top`` functions by cumulative time plus the ``top`` by own time, sorted by cumulative time.
 
-    ``stats`` is ``pstats.Stats(...).stats``: ``(file, line, name) -> (primitive calls, calls, own, cumulative, callers)``.
+    ``stats`` is ``pstats.Stats(...).stats``:
+    ``(file, line, name) -> (primitive calls, calls, own, cumulative, callers)``.
     The profiler's own frames and TensorSight's are left out.
     """
     rows: list[ProfileRow] = []

@@ -17,7 +17,7 @@ from typing import Any
 from .guard import never_raise, report_once
 
 HISTOGRAM_BINS = 30
-HISTOGRAM_MAX_SAMPLES = 1 << 16
+HISTOGRAM_MAX_SAMPLES = 1 << 14  # plenty for 30 buckets; keeps a histogram well under a millisecond
 
 
 def learning_rate(optimizer: Any) -> float | None:
@@ -99,7 +99,7 @@ class ScalarRecorder:
             self.total_norm = math.nan
         named = [
             (self.name_of(p, f"param{i}"), self._order.get(id(p), 1 << 30), p.dim(), v)
-            for i, (p, v) in enumerate(zip(params, values))
+            for i, (p, v) in enumerate(zip(params, values, strict=True))
         ]
         if self.per_parameter:
             self.norms = {name: value for name, _, _, value in named}
@@ -119,7 +119,7 @@ class ScalarRecorder:
         for indices in by_device.values():
             # one stacked transfer per device instead of one .item() per parameter
             stacked = torch.stack([norms[i].to(torch.float32) for i in indices]).tolist()
-            for index, value in zip(indices, stacked):
+            for index, value in zip(indices, stacked, strict=True):
                 values[index] = float(value)
         return values
 
@@ -154,6 +154,9 @@ class ScalarRecorder:
 def histogram_of(torch: Any, tensor: Any, bins: int = HISTOGRAM_BINS) -> dict[str, Any] | None:
     """Bucket edges/counts and summary stats of a tensor's finite values, from a strided sample of at most
     ``HISTOGRAM_MAX_SAMPLES`` elements; None for tensors without plain real values (sparse, meta, complex, empty).
+
+    Cheap by construction: a finite sum proves there is no NaN/Inf, so the boolean mask (slow) is built only for a
+    sample that holds some; counts come from ``bincount`` over bucket indices (``histc`` is several times slower).
     """
     if tensor.layout != torch.strided or tensor.is_meta or tensor.is_quantized or tensor.is_complex():
         return None
@@ -162,16 +165,20 @@ def histogram_of(torch: Any, tensor: Any, bins: int = HISTOGRAM_BINS) -> dict[st
     with torch.no_grad():
         flat = tensor.detach().reshape(-1)
         stride = max(1, math.ceil(flat.numel() / HISTOGRAM_MAX_SAMPLES))
-        sample = flat[::stride].to(torch.float32)
-        finite = sample[torch.isfinite(sample)]
-        if finite.numel() == 0:
-            return None
-        low, high = (float(v) for v in torch.aminmax(finite))
+        sample = flat[::stride].to(device="cpu", dtype=torch.float32).contiguous()
+        total = float(sample.sum())
+        if not math.isfinite(total):
+            sample = sample[torch.isfinite(sample)]
+            if sample.numel() == 0:
+                return None
+            total = float(sample.sum())
+        low, high = (float(v) for v in torch.aminmax(sample))
         top = high if high > low else low + max(abs(low) * 1e-6, 1e-12)
-        counts = torch.histc(finite, bins=bins, min=low, max=top).tolist()
-        total = float(finite.sum())
-        squares = float((finite * finite).sum())
+        scale = bins / (top - low)
+        buckets = sample.sub(low).mul_(scale).to(torch.int64).clamp_(0, bins - 1)
+        counts = [float(c) for c in torch.bincount(buckets, minlength=bins).tolist()]
+        squares = float(torch.dot(sample, sample))
     width = (top - low) / bins
     edges = [low + width * i for i in range(bins)] + [top]
-    stats = {"min": low, "max": high, "num": float(finite.numel()), "sum": total, "sum_squares": squares}
+    stats = {"min": low, "max": high, "num": float(sample.numel()), "sum": total, "sum_squares": squares}
     return {"edges": edges, "counts": counts, "stats": stats, "sampled_every": stride}

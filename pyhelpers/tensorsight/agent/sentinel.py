@@ -43,6 +43,7 @@ import os
 import sys
 import threading
 import types
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -154,6 +155,16 @@ class _Call:
     output_count: int = 0
 
 
+@dataclass
+class _Step:
+    """The last ``optimizer.step()``: which, where it was called, and whether it started from finite gradients."""
+
+    number: int
+    optimizer: Any  # weak reference
+    where: Any  # (file, line, id(frame), code) of the user's call, or None
+    grads_finite: bool
+
+
 class _ThreadState(threading.local):
     def __init__(self) -> None:
         self.depth = 0  # nesting of module calls (outside replays)
@@ -166,6 +177,7 @@ class _ThreadState(threading.local):
         self.open_calls: list[_Call] = []
         self.step_number = 0
         self.grads_finite = True
+        self.last_step: _Step | None = None
 
 
 _st = _ThreadState()
@@ -179,6 +191,7 @@ _last: NonFiniteRecord | None = None
 _pending: tuple[NonFiniteRecord, Any] | None = None  # a backward birth waiting for backward() to return
 _mode: Any = None
 _known_roots: list[Any] = []  # weak references to recent outermost modules (for parameter names)
+_cuda_present = False
 
 
 def enabled() -> bool:
@@ -244,7 +257,7 @@ def _say(message: str) -> None:
 
 @never_raise()
 def _install(torch: types.ModuleType) -> None:
-    global _installed, _mode
+    global _installed, _mode, _cuda_present
     with _lock:
         if _installed:
             if threading.current_thread() is threading.main_thread():
@@ -254,6 +267,7 @@ def _install(torch: types.ModuleType) -> None:
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+    _cuda_present = bool(torch.cuda.is_available())
     _mode = _make_outside_mode(torch)
     _handles.append(register_module_forward_pre_hook(_before_module))
     _handles.append(register_module_forward_hook(_after_module, with_kwargs=True, always_call=True))
@@ -345,7 +359,7 @@ def _after_module(module: Any, args: Any, *rest: Any) -> None:
 def _begin_call(module: Any) -> _Call:
     torch = sys.modules["torch"]
     cuda_rng = None
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+    if _cuda_present and torch.cuda.is_initialized():
         cuda_rng = torch.cuda.get_rng_state_all()
     autocast: list[tuple[str, Any]] = []
     for device in ("cuda", "cpu"):
@@ -391,8 +405,10 @@ def _check_outermost_output(module: Any, call: _Call, output: Any) -> None:
                 frame,
             )
             return
-        params = [t for t in _state_tensors(module)]
+        params = _state_tensors(module)
         if exact_counts([params[i] for i in suspects(params)]):
+            if _optimizer_birth(module, counts, output):
+                return
             _report(
                 _record(
                     "forward",
@@ -454,8 +470,6 @@ def _grad_catcher(call: _Call, index: int) -> Callable[[Any], None]:
 
 
 def _remember_root(module: Any) -> None:
-    import weakref
-
     for ref in _known_roots:
         if ref() is module:
             return
@@ -500,50 +514,60 @@ def _before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
 
 
 def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    """Remember the step; its parameters are checked by the next forward (see ``_optimizer_birth``)."""
     st = _st
     if st.busy:
         return
     try:
-        if _enabled and st.grads_finite and not _silenced():
-            params = optimizer_parameters(optimizer)
-            bad = _fast_suspects(params)
-            if bad:
-                st.busy = True
-                try:
-                    _optimizer_birth(optimizer, params, bad)
-                finally:
-                    st.busy = False
+        if _enabled:
+            frame = _user_frame()
+            where = (frame.f_code.co_filename, frame.f_lineno, id(frame), frame.f_code) if frame is not None else None
+            st.last_step = _Step(st.step_number, weakref.ref(optimizer), where, st.grads_finite)
         st.calls.clear()
     except Exception as exc:  # noqa: BLE001
-        st.busy = False
         report_once("sentinel-after-step", f"NaN sentinel: optimizer hook failed: {type(exc).__name__}: {exc}")
     finally:
         st.in_step = max(0, st.in_step - 1)
         _sync_mode()
 
 
-def _optimizer_birth(optimizer: Any, params: list[Any], bad: list[int]) -> None:
-    counts = exact_counts([params[i] for i in bad])
-    if not counts:
-        return
-    names = _parameter_names()
-    touched = [names.get(id(params[i]), f"param[{i}]") for i in bad if _safe_counts(params[i])]
+def _optimizer_birth(module: Any, counts: NonFiniteCounts, output: Any) -> bool:
+    """The outermost module's parameters hold NaN/Inf, and the last ``optimizer.step()`` started from finite
+    gradients: that step made them. Checking parameters here, at the next forward, instead of after every step saves
+    a pass over all weights per step; the stop still points at the ``optimizer.step()`` line."""
+    last = _st.last_step
+    optimizer = last.optimizer() if last is not None else None
+    if last is None or optimizer is None or not last.grads_finite:
+        return False
+    names = {id(p): name for name, p in _unwrap(module).named_parameters()}
+    params = [p for p in optimizer_parameters(optimizer) if id(p) in names]
+    bad = [i for i in suspects(params) if exact_counts([params[i]])]
+    if not bad:
+        return False
+    made = exact_counts([params[i] for i in bad])
+    touched = [names[id(params[i])] for i in bad]
     shown = ", ".join(touched[:4]) + (f" and {len(touched) - 4} more" if len(touched) > 4 else "")
     kind = type(optimizer).__name__
     lr = _learning_rate(optimizer)
     frame = _user_frame()
+    where = last.where
+    file, line = (where[0], where[1]) if where is not None else (None, None)
     record = _record(
         "optimizer",
         f"{kind}.step()",
-        counts,
+        made,
         frame,
-        what=f"{kind}.step() made {_counts_text(counts)} in {shown} from finite parameters and gradients"
+        file=file,
+        line=line,
+        what=f"{kind}.step() made {_counts_text(made)} in {shown} from finite parameters and gradients"
         + (f" (lr={lr:g})" if lr is not None else ""),
-        step=_st.step_number,
+        step=last.number,
         output=tuple(params[i] for i in bad),
-        title=_title(counts, born=True),
+        title=_title(made, born=True),
     )
-    _report(record, frame)
+    del counts, output
+    _report_found_later(record, where, "the next forward")
+    return True
 
 
 def _learning_rate(optimizer: Any) -> float | None:
@@ -580,7 +604,7 @@ _SKIP_NAMES = frozenset(
     "le gt ge isnan isinf isfinite isposinf isneginf nan_to_num nan_to_num_ __invert__ logical_not logical_and "
     "logical_or any all argmax argmin sort argsort topk zero_ fill_diagonal_ cpu share_memory_ pin_memory "
     "is_pinned is_shared untyped_storage _typed_storage storage backward_hook __instancecheck__ __subclasscheck__ "
-    "_is_view _base".split()
+    "_is_view _base _set_grad_enabled".split()
 )
 _BACKWARD_FUNCS: set[Any] = set()
 _INPLACE_DUNDERS = frozenset(
@@ -718,7 +742,7 @@ def _after_outside_op(func: Any, args: Any, kwargs: Any, result: Any, was_clean:
             what=what,
             inputs=tuple(_tensors_in((args, kwargs), shallow=True)),
             output=result if was_clean is None else args[0],
-            title=_title(counts, born=True),
+            title=_title(counts, born=phase != "data"),
         )
         _report(record, frame)
     finally:
@@ -841,16 +865,26 @@ def _node_watcher(op: str, where: Any, node_name: str) -> Callable[[Any, Any], N
 def _flush_pending() -> None:
     """Report a backward birth of an op outside modules once backward() has returned to the user's code."""
     global _pending
-    st = _st
     with _lock:
         if _pending is None:
             return
         record, where = _pending
         _pending = None
+    st = _st
+    saved = st.busy
+    st.busy = True
+    try:
+        _report_found_later(record, where, "backward() returned")
+    finally:
+        st.busy = saved
+
+
+def _report_found_later(record: NonFiniteRecord, where: Any, when: str) -> None:
+    """Report a birth noticed after its line ran (a backward node, an optimizer step). When the frame that ran that
+    line is still on the stack (typically the training loop), the stop is shown on that line of that frame."""
     frame = _user_frame()
     line_shown = None
     if where is not None and frame is not None:
-        # the op's frame is usually still running (the training loop): point the stop at the op's own line
         walker: types.FrameType | None = frame
         while walker is not None:
             if id(walker) == where[2] and walker.f_code is where[3]:
@@ -860,12 +894,8 @@ def _flush_pending() -> None:
     if frame is not None:
         record.stopped_at = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
         if line_shown is None or line_shown != frame.f_lineno:
-            record.message += f" (found when backward() returned, at {record.stopped_at})"
-    st.busy = True
-    try:
-        _report(record, frame, line_shown=line_shown)
-    finally:
-        st.busy = False
+            record.message += f" (found when {when}, at {record.stopped_at})"
+    _report(record, frame, line_shown=line_shown)
 
 
 # ---- replays ---------------------------------------------------------------------------------------------------------
@@ -905,7 +935,8 @@ class _ReplayMode:
             self.ops.append((index, op_name(func), (where, self.module_path()), nodes))
             return result
         if self.stop_at is not None:
-            if index == self.stop_at and self.backward is not None:
+            # the same op sequence as the recording pass; a different op here means the replay diverged: no stop
+            if index == self.stop_at and self.backward is not None and op_name(func) == self.backward.op:
                 self._stop_for_backward(func, args, kwargs, result)
             return result
         bad = _fast_suspects(outputs)
@@ -1084,7 +1115,7 @@ def _replay_backward(call: _Call) -> NonFiniteRecord | None:
     args, kwargs, leaves = _replay_inputs(call, requires_grad=True)
     buffers = _private_buffers(target)
     birth: list[tuple[int, str, NonFiniteCounts, list[Any], list[Any]]] = []
-    with _replay_context(call, recorder), torch.enable_grad():
+    with torch.enable_grad(), _replay_context(call, recorder):
         output = _run_replayed(target, buffers, args, kwargs)
     outputs = [t for t in _tensors_in(output) if t.requires_grad]
     if not outputs:
@@ -1261,6 +1292,7 @@ def _rank() -> int | None:
 
 
 def _title(counts: NonFiniteCounts, born: bool) -> str:
+    """The stop's headline (the editor's exception title): where the value was born, or where it came in."""
     what = "NaN" if counts.nan else "Inf"
     return f"{what} born here" if born else f"{what} came in here"
 
@@ -1279,12 +1311,24 @@ def _counts_text(counts: NonFiniteCounts) -> str:
 # ---- small helpers ---------------------------------------------------------------------------------------------------
 
 
+_user_codes: dict[Any, bool] = {}
+
+
 def _user_frame() -> types.FrameType | None:
-    """The innermost frame of the user's code on this thread (the line that called the op)."""
+    """The innermost frame of the user's code on this thread (the line that called the op); cached per code object,
+    since it runs for every op outside modules."""
     frame: types.FrameType | None = sys._getframe(1)
-    while frame is not None and not is_user_file(frame.f_code.co_filename):
+    while frame is not None:
+        code = frame.f_code
+        verdict = _user_codes.get(code)
+        if verdict is None:
+            verdict = is_user_file(code.co_filename)
+            if len(_user_codes) < 100_000:
+                _user_codes[code] = verdict
+        if verdict:
+            return frame
         frame = frame.f_back
-    return frame
+    return None
 
 
 def _tensors_in(value: Any, shallow: bool = False, depth: int = 0) -> list[Any]:

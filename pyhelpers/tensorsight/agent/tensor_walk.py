@@ -171,53 +171,51 @@ def _walk(value: Any, out: Gathered, depth: int) -> Iterator[Any]:
 # ---- checks ---------------------------------------------------------------------------------------------------------
 
 
-def _checkable(t: Any) -> bool:
-    """Dense, strided, float/complex and with values (not meta): the kinds one reduction can vouch for."""
-    torch = _torch()
-    return (
-        (t.is_floating_point() or t.is_complex())
-        and t.layout == torch.strided
-        and t.device.type != "meta"
-        and not t.is_quantized
-        and t.numel() > 0
-    )
-
-
 def suspects(tensors: list[Any]) -> list[int]:
-    """Indices of the tensors that may hold a NaN/Inf (a finite reduction proves a tensor clean).
+    """Indices of the tensors that may hold a NaN/Inf (a finite sum proves a tensor clean).
 
-    One reduction per tensor and one sync for all of them. Tensors of other kinds (sparse, meta, integer) are checked
-    exactly instead, one by one. An index can be a false alarm only when large finite values overflow the reduction;
-    callers confirm with ``exact_counts``.
+    One reduction per tensor and one device sync for all of them (the sums are stacked). Integer and bool tensors are
+    always finite; sparse, quantized-free and odd layouts are checked exactly, one by one; meta tensors have no values.
+    An index can be a false alarm only when large finite values overflow the sum: callers confirm with
+    ``exact_counts``. Runs without recording autograd history (``detach``).
     """
     torch = _torch()
     if torch is None or not tensors:
         return []
     found: list[int] = []
-    dense: list[int] = []
+    sums: list[Any] = []
+    owners: list[int] = []
+    strided = torch.strided
     for index, t in enumerate(tensors):
-        if _checkable(t):
-            dense.append(index)
-        else:
-            counts = _safe_counts(t)
-            if counts:
+        if t is None:
+            continue
+        dtype = t.dtype
+        if not (dtype.is_floating_point or dtype.is_complex):
+            continue
+        if t.layout is not strided or t.is_meta or t.is_quantized:
+            if t.layout is not strided and _safe_counts(t):
                 found.append(index)
-    if not dense:
+            continue
+        values = t.detach()
+        if dtype.is_complex:
+            values = torch.view_as_real(values)
+        if dtype.itemsize < 4:
+            sums.append(values.sum(dtype=torch.float32))
+        else:
+            sums.append(values.sum())
+        owners.append(index)
+    if not sums:
         return found
-    with torch.no_grad():
-        groups: dict[Any, list[tuple[int, Any]]] = {}
-        for index in dense:
-            t = tensors[index].detach()
-            if t.is_complex():
-                t = torch.view_as_real(t)
-            total = t.sum(dtype=torch.float32) if t.dtype in (torch.float16, torch.bfloat16) else t.sum()
-            groups.setdefault((total.device, total.dtype), []).append((index, total))
-        for members in groups.values():
-            stacked = torch.stack([total for _, total in members])
-            if bool(torch.isfinite(stacked.sum())):
-                continue
-            flags = torch.isfinite(stacked).tolist()
-            found.extend(index for (index, _), ok in zip(members, flags, strict=True) if not ok)
+    if len(sums) == 1:
+        clean = math.isfinite(sums[0].item())
+    else:
+        try:
+            clean = math.isfinite(torch.stack(sums).sum().item())
+        except RuntimeError:  # sums on different devices or of different dtypes: one sync each
+            clean = all(math.isfinite(s.item()) for s in sums)
+    if clean:
+        return found
+    found.extend(index for index, total in zip(owners, sums, strict=True) if not math.isfinite(total.item()))
     return sorted(found)
 
 

@@ -15,6 +15,7 @@ A healthy run gets no finding. The agent records the series (``tensorsight.agent
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -141,11 +142,11 @@ def loss_trend(values: Sequence[float]) -> LossTrend | None:
     window = max(3, len(finite) // 10)
     start, end = median(finite[:window]), median(finite[-window:])
     second_half = finite[len(finite) // 2 :]
-    diffs = [b - a for a, b in zip(second_half, second_half[1:])]
+    diffs = [b - a for a, b in itertools.pairwise(second_half)]
     level = median([abs(v) for v in second_half]) or 1e-12
     swing = median([abs(d) for d in diffs]) / level if diffs else 0.0
     signs = [d > 0 for d in diffs if d != 0]
-    flips = sum(1 for a, b in zip(signs, signs[1:]) if a != b) / max(1, len(signs) - 1)
+    flips = sum(1 for a, b in itertools.pairwise(signs) if a != b) / max(1, len(signs) - 1)
     return LossTrend(start, end, min(finite), swing, flips, len(finite))
 
 
@@ -265,7 +266,7 @@ def diagnose_vanishing(curves: TrainingCurves) -> list[Finding]:
     where = _where(curves.model_at, curves.loss_at)
     pairs = [
         (early, late)
-        for early, late in zip(curves.early_grad_norm, curves.late_grad_norm)
+        for early, late in zip(curves.early_grad_norm, curves.late_grad_norm, strict=False)
         if math.isfinite(early) and math.isfinite(late) and late > 0
     ]
     if len(pairs) < 3 or where is None or curves.early_layer is None or curves.late_layer is None:
@@ -306,7 +307,7 @@ def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
         message = f"gradients exploded to NaN/Inf at step {curves.first_nonfinite_grad_step}: {advice}"
         details = {"diagnosis": "exploding-gradients", "nonfinite_step": curves.first_nonfinite_grad_step}
         return [Finding("dynamics", "warning", message, *where, step=curves.first_nonfinite_grad_step, details=details)]
-    finite = [(s, n) for s, n in zip(steps, norms) if math.isfinite(n)]
+    finite = [(s, n) for s, n in zip(steps, norms, strict=True) if math.isfinite(n)]
     if len(finite) < 3:
         return []
     peak_step, peak = max(finite, key=lambda item: item[1])

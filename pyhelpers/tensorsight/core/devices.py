@@ -134,9 +134,7 @@ _SAME_DEVICE = re.compile(
     r"(?P<a>[\w:]+) and (?P<b>[\w:]+)!?(?: \(when checking argument (?:for argument )?(?P<arg>\w+)[^)]*\))?"
 )
 _NOT_EXPECTED = re.compile(r"Tensor on device (?P<a>[\w:]+) is not on the expected device (?P<b>[\w:]+)!")
-_TYPE_MISMATCH = re.compile(
-    r"Input type \((?P<a>[\w.]+)\) and weight type \((?P<b>[\w.]+)\) should be the same"
-)
+_TYPE_MISMATCH = re.compile(r"Input type \((?P<a>[\w.]+)\) and weight type \((?P<b>[\w.]+)\) should be the same")
 
 
 def _device_of_type(type_name: str) -> str:

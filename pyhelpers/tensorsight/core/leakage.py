@@ -23,7 +23,7 @@ import hashlib
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,7 +98,8 @@ def split_role(name: str) -> tuple[str, str] | None:
     roles.discard("data")
     if len(roles) > 1:
         return None
-    return split, (roles.pop() if roles else "data")
+    role = roles.pop() if roles else "data"
+    return split, str(role)
 
 
 # ---- the data of one split -----------------------------------------------------------------------------------------
@@ -219,9 +220,11 @@ def _frame_split(df: Any, name: str, label: str | None, id_column: str | None, t
     id_col = pick(id_column, lambda c: c.lower() in _ID_NAMES or c.lower().endswith("_id"))
     time_col = pick(
         time_column,
-        lambda c: c.lower() in _TIME_NAMES
-        or c.lower().endswith(("_time", "_date", "_at"))
-        or str(df[by_name[c]].dtype).startswith("datetime64"),
+        lambda c: (
+            c.lower() in _TIME_NAMES
+            or c.lower().endswith(("_time", "_date", "_at"))
+            or str(df[by_name[c]].dtype).startswith("datetime64")
+        ),
     )
     label_col = pick(label, lambda c: c.lower() in _LABEL_NAMES)
     feature_cols = [c for c in columns if c not in {id_col, time_col, label_col}]
@@ -546,7 +549,7 @@ def check_duplicates(a: SplitData, b: SplitData) -> LeakageIssue | None:
         total = len(b.row_keys)
     else:
         return None
-    count = int(len(idx_b))
+    count = len(idx_b)
     if not count:
         return None
     examples = tuple((int(i), int(j)) for i, j in zip(idx_b[:EXAMPLES], idx_a[:EXAMPLES], strict=False))
@@ -567,8 +570,10 @@ def check_temporal(train: SplitData, other: SplitData) -> LeakageIssue | None:
     if train.times is None or other.times is None or len(train.times) == 0 or len(other.times) == 0:
         return None
     t_train, t_other = np.asarray(train.times), np.asarray(other.times)
-    if t_train.dtype.kind not in "iufM" or t_other.dtype.kind not in "iufM" or (t_train.dtype.kind == "M") != (
-        t_other.dtype.kind == "M"
+    if (
+        t_train.dtype.kind not in "iufM"
+        or t_other.dtype.kind not in "iufM"
+        or (t_train.dtype.kind == "M") != (t_other.dtype.kind == "M")
     ):
         return None
     latest = t_train.max()
@@ -629,7 +634,7 @@ def check_label_columns(split: SplitData) -> list[LeakageIssue]:
     for name, column in columns.items():
         sample = column[::step]
         numeric_x = column.dtype.kind in "biuf"
-        if numeric_x and numeric_y:
+        if numeric_x and y_float is not None:
             identical = bool(np.array_equal(sample.astype(np.float64), y_float)) and bool(
                 np.array_equal(column.astype(np.float64), labels.astype(np.float64))
             )

@@ -100,7 +100,7 @@ def rank_oom_remedies(facts: OomFacts) -> list[Remedy]:
             )
         )
     unallocated = facts.reserved_unallocated or 0
-    if capacity and unallocated > 0.1 * capacity or (facts.requested and unallocated > facts.requested):
+    if (capacity and unallocated > 0.1 * capacity) or (facts.requested and unallocated > facts.requested):
         remedies.append(
             Remedy(
                 "reduce fragmentation: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before starting",
@@ -125,8 +125,7 @@ def rank_oom_remedies(facts: OomFacts) -> list[Remedy]:
     remedies.append(
         Remedy(
             'use mixed precision: with torch.autocast("cuda", dtype=torch.bfloat16): (halves activations)',
-            "parameters, gradients and optimizer state need about "
-            f"{format_bytes((facts.parameter_bytes or 0) * 4)}"
+            f"parameters, gradients and optimizer state need about {format_bytes((facts.parameter_bytes or 0) * 4)}"
             if facts.parameter_bytes
             else "activations and weights in 16-bit take half the memory",
             65.0 if model_heavy else 60.0,

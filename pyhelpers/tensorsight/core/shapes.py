@@ -145,8 +145,7 @@ def format_shape_table(rows: Sequence[ShapeRow], title: str | None = None) -> st
     header = ("Module (type)", "Input", "Output", "Params", "Trainable", "Memory")
     body: list[tuple[str, ...]] = []
     for row in rows:
-        label = row.path.rsplit(".", 1)[-1] if row.path else "(model)"
-        name = "  " * row.depth + f"{label} ({row.type})"
+        name = "  " * row.depth + f"{row.path.rsplit('.', 1)[-1]} ({row.type})" if row.path else row.type
         body.append(
             (
                 name,
@@ -442,7 +441,9 @@ def _parse_kernel(m: re.Match[str]) -> ShapeError:
 
 _PATTERNS: tuple[tuple[re.Pattern[str], Any], ...] = (
     (
-        re.compile(r"mat1 and mat2 shapes cannot be multiplied \((?P<a0>\d+)x(?P<a1>\d+) and (?P<b0>\d+)x(?P<b1>\d+)\)"),
+        re.compile(
+            r"mat1 and mat2 shapes cannot be multiplied \((?P<a0>\d+)x(?P<a1>\d+) and (?P<b0>\d+)x(?P<b1>\d+)\)"
+        ),
         _parse_matmul,
     ),
     (
@@ -496,10 +497,15 @@ _PATTERNS: tuple[tuple[re.Pattern[str], Any], ...] = (
         ),
         _parse_expand,
     ),
-    (re.compile(r"input\.size\(-1\) must be equal to input_size\. Expected (?P<want>\d+), got (?P<got>\d+)"), _parse_rnn),
     (
-        re.compile(r"Expected size for first two dimensions of batch2 tensor to be: (?P<want>\[[\d, ]*\]) but got: "
-                   r"(?P<got>\[[\d, ]*\])"),
+        re.compile(r"input\.size\(-1\) must be equal to input_size\. Expected (?P<want>\d+), got (?P<got>\d+)"),
+        _parse_rnn,
+    ),
+    (
+        re.compile(
+            r"Expected size for first two dimensions of batch2 tensor to be: (?P<want>\[[\d, ]*\]) but got: "
+            r"(?P<got>\[[\d, ]*\])"
+        ),
         _parse_bmm,
     ),
     (re.compile(r"size mismatch, got input \(\d+\), mat \((?P<mat>\d+x\d+)\), vec \((?P<vec>\d+)\)"), _parse_mv),

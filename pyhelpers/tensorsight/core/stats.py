@@ -3,9 +3,10 @@
 Called by the agent's presentation (Variables view, hover, watch, repl), the module and gradient-norm lines, and the
 toolbox. Pure functions plus one small cache; no I/O.
 
-Exact by default, and fast enough to be: a float32 tensor costs three reductions per chunk of ``chunk_elements``
-(``sum``, ``aminmax``, and row-wise ``vector_norm`` for the sum of squares, accumulated in float64), about three
-``sum`` passes in all, with temporaries bounded by one chunk. A finite sum proves that no element is NaN or Inf;
+Exact by default, and fast enough to be: a dense float32 tensor costs three whole-tensor passes (``sum``,
+``aminmax``, row-wise ``vector_norm`` whose per-row results are added in float64), about three ``sum`` passes, with
+no temporary beyond one float per 4096 elements. Other dtypes and layouts go through chunks of
+``chunk_elements`` (converted or copied one chunk at a time). A finite sum proves that no element is NaN or Inf;
 only a non-finite sum pays for the careful pass that counts NaN/+Inf/-Inf exactly and keeps them out of the figures.
 Expanded dimensions (stride 0) are reduced once and counted as repeats, so a huge ``expand`` stays exact and cheap.
 Past ``exact_elements`` the figures come from a deterministic strided sample and are marked inexact; nothing here
@@ -24,13 +25,14 @@ import math
 import sys
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from .nonfinite import NonFiniteCounts
 
-ROW_ELEMENTS = 1024  # sums of squares are taken per row of this many float32 values: accurate, and one fast kernel
+ROW_ELEMENTS = 4096  # sums are taken per row of this many values (float32 rounding per row), then in float64;
+# 1e8 elements make 24K rows: few enough that adding them up is a small single-threaded op
 CANCELLATION_LIMIT = 1e3  # when mean² dwarfs the variance by this much, recompute the variance from centred values
 
 
@@ -40,12 +42,13 @@ class StatsBudget:
 
     ``exact_elements``: tensors with more (distinct) elements are summarised from a strided sample of about
     ``sample_elements`` elements, and the result says so. ``chunk_elements``: the largest temporary any pass allocates,
-    in elements (1M float32 = 4 MB, 1% of a 1e8-element tensor).
+    in elements (4M float32 = 16 MB, 4% of a 1e8-element float32 tensor; float32/64 data that is already dense
+    needs no temporary at all).
     """
 
     exact_elements: int = 1 << 28
     sample_elements: int = 1 << 20
-    chunk_elements: int = 1 << 20
+    chunk_elements: int = 1 << 22
 
 
 DEFAULT_BUDGET = StatsBudget()
@@ -301,16 +304,27 @@ class _TorchStats:
         return totals.finish(numel, stored.kind, 1.0, stored.exact, stored.inf_signed)
 
     def _reduce(self, t: Any, kind: str, dequantize: bool) -> _Totals:
-        chunks = list(_torch_chunks(self.torch, t, self.budget.chunk_elements, dequantize))
+        torch = self.torch
+
+        def pieces() -> list[Any]:
+            return list(_torch_chunks(torch, t, self.budget.chunk_elements, dequantize))
+
+        flat = _torch_flat(t) if kind == "float" and not dequantize else None
+        if flat is not None and t.dtype in (torch.float32, torch.float64):
+            # Dense float32/64 needs no temporaries: reduce it whole, in three large kernels. Many small parallel
+            # kernels cost more than the data itself on a busy machine.
+            chunks = [flat]
+        else:
+            chunks = pieces()
         counted = sum(int(c.numel()) for c in chunks)
         if kind == "bool":
             totals = self._bool(chunks)
         elif kind == "int":
-            totals = self._int(chunks)
+            totals = self._int(chunks, pieces)
         elif kind == "complex":
             totals = self._complex(chunks)
         else:
-            totals = self._float(chunks)
+            totals = self._float(chunks, pieces)
         totals.counted = counted
         if self.want_zeros:
             torch = self.torch
@@ -323,18 +337,19 @@ class _TorchStats:
         torch = self.torch
         return list(torch.stack([v.to(torch.float64).reshape(()) for v in values]).tolist())
 
-    def _float(self, chunks: list[Any]) -> _Totals:
+    def _float(self, chunks: list[Any], pieces: Callable[[], list[Any]]) -> _Totals:
         torch = self.torch
         sums, lows, highs, squares = [], [], [], []
         for c in chunks:
-            sums.append(c.sum())
+            total, square = _torch_sums(torch, c)
+            sums.append(total)
+            squares.append(square)
             low, high = torch.aminmax(c)
             lows.append(low)
             highs.append(high)
-            squares.append(_torch_sumsq(torch, c))
         total, low, high, sumsq = self._fetch(
             [
-                torch.stack(sums).double().sum(),
+                torch.stack(sums).sum(),
                 torch.stack(lows).min(),
                 torch.stack(highs).max(),
                 torch.stack(squares).sum(),
@@ -342,14 +357,23 @@ class _TorchStats:
         )
         n = sum(int(c.numel()) for c in chunks)
         if not all(math.isfinite(v) for v in (total, low, high, sumsq)):
-            return self._float_careful(chunks)
+            return self._float_careful(pieces())
         totals = _Totals(finite=n, total=total, sumsq=sumsq, low=low, high=high)
         if _needs_centring(totals):
-            mean = total / n
-            totals.centred = float(
-                torch.stack([torch.dot(d, d) for d in (c.double() - mean for c in chunks)]).sum().item()
-            )
+            totals.centred = self._centred(pieces(), total / n)
         return totals
+
+    def _centred(self, chunks: list[Any], mean: float) -> float:
+        """Σ(x - mean)² over the finite elements, in float64, one bounded chunk at a time."""
+        torch = self.torch
+        parts = []
+        for c in chunks:
+            d = c.double() - mean
+            if c.is_floating_point():
+                d = torch.where(torch.isfinite(d), d, 0)
+            parts.append(_square_sum(torch, d))
+        (centred,) = self._fetch([torch.stack(parts).sum()])
+        return float(centred)
 
     def _float_careful(self, chunks: list[Any]) -> _Totals:
         """Exact NaN/+Inf/-Inf counts, and figures over the finite elements only (float64 accumulation)."""
@@ -364,7 +388,7 @@ class _TorchStats:
             parts[3].append(finite.sum())
             kept = torch.where(finite, c, 0).double()
             parts[4].append(kept.sum())
-            parts[5].append(torch.dot(kept, kept))
+            parts[5].append(_square_sum(torch, kept))
             parts[6].append(torch.where(finite, c, inf).min())
             parts[7].append(torch.where(finite, c, -inf).max())
         nan, posinf, neginf, finite_n, total, sumsq, low, high = self._fetch(
@@ -390,21 +414,16 @@ class _TorchStats:
             neginf=int(neginf),
         )
         if _needs_centring(totals):
-            mean = total / totals.finite
-            deviations = []
-            for c in chunks:
-                d = torch.where(torch.isfinite(c), c.double() - mean, 0)
-                deviations.append(torch.dot(d, d))
-            totals.centred = float(torch.stack(deviations).sum().item())
+            totals.centred = self._centred(chunks, total / totals.finite)
         return totals
 
-    def _int(self, chunks: list[Any]) -> _Totals:
+    def _int(self, chunks: list[Any], pieces: Callable[[], list[Any]]) -> _Totals:
         torch = self.torch
         sums, lows, highs, squares = [], [], [], []
         for c in chunks:
             d = c.double()
             sums.append(d.sum())
-            squares.append(torch.dot(d, d))
+            squares.append(_square_sum(torch, d))
             lows.append(d.min())
             highs.append(d.max())
         total, low, high, sumsq = self._fetch(
@@ -413,10 +432,7 @@ class _TorchStats:
         n = sum(int(c.numel()) for c in chunks)
         totals = _Totals(finite=n, total=total, sumsq=sumsq, low=low, high=high)
         if _needs_centring(totals):
-            mean = total / n
-            totals.centred = float(
-                torch.stack([torch.dot(d, d) for d in (c.double() - mean for c in chunks)]).sum().item()
-            )
+            totals.centred = self._centred(pieces(), total / n)
         return totals
 
     def _bool(self, chunks: list[Any]) -> _Totals:
@@ -563,18 +579,28 @@ def _torch_blocks(t: Any, chunk: int) -> Iterator[Any]:
         yield t[start : start + rows]
 
 
-def _torch_sumsq(torch: Any, c: Any) -> Any:
-    """Σx² of a 1-D float chunk as a float64 0-d tensor: row norms keep float32 rounding per row, not per chunk."""
+def _torch_sums(torch: Any, c: Any) -> tuple[Any, Any]:
+    """Σx and Σx² of a 1-D float chunk, as float64 0-d tensors.
+
+    ``sum`` is cascaded (accurate in float32). Σx² comes from one row-wise ``vector_norm`` over rows of
+    ROW_ELEMENTS, so float32 rounding stays within a row, and the rows are added in float64.
+    """
     n = int(c.numel())
     whole = (n // ROW_ELEMENTS) * ROW_ELEMENTS
-    parts = []
-    if whole:
-        rows = c[:whole].view(-1, ROW_ELEMENTS)
-        parts.append(torch.linalg.vector_norm(rows, dim=1).double().square().sum())
+    total = c.sum().double()
+    if not whole:
+        return total, _square_sum(torch, c.double())
+    rows = c[:whole].view(-1, ROW_ELEMENTS)
+    square = torch.linalg.vector_norm(rows, dim=1).double().square().sum()
     if whole < n:
-        tail = c[whole:].double()
-        parts.append(torch.dot(tail, tail))
-    return parts[0] if len(parts) == 1 else torch.stack(parts).sum()
+        square = square + _square_sum(torch, c[whole:].double())
+    return total, square
+
+
+def _square_sum(torch: Any, c: Any) -> Any:
+    """Σ|x|² of a float64 (or complex128) chunk. ``vector_norm`` rather than ``dot``: BLAS calls bring MKL's own
+    spinning thread pool, which then starves torch's next parallel kernel (measured: 100× slower on 2 busy cores)."""
+    return torch.linalg.vector_norm(c).square()
 
 
 # ---- numpy ---------------------------------------------------------------------------------------------------------
@@ -606,7 +632,7 @@ def array_stats(a: Any, budget: StatsBudget = DEFAULT_BUDGET, *, zeros: bool = F
             for chunk in _np_chunks(np, target, budget.chunk_elements):
                 d = chunk.astype(np.float64)
                 d = d[np.isfinite(d)] - mean
-                centred += float(np.dot(d, d))
+                centred += _np_square_sum(np, d)
             totals.centred = centred
     return totals.finish(numel, kind, factor, exact, inf_signed=kind != "complex")
 
@@ -686,6 +712,11 @@ def _np_blocks(a: Any, chunk: int) -> Iterator[Any]:
         yield a[start : start + rows]
 
 
+def _np_square_sum(np: Any, d: Any) -> float:
+    """Σx² of a float64 chunk without BLAS (whose thread pool would linger and compete with the program's)."""
+    return float(np.einsum("i,i->", d, d))
+
+
 def _np_accumulate(np: Any, chunk: Any, kind: str, totals: _Totals) -> None:
     n = int(chunk.size)
     totals.counted += n
@@ -710,14 +741,14 @@ def _np_accumulate(np: Any, chunk: Any, kind: str, totals: _Totals) -> None:
         if kept.size:
             magnitude = np.abs(kept)
             totals.total += complex(kept.sum())
-            totals.sumsq += float(np.dot(magnitude, magnitude))
+            totals.sumsq += _np_square_sum(np, magnitude)
             totals.low = min(totals.low, float(magnitude.min()))
             totals.high = max(totals.high, float(magnitude.max()))
         return
     d = chunk.astype(np.float64)
     total = float(d.sum())
     if kind == "int" or math.isfinite(total):
-        sumsq = float(np.dot(d, d))
+        sumsq = _np_square_sum(np, d)
         if math.isfinite(sumsq) or kind == "int":
             totals.finite += n
             totals.total += total
@@ -733,7 +764,7 @@ def _np_accumulate(np: Any, chunk: Any, kind: str, totals: _Totals) -> None:
     totals.finite += int(kept.size)
     if kept.size:
         totals.total += float(kept.sum())
-        totals.sumsq += float(np.dot(kept, kept))
+        totals.sumsq += _np_square_sum(np, kept)
         totals.low = min(totals.low, float(kept.min()))
         totals.high = max(totals.high, float(kept.max()))
 

@@ -138,7 +138,10 @@ class TensorFacts:
 
 def tensor_line(facts: TensorFacts, width: int = MAX_WIDTH) -> str:
     """The one-line summary of a tensor or array (see the module docstring for the grammar)."""
-    parts: list[tuple[int, str]] = [(_ESSENTIAL, f"{facts.dtype}{format_shape(facts.shape)}"), (_ESSENTIAL, facts.where)]
+    parts: list[tuple[int, str]] = [
+        (_ESSENTIAL, f"{facts.dtype}{format_shape(facts.shape)}"),
+        (_ESSENTIAL, facts.where),
+    ]
     parts += [(_DETAIL if tag.startswith("(") else _ALARM, tag) for tag in facts.tags]
     stats = facts.stats
     if facts.values is not None:

@@ -45,7 +45,9 @@ def quick_fixes(
         if not fix or not requested.start.line <= finding.line - 1 <= requested.end.line:
             continue
         code = str((finding.details or {}).get("code", ""))
-        linked = [d for d in diagnostics if str(d.code) == code and d.range.start.line <= finding.line - 1 <= d.range.end.line]
+        linked = [
+            d for d in diagnostics if str(d.code) == code and d.range.start.line <= finding.line - 1 <= d.range.end.line
+        ]
         actions.append(
             types.CodeAction(
                 title=f"{fix['title']} ({code})",

@@ -61,9 +61,16 @@ def to_diagnostic(finding: Finding, lines: Sequence[str], source: str, units: Un
     else:
         range_ = line_range(lines, finding.line, units)
     message = finding.message
-    extras = [f"step {finding.step}" if finding.step is not None else "", f"rank {finding.rank}" if finding.rank is not None else ""]
-    if any(extras):
-        message += f" ({', '.join(e for e in extras if e)})"
+    extras = [
+        text
+        for text in (
+            f"step {finding.step}" if finding.step is not None else "",
+            f"rank {finding.rank}" if finding.rank is not None else "",
+        )
+        if text and text not in message  # the producer may have said it already
+    ]
+    if extras:
+        message += f" ({', '.join(extras)})"
     code = details.get("code") or finding.kind
     data: dict[str, Any] = {"code": code, "kind": finding.kind, "line": finding.line}
     if "fix" in details:

@@ -85,12 +85,15 @@ class GpuMonitor:
         self._failure = None
         return nvml
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str) -> Any | None:
+        """Remember why NVML is unusable (shown in the payload) and when, for the retry delay; returns None."""
         self._failure = message
         self._failed_at = time.monotonic()
         return None
 
-    def _describe(self, nvml: Any, error: type[BaseException], index: int, handle: Any, pids: set[int]) -> dict[str, Any]:
+    def _describe(
+        self, nvml: Any, error: type[BaseException], index: int, handle: Any, pids: set[int]
+    ) -> dict[str, Any]:
         gpu: dict[str, Any] = {"index": index, "name": f"GPU {index}", "utilization": None}
         try:
             name = nvml.nvmlDeviceGetName(handle)

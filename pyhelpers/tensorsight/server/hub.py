@@ -138,7 +138,8 @@ class Hub:
         await writer.drain()
         return hello
 
-    def _reject(self, session: HubSession, writer: asyncio.StreamWriter, reason: str) -> None:
+    def _reject(self, session: HubSession, writer: asyncio.StreamWriter, reason: str) -> dict[str, Any] | None:
+        """Count, log and answer a refused connection; returns None (no hello) so callers can ``return`` it."""
         session.rejected_connections += 1
         self._log("warning", f"hub: rejected a connection to session {session.session_id}: {reason}")
         try:
@@ -149,6 +150,7 @@ class Hub:
 
     async def _read_events(self, session: HubSession, reader: asyncio.StreamReader, pid: Any) -> None:
         malformed_here = 0
+        problem: str | None
         while True:
             try:
                 line = await reader.readline()

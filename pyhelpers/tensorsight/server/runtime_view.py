@@ -285,9 +285,6 @@ class RuntimeView:
     def diagnostics(self, path: str) -> list[Finding]:
         return sorted(self._findings.get(normalize_path(path), {}).values(), key=lambda f: (f.line, f.kind))
 
-    def files_with_findings(self) -> list[str]:
-        return sorted(self._findings)
-
     def hover(self, path: str, line: int, word: str | None) -> str | None:
         """Markdown for a hover at (1-based) ``line``: the last observed tensor, and a NaN origin there."""
         key = normalize_path(path)
@@ -311,7 +308,7 @@ class RuntimeView:
         if origin is not None:
             step = origin.get("step")
             parts.append(
-                f"**TensorSight** · first NaN/Inf of the run produced here"
+                "**TensorSight** · first NaN/Inf of the run produced here"
                 + (f" at step {step}" if step is not None else "")
                 + (f" by `{origin.get('op')}`" if origin.get("op") else "")
             )

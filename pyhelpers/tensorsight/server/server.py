@@ -62,7 +62,9 @@ class TensorSightServer(LanguageServer):
     def log(self, level: str, message: str) -> None:
         """window/logMessage (the extension's output channel)."""
         try:
-            self.window_log_message(types.LogMessageParams(type=_LOG_LEVELS.get(level, types.MessageType.Log), message=message))
+            self.window_log_message(
+                types.LogMessageParams(type=_LOG_LEVELS.get(level, types.MessageType.Log), message=message)
+            )
         except Exception:  # noqa: BLE001 - no transport (tests, shutdown): stderr is the fallback
             logging.getLogger(__name__).log(logging.WARNING, message)
 
@@ -310,14 +312,16 @@ def code_lens(ls: TensorSightServer, params: types.CodeLensParams) -> list[types
     for line, title in ls.view.code_lenses(path, ls.training_loops(uri)):
         position = types.Position(line=line - 1, character=0)
         lenses.append(
-            types.CodeLens(range=types.Range(start=position, end=position), command=types.Command(title=title, command=""))
+            types.CodeLens(
+                range=types.Range(start=position, end=position), command=types.Command(title=title, command="")
+            )
         )
     return lenses
 
 
 @server.feature(types.SHUTDOWN)
-def shutdown(ls: TensorSightServer, params: None) -> None:
-    asyncio.ensure_future(ls.hub.close())
+async def shutdown(ls: TensorSightServer, params: None) -> None:
+    await ls.hub.close()
     ls.gpu.close()
 
 

@@ -9,7 +9,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { CHROMIUM, CODE_SERVER, EXAMPLES, NODE24_BIN, OUTPUT, VENV_PYTHON, vsixPath, WORKSPACE_SOURCE } from './paths';
+import { CHROMIUM, CODE_SERVER, EXAMPLES, SPANISH_LOCALE_FIXTURE, VSCE, NODE24_BIN, OUTPUT, VENV_PYTHON, vsixPath, WORKSPACE_SOURCE } from './paths';
 
 export interface Workbench {
   page: Page;
@@ -103,11 +103,24 @@ export async function startWorkbench(name: string, options: StartOptions = {}): 
     ),
   );
 
-  execFileSync(CODE_SERVER, ['--extensions-dir', extensionsDir, '--install-extension', vsixPath()], {
-    env: codeServerEnv(),
-    stdio: 'pipe',
-    timeout: 120_000,
-  });
+  const install = (vsix: string) =>
+    execFileSync(CODE_SERVER, ['--extensions-dir', extensionsDir, '--install-extension', vsix], {
+      env: codeServerEnv(),
+      stdio: 'pipe',
+      timeout: 120_000,
+    });
+  install(vsixPath());
+  if (options.locale === 'es') {
+    // VS Code only switches to a display language that an installed language pack declares; this fixture declares
+    // Spanish (with no core translations), so the UI language becomes 'es' and TensorSight's Spanish strings load.
+    const stub = path.join(root, 'spanish-locale.vsix');
+    execFileSync(VSCE, ['package', '--skip-license', '--allow-missing-repository', '-o', stub], {
+      cwd: SPANISH_LOCALE_FIXTURE,
+      stdio: 'pipe',
+      timeout: 120_000,
+    });
+    install(stub);
+  }
 
   const port = await freePort();
   const args = [

@@ -19,6 +19,8 @@ export const VENV_PYTHON = path.join(REPO, '.venv', 'bin', 'python');
 export const WORKSPACE_SOURCE = path.join(REPO, 'tests', 'e2e', 'workspace');
 export const EXAMPLES = path.join(REPO, 'examples');
 export const OUTPUT = path.join(REPO, 'test-output', 'e2e');
+export const SPANISH_LOCALE_FIXTURE = path.join(REPO, 'tests', 'e2e', 'fixtures', 'spanish-locale');
+export const VSCE = path.join(REPO, 'node_modules', '.bin', 'vsce');
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 export function vsixPath(): string {

@@ -57,11 +57,24 @@ export function variableRow(page: Page, name: string): Locator {
   return page.locator('.debug-variables .monaco-list-row', { has: page.locator(`.monaco-highlighted-label`, { hasText: new RegExp(`^${name}$`) }) }).first();
 }
 
-/** The editor token (a span in a view line) whose text is exactly `text`, on the line containing `lineText`. */
-export function editorToken(page: Page, lineText: string, text: string): Locator {
-  return page
+/**
+ * Hovers the last characters of `name` on the editor line containing `lineText`. Monaco merges a token with the
+ * indentation before it into one span, so the span is found by its ending and hovered near its right edge.
+ */
+export async function hoverName(page: Page, lineText: string, name: string): Promise<void> {
+  const span = page
     .locator('.editor-instance .monaco-editor .view-line', { hasText: lineText })
     .first()
-    .locator('span > span', { hasText: new RegExp(`^${text}$`) })
+    .locator('span > span', { hasText: new RegExp(`(^|\\s)${name}$`) })
     .first();
+  const box = await span.boundingBox({ timeout: TIMEOUT });
+  if (!box) throw new Error(`no token ${name} on the line "${lineText}"`);
+  await page.mouse.move(box.x + box.width - 4, box.y + box.height / 2);
+}
+
+/** Waits for the Variables view to show the frame's scopes and expands "Locals" if VS Code left it collapsed. */
+export async function expandLocals(page: Page): Promise<void> {
+  const locals = page.locator('.debug-variables .monaco-list-row', { hasText: /^\s*Locals\s*$/ }).first();
+  await locals.waitFor({ timeout: 3 * TIMEOUT });
+  if ((await locals.getAttribute('aria-expanded')) === 'false') await locals.click();
 }

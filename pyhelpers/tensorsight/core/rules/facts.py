@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .model import Span
@@ -119,17 +119,6 @@ def text_of(node: ast.AST) -> str:
     return ast.unparse(node)
 
 
-def walk_local(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
-    """Every node under ``nodes`` that runs in the same scope (nested functions, classes, lambdas skipped)."""
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, NESTED_SCOPES):
-            continue  # a def/class statement belongs here; its body runs elsewhere
-        stack.extend(ast.iter_child_nodes(node))
-
-
 def position(node: ast.AST) -> tuple[int, int]:
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
@@ -216,6 +205,8 @@ _SCALAR_FIELDS = frozenset(
     | {"simple", "names"}
 )
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+# Leaves no rule looks up by node (their parents are what matter): not indexed, which halves the walk.
+_LEAVES = frozenset({ast.Name, ast.Constant, ast.arg, ast.alias})
 
 
 def _child_fields(kind: type) -> tuple[str, ...]:
@@ -246,17 +237,17 @@ class ModuleFacts:
         self._local: dict[int, list[ast.AST]] = {id(tree): []}
         self._loop_nodes: dict[int, list[ast.AST]] = {}
         self._loop_scope: dict[int, Scope] = {}
-        self._text: dict[int, str] = {}
         self._index()
         self.torch_alias = self._module_alias("torch")
         self.optimizer_texts: set[str] = set()
         self.trained_roots: set[str] = set()
         self.optimized_roots: dict[str, set[str]] = {}  # optimizer text -> roots of the modules it updates
         self._find_optimizers()
-        self.functions: dict[str, list[FunctionSummary]] = {}
+        self._functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
         for scope in self.scopes:
             if not isinstance(scope, ast.Module):
-                self.functions.setdefault(scope.name, []).append(self._summarize(scope))
+                self._functions.setdefault(scope.name, []).append(scope)
+        self._summaries: dict[int, FunctionSummary] = {}
         self.loops: list[LoopFacts] = []
         self._loop_index: dict[ast.AST, LoopFacts] = {}
         for loop_id, nodes in self._loop_nodes.items():
@@ -317,8 +308,8 @@ class ModuleFacts:
                 if value is None:
                     continue
                 if type(value) is list:
-                    children.extend(item for item in value if isinstance(item, node_type))
-                elif isinstance(value, node_type):
+                    children.extend(item for item in value if isinstance(item, node_type) and type(item) not in _LEAVES)
+                elif isinstance(value, node_type) and type(value) not in _LEAVES:
                     children.append(value)
             for child in reversed(children):  # source order when popped
                 parents[child] = node
@@ -327,14 +318,6 @@ class ModuleFacts:
     def local_nodes(self, scope: ast.AST) -> list[ast.AST]:
         """Nodes that run in ``scope`` itself (a module or function), not in nested functions or classes."""
         return self._local.get(id(scope), [])
-
-    def text(self, node: ast.AST) -> str:
-        """Source text of an expression (cached: the rules ask for the same receivers many times)."""
-        key = id(node)
-        found = self._text.get(key)
-        if found is None:
-            found = self._text[key] = text_of(node)
-        return found
 
     def _module_alias(self, module: str) -> str | None:
         for node in self.all_nodes:
@@ -419,10 +402,23 @@ class ModuleFacts:
         """Summaries of the module's functions this call may reach (``f(...)`` or ``self.f(...)``)."""
         func = call.func
         if isinstance(func, ast.Name):
-            return self.functions.get(func.id, [])
+            return self._summaries_of(func.id)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            return self.functions.get(func.attr, [])
+            return self._summaries_of(func.attr)
         return []
+
+    def defines_function(self, name: str) -> bool:
+        return name in self._functions
+
+    def _summaries_of(self, name: str) -> list[FunctionSummary]:
+        """Summaries are computed on first use: most functions are never called from a loop a rule looks at."""
+        out = []
+        for fn in self._functions.get(name, ()):
+            summary = self._summaries.get(id(fn))
+            if summary is None:
+                summary = self._summaries[id(fn)] = self._summarize(fn)
+            out.append(summary)
+        return out
 
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
         current = self.parents.get(node)
@@ -545,43 +541,21 @@ _CLEAR_METHODS = frozenset({"zero_", "fill_", "mul_", "detach_", "copy_"})
 
 def is_grad_clearing(node: ast.AST) -> bool:
     """``x.zero_grad(...)``, a reference to ``.zero_grad``, ``p.grad = None``, ``p.grad.zero_()``, ``del p.grad``."""
-    if isinstance(node, ast.Attribute) and node.attr in ("zero_grad", "clear_grad", "clear_gradients"):
-        return True
-    if isinstance(node, (ast.Assign, ast.Delete)):
-        targets = node.targets
+    kind = type(node)
+    if kind is ast.Attribute:
+        return node.attr in ("zero_grad", "clear_grad", "clear_gradients")  # type: ignore[attr-defined]
+    if kind is ast.Assign or kind is ast.Delete:
+        targets = node.targets  # type: ignore[attr-defined]
         return any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets)
-    if isinstance(node, ast.Call) and method(node) in _CLEAR_METHODS:
+    if kind is ast.Call:
+        assert isinstance(node, ast.Call)
         recv = receiver(node)
-        return recv is not None and bool(_GRAD_TEXT.search(text_of(recv)))
+        return method(node) in _CLEAR_METHODS and recv is not None and bool(_GRAD_TEXT.search(text_of(recv)))
     return False
 
 
 def names_in(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-
-
-def assigned_texts(stmt: ast.AST) -> list[str]:
-    """Texts of the plain targets a statement binds (``a``, ``self.h``; tuple elements flattened)."""
-    targets: list[ast.expr] = []
-    if isinstance(stmt, ast.Assign):
-        targets = list(stmt.targets)
-    elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)):
-        targets = [stmt.target]
-    elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-        targets = [stmt.target]
-    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-        targets = [item.optional_vars for item in stmt.items if item.optional_vars is not None]
-    out: list[str] = []
-    stack = list(targets)
-    while stack:
-        target = stack.pop()
-        if isinstance(target, (ast.Tuple, ast.List)):
-            stack.extend(target.elts)
-        elif isinstance(target, ast.Starred):
-            stack.append(target.value)
-        elif isinstance(target, (ast.Name, ast.Attribute)):
-            out.append(text_of(target))
-    return out
 
 
 class Assignments:
@@ -596,6 +570,8 @@ class Assignments:
         if key not in self._cache:
             table: dict[str, list[tuple[tuple[int, int], ast.AST, ast.expr | None]]] = {}
             for node in self._facts.local_nodes(scope):
+                if type(node) not in _BINDING_TYPES:
+                    continue
                 for name, value in _bindings(node):
                     table.setdefault(name, []).append((position(node), node, value))
             for entries in table.values():
@@ -610,6 +586,11 @@ class Assignments:
                 break
             found = (node, value)
         return found
+
+
+_BINDING_TYPES = frozenset(
+    {ast.Assign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension, ast.With, ast.AsyncWith}
+)
 
 
 def _bindings(node: ast.AST) -> Iterator[tuple[str, ast.expr | None]]:

@@ -228,24 +228,25 @@ def _graph_value(
 
 # ----------------------------------------------------------------------------------------------------------- TS107
 def check_hidden_state(facts: ModuleFacts, path: str) -> Iterator[Finding]:
-    assignments = facts.assignments
-    for scope in facts.scopes:
-        for stmt in facts.local_nodes(scope):
-            if not isinstance(stmt, ast.Assign) or not isinstance(stmt.value, ast.Call):
-                continue
-            call = stmt.value
+    for stmt in facts.assigns:
+        call = stmt.value
+        if not isinstance(call, ast.Call) or not (call.args or call.keywords):
+            continue
+        scope = facts.scope_of.get(stmt)
+        if not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        bound = {name for target in stmt.targets for name in _flat_targets(target)}
+        for fed_back, arg_node in _fed_back(call, bound):
             if facts.under_grad_disabled(stmt):
-                continue
-            bound = {name for target in stmt.targets for name in _flat_targets(target)}
+                break
             callee_words = set(words(text_of(call.func))) if isinstance(call.func, (ast.Name, ast.Attribute)) else set()
-            for fed_back, arg_node in _fed_back(call, bound):
-                recurrent = _RECURRENT_WORDS & callee_words or looks_like_model(call.func)
-                if not (recurrent or _STATE_WORDS & set(words(fed_back))):
-                    continue
-                finding = _hidden_finding(facts, assignments, scope, stmt, call, fed_back, arg_node, path)
-                if finding is not None:
-                    yield finding
-                    break
+            recurrent = _RECURRENT_WORDS & callee_words or looks_like_model(call.func)
+            if not (recurrent or _STATE_WORDS & set(words(fed_back))):
+                continue
+            finding = _hidden_finding(facts, facts.assignments, scope, stmt, call, fed_back, arg_node, path)
+            if finding is not None:
+                yield finding
+                break
 
 
 def _flat_targets(target: ast.expr) -> list[str]:

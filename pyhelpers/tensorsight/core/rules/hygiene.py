@@ -44,7 +44,7 @@ _GUARD_WORDS = frozenset({"debug", "debugging", "pdb", "interactive", "breakpoin
 
 # ----------------------------------------------------------------------------------------------------------- TS110
 def check_breakpoints(facts: ModuleFacts, path: str) -> Iterator[Finding]:
-    shadowed = "breakpoint" in facts.functions
+    shadowed = facts.defines_function("breakpoint")
     for node in facts.calls:
         if not _is_debugger_stop(node, shadowed):
             continue
@@ -119,6 +119,8 @@ def check_hard_coded_cuda(facts: ModuleFacts, path: str) -> Iterator[Finding]:
     for node in cuda_calls:
         if _guarded_by_cuda_check(facts, node):
             continue
+        if any(not isinstance(arg, ast.Constant) for arg in [*node.args, *(k.value for k in node.keywords)]):
+            continue  # ``.cuda(device)`` / ``.cuda(args.gpu)`` follows a variable: not hard-coded
         fix = None
         if not node.args and not node.keywords and _visible(facts, node, device):
             recv = receiver(node)
@@ -145,11 +147,23 @@ def _device_variable(facts: ModuleFacts) -> str | None:
         if not isinstance(given, (ast.Name, ast.Attribute)):
             continue
         key = text_of(given)
-        if key in device_like or "device" in (last_name(given) or "").lower():
+        if key in device_like or _names_a_device_variable(given):
             counts[key] = counts.get(key, 0) + 1
     if not counts:
         return None
     return max(counts, key=lambda k: counts[k])
+
+
+_SETTINGS_OWNERS = frozenset({"self", "args", "cfg", "config", "conf", "opt", "opts", "hparams", "settings", "flags"})
+
+
+def _names_a_device_variable(node: ast.expr) -> bool:
+    """``device``, ``DEVICE``, ``self.device``, ``args.device`` — not ``tensor.device`` (that follows the data)."""
+    if isinstance(node, ast.Name):
+        return "device" in node.id.lower()
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return "device" in node.attr.lower() and node.value.id.lower() in _SETTINGS_OWNERS
+    return False
 
 
 def _device_bindings(facts: ModuleFacts) -> set[str]:

@@ -1,0 +1,224 @@
+"""What "Break on NaN/Inf" costs, and what breakpoint conditions cost: ratios against a baseline, in one run.
+
+    .venv/bin/python benchmarks/bench_sentinel.py [--rounds 7] [--steps 15]
+
+Part 1: one training step (forward, hand-written-style loss, backward, optimizer step) of an MLP, a small CNN and a
+small transformer on the CPU, unarmed vs. with the NaN sentinel armed (target: at most 1.15x), and with
+``torch.autograd.detect_anomaly`` beside it (the only thing PyTorch offers; it checks backward only). Configurations
+are interleaved round by round and each ratio is the median over rounds of (config / unarmed in the same round), so
+load from other processes on the machine cancels out. Times are the training thread's CPU time with one intra-op
+thread (all of torch's CPU work then runs on that thread), which a busy shared machine disturbs far less than wall
+time; ``--wall`` measures wall-clock time instead.
+
+Part 2: the cost of one evaluation of a breakpoint condition (debugpy evaluates it on every hit), against the plain
+condition a user would write without TensorSight.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyhelpers"))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+import tensorsight  # noqa: E402
+from tensorsight.agent import options, sentinel  # noqa: E402
+
+
+def mlp() -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+    return model, torch.randn(128, 256), torch.randint(0, 10, (128,))
+
+
+class SmallCNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.norm = nn.BatchNorm2d(32)
+        self.fc = nn.Linear(32 * 8 * 8, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.norm(self.conv2(x))), 2)
+        return self.fc(x.flatten(1))
+
+
+def cnn() -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
+    return SmallCNN(), torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
+
+
+class Block(nn.Module):
+    """A pre-norm transformer block with attention written out (user code inside the model)."""
+
+    def __init__(self, width: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(width)
+        self.ln2 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, time_, width = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(width, dim=2)
+        shape = (batch, time_, self.heads, width // self.heads)
+        q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(width // self.heads)
+        mask = torch.full((time_, time_), float("-inf")).triu(1)
+        attention = torch.softmax(scores + mask, dim=-1)
+        y = (attention @ v).transpose(1, 2).reshape(batch, time_, width)
+        x = x + self.proj(y)
+        return x + self.mlp(self.ln2(x))
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, vocab: int = 96, width: int = 64, heads: int = 4, layers: int = 2, context: int = 32) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, width)
+        self.positions = nn.Embedding(context, width)
+        self.blocks = nn.ModuleList([Block(width, heads) for _ in range(layers)])
+        self.ln = nn.LayerNorm(width)
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        x = self.tokens(idx) + self.positions(torch.arange(idx.shape[1]))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.ln(x)).flatten(0, 1)
+
+
+def transformer() -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
+    return TinyGPT(), torch.randint(0, 96, (16, 32)), torch.randint(0, 96, (16 * 32,))
+
+
+def make_step(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Callable[[], None]:
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def step() -> None:
+        optimizer.zero_grad()
+        logits = model(inputs)
+        loss = -(F.log_softmax(logits, dim=-1).gather(1, targets[:, None])).mean()  # a loss outside any module
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+CLOCK = time.thread_time
+
+
+def timed(step: Callable[[], None], steps: int) -> float:
+    times = []
+    for _ in range(steps):
+        start = CLOCK()
+        step()
+        times.append(CLOCK() - start)
+    return statistics.median(times)
+
+
+def measure_training(rounds: int, steps: int) -> None:
+    print(f"Part 1: training step, sentinel armed vs unarmed ({rounds} rounds x {steps} steps, median ratio)")
+    print(f"  {'model':<12} {'unarmed':>10} {'sentinel':>10} {'detect_anomaly':>15}")
+    for name, build in (("MLP", mlp), ("CNN", cnn), ("transformer", transformer)):
+        torch.manual_seed(0)
+        step = make_step(*build())
+        for _ in range(5):
+            step()
+        armed_ratios, anomaly_ratios, bases = [], [], []
+        for _ in range(rounds):
+            base = timed(step, steps)
+            sentinel.break_on_nonfinite(True)
+            step()  # the first module call puts the sentinel's mode in place
+            armed = timed(step, steps)
+            sentinel.break_on_nonfinite(False)
+            step()  # ...and takes it away again
+            with torch.autograd.detect_anomaly(check_nan=True):
+                anomaly = timed(step, steps)
+            bases.append(base)
+            armed_ratios.append(armed / base)
+            anomaly_ratios.append(anomaly / base)
+        print(
+            f"  {name:<12} {statistics.median(bases) * 1e3:>8.2f}ms {statistics.median(armed_ratios):>9.3f}x "
+            f"{statistics.median(anomaly_ratios):>14.3f}x"
+        )
+
+
+def per_call(fn: Callable[[], object], calls: int = 2000) -> float:
+    best = math.inf
+    for _ in range(5):
+        start = CLOCK()
+        for _ in range(calls):
+            fn()
+        best = min(best, (CLOCK() - start) / calls)
+    return best
+
+
+def measure_conditions() -> None:
+    print("Part 2: one condition evaluation (what debugpy runs on each hit), best of 5 x 2000 calls")
+    torch.manual_seed(0)
+    model, inputs, targets = mlp()
+    loss = F.cross_entropy(model(inputs), targets)
+    loss.backward()
+    activations = torch.randn(128, 512)
+    rows = [
+        ("nan(loss)", lambda: tensorsight.nan(loss), "bool(torch.isnan(loss).any())", lambda: bool(torch.isnan(loss).any())),
+        (
+            "nonfinite(activations)",
+            lambda: tensorsight.nonfinite(activations),
+            "bool(~torch.isfinite(activations).all())",
+            lambda: bool(~torch.isfinite(activations).all()),
+        ),
+        (
+            "nonfinite(model)",
+            lambda: tensorsight.nonfinite(model),
+            "any(isnan|isinf of each param, grad)",
+            lambda: any(
+                bool((~torch.isfinite(t)).any())
+                for p in model.parameters()
+                for t in (p, p.grad)
+                if t is not None
+            ),
+        ),
+        (
+            "grad_norm(model) > 1e3",
+            lambda: tensorsight.grad_norm(model) > 1e3,
+            "sqrt(sum(g.pow(2).sum())) > 1e3",
+            lambda: float(sum(p.grad.pow(2).sum() for p in model.parameters()) ** 0.5) > 1e3,
+        ),
+        ("spike(loss, 3)", lambda: tensorsight.spike(loss, 3), "loss.item() > 100", lambda: loss.item() > 100),
+    ]
+    print(f"  {'condition':<26} {'per call':>10}   {'plain equivalent':<40} {'per call':>10} {'ratio':>7}")
+    for label, ours, plain_label, plain in rows:
+        ours_t, plain_t = per_call(ours), per_call(plain)
+        print(f"  {label:<26} {ours_t * 1e6:>8.1f}us   {plain_label:<40} {plain_t * 1e6:>8.1f}us {ours_t / plain_t:>6.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=15)
+    parser.add_argument("--wall", action="store_true", help="measure wall-clock time instead of thread CPU time")
+    args = parser.parse_args()
+    global CLOCK
+    if args.wall:
+        CLOCK = time.perf_counter
+    torch.set_num_threads(1)
+    options.set_options({})
+    sentinel.arm("doctor")  # no debugger here: a birth would be reported, never stopped at
+    measure_training(args.rounds, args.steps)
+    measure_conditions()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,244 @@
+"""Speed and memory of TensorSight's tensor summaries, as ratios against baselines measured in the same run.
+
+    .venv/bin/python benchmarks/bench_summary.py [--elements 100000000] [--rounds 5] [--skip-dap]
+
+Targets (issue 2), on a 1e8-element float32 CPU tensor unless said otherwise:
+- summary (exact, cold cache)          ≤ 4× one ``x.sum()``
+- the seed lesson's ``debug_print``    ≥ 5× slower than the summary (min/max/mean/isnan, each with ``.item()``)
+- lovely-tensors ``lovely(x)``          ≥ 40× slower than the summary (skipped when lovely-tensors is absent)
+- extra peak memory of the summary     ≤ 5% of the tensor (measured in a child process, peak RSS)
+- cached repeat (unchanged tensor)     ~0× ``x.sum()``
+- DAP Variables request, frame of 20 large tensors, TensorSight vs stock debugpy: ≤ 1.3× (cold: new tensors each
+  pause; repeat: same pause, asked again)
+
+Timings are the best of ``--rounds`` interleaved rounds, since other work on the machine only ever adds time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "pyhelpers"))
+sys.path.insert(0, os.path.join(REPO, "tests"))
+
+
+def best_time(fn: Callable[[], Any], rounds: int) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def seed_debug_print(x: Any) -> str:
+    """The seed lesson's debug_print: shape, dtype, device, min, max, mean, has_nan, each figure with .item()."""
+    import torch
+
+    return (
+        f"shape={tuple(x.shape)} dtype={x.dtype} device={x.device} min={x.min().item():.4f} "
+        f"max={x.max().item():.4f} mean={x.mean().item():.4f} has_nan={torch.isnan(x).any().item()}"
+    )
+
+
+def in_process(elements: int, rounds: int) -> dict[str, float | None]:
+    import torch
+    from tensorsight.agent import presentation
+
+    x = torch.empty(elements).normal_(generator=torch.Generator().manual_seed(0))
+    summary = presentation.summarize
+
+    def cold() -> str:
+        presentation.CACHE.clear()
+        return summary(x)
+
+    print(f"summary line: {cold()}")
+    times: dict[str, float] = {}
+    for name, fn in (("sum", lambda: x.sum()), ("summary", cold), ("debug_print", lambda: seed_debug_print(x))):
+        fn()  # warm-up
+        times[name] = float("inf")
+    for _ in range(rounds):  # interleaved, so a busy moment hurts every contender alike
+        for name, fn in (("sum", lambda: x.sum()), ("summary", cold), ("debug_print", lambda: seed_debug_print(x))):
+            times[name] = min(times[name], best_time(fn, 1))
+    summary(x)
+    times["cached"] = best_time(lambda: summary(x), rounds * 20)
+    try:
+        from lovely_tensors import lovely
+    except ImportError:
+        lovely_time = None
+    else:
+        str(lovely(x))
+        lovely_time = best_time(lambda: str(lovely(x)), 2)
+    return {**times, "lovely": lovely_time}
+
+
+def memory_probe(elements: int) -> None:
+    """Child process: peak RSS added by one cold summary, printed as JSON (Linux: reset via /proc/self/clear_refs)."""
+    import resource
+
+    import torch
+    from tensorsight.agent.presentation import summarize
+
+    summarize(torch.randn(10_000))  # load code paths and thread pools first: their one-time memory is not the summary's
+    x = torch.empty(elements).normal_(generator=torch.Generator().manual_seed(0))
+    before = _rss_kib()
+    reset = _reset_peak()
+    peak_before = before if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    summarize(x)
+    peak_after = _peak_kib() if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    extra = max(0, peak_after - max(before, peak_before)) * 1024
+    print(json.dumps({"tensor_bytes": x.numel() * x.element_size(), "extra_bytes": extra, "exact_reset": reset}))
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+def _rss_kib() -> int:
+    try:
+        return _status_kib("VmRSS")
+    except OSError:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _peak_kib() -> int:
+    return _status_kib("VmHWM")
+
+
+def _reset_peak() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as clear:
+            clear.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def measure_memory(elements: int) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": os.path.join(REPO, "pyhelpers")}
+    result = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--memory-probe", "--elements", str(elements)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return dict(json.loads(result.stdout.strip().splitlines()[-1]))
+
+
+def dap_variables(elements: int, rounds: int, inject: bool) -> tuple[float, float]:
+    """Best cold and best repeat time of the Variables request on the 20-tensor frame."""
+    from support.dap import DebugSession
+    from support.paths import marked_lines, program
+
+    path = program("frame20.py")
+    line = marked_lines(path)[""]
+    cold = repeat = float("inf")
+    with DebugSession.launch(
+        path, args=[str(elements), str(rounds + 1)], breakpoints=[(path, line, None)], inject=inject, timeout=120
+    ) as session:
+        for round_number in range(rounds + 1):
+            stop = session.wait_for_stop(timeout=120)
+            frame_id = session.top_frame_id(stop)
+            scope = next(s for s in session.scopes(frame_id) if s["name"].lower().startswith("locals"))
+            start = time.perf_counter()
+            variables = session.variables(scope["variablesReference"])
+            first = time.perf_counter() - start
+            start = time.perf_counter()
+            session.variables(scope["variablesReference"])
+            again = time.perf_counter() - start
+            shown = next(v["value"] for v in variables if v["name"] == "t00")
+            if round_number == 0:
+                print(f"  {'TensorSight' if inject else 'stock'} t00: {shown[:100]}")
+            else:  # round 0 warms up both sides (first imports, first frames)
+                cold, repeat = min(cold, first), min(repeat, again)
+            session.continue_(stop["threadId"])
+        session.wait_for_exit(timeout=120)
+    return cold, repeat
+
+
+def ratio_line(label: str, value: float, target: str, ok: bool) -> str:
+    return f"{label:<58} {value:>10.3g}×   target {target:<8} {'ok' if ok else 'MISSED'}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--elements", type=int, default=100_000_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--dap-elements", type=int, default=1_000_000, help="elements per tensor in the 20-tensor frame"
+    )
+    parser.add_argument("--skip-dap", action="store_true")
+    parser.add_argument("--memory-probe", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_probe:
+        memory_probe(args.elements)
+        return 0
+
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    print(f"float32 CPU tensor of {args.elements:.3g} elements ({args.elements * 4 / 2**20:.0f} MiB)")
+    print(f"machine: {os.cpu_count()} CPUs, load average {load} (other work inflates every time; ratios less so)")
+    t = in_process(args.elements, args.rounds)
+    gc.collect()  # the 1e8-element tensor is gone with in_process's frame: free it before the child process
+    memory = measure_memory(args.elements)
+    print(
+        f"times (best of {args.rounds}): x.sum() {t['sum'] * 1e3:.1f} ms, summary {t['summary'] * 1e3:.1f} ms, "
+        f"debug_print {t['debug_print'] * 1e3:.1f} ms, cached summary {t['cached'] * 1e6:.1f} µs"
+        + (f", lovely-tensors {t['lovely'] * 1e3:.0f} ms" if t["lovely"] else "")
+    )
+    print()
+    summary = t["summary"]
+    print(ratio_line("summary / x.sum()", summary / t["sum"], "≤ 4", summary / t["sum"] <= 4))
+    print(ratio_line("seed debug_print / summary", t["debug_print"] / summary, "≥ 5", t["debug_print"] / summary >= 5))
+    if t["lovely"] is None:
+        print(f"{'lovely-tensors / summary':<58} {'skipped (lovely-tensors not installed)'}")
+    else:
+        print(ratio_line("lovely-tensors / summary", t["lovely"] / summary, "≥ 40", t["lovely"] / summary >= 40))
+    extra = memory["extra_bytes"] / memory["tensor_bytes"]
+    print(ratio_line("extra peak memory / tensor size", extra, "≤ 0.05", extra <= 0.05))
+    print(ratio_line("cached repeat summary / x.sum()", t["cached"] / t["sum"], "~0", t["cached"] / t["sum"] < 0.01))
+    if not args.skip_dap:
+        size = f"20 × {args.dap_elements:.3g} float32"
+        print(f"\nDAP Variables request on a frame of {size} tensors (best of {args.rounds} pauses):")
+        ours_cold, ours_repeat = dap_variables(args.dap_elements, args.rounds, inject=True)
+        stock_cold, stock_repeat = dap_variables(args.dap_elements, args.rounds, inject=False)
+        print(
+            f"  TensorSight {ours_cold * 1e3:.1f} ms cold, {ours_repeat * 1e3:.1f} ms repeat; "
+            f"stock debugpy {stock_cold * 1e3:.1f} ms cold, {stock_repeat * 1e3:.1f} ms repeat"
+        )
+        print(
+            ratio_line(
+                "Variables request, TensorSight / stock (cold)",
+                ours_cold / stock_cold,
+                "≤ 1.3",
+                ours_cold / stock_cold <= 1.3,
+            )
+        )
+        print(
+            ratio_line(
+                "Variables request, TensorSight / stock (repeat)",
+                ours_repeat / stock_repeat,
+                "≤ 1.3",
+                ours_repeat / stock_repeat <= 1.3,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

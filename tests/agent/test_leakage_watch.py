@@ -1,0 +1,85 @@
+"""leakage_watch: recognising the splits in a script's namespace, checking them once, pointing at where they are built.
+
+In-process on a namespace built here (the doctor examples test covers the whole path through a real script).
+"""
+
+import textwrap
+
+import numpy as np
+import torch
+from tensorsight.agent import events, leakage_watch
+from torch.utils.data import DataLoader, Subset, TensorDataset
+
+SCRIPT = textwrap.dedent(
+    """\
+    import numpy as np
+    X = load()
+    y = labels()
+    X_train, y_train = X[:80], y[:80]
+    X_test = X[60:]
+    y_test = y[60:]
+    a = Subset(base, range(0, 50))
+    b = Subset(base, range(40, 100))
+    def train(model):
+        pass
+    n_train = 80
+    """
+)
+
+
+def collect(scopes):
+    found = []
+    unsubscribe = events.subscribe(lambda e: found.append(e["finding"]) if e["type"] == "finding" else None)
+    try:
+        leakage_watch.check_scopes(scopes)
+    finally:
+        unsubscribe()
+    return found
+
+
+def test_named_splits_and_subsets_are_checked_once_at_their_lines(tmp_path):
+    path = tmp_path / "train_script.py"
+    path.write_text(SCRIPT)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((100, 4)).astype(np.float32)
+    y = rng.integers(0, 2, 100)
+    X[:, 2] = y
+    base = TensorDataset(torch.arange(200.0).reshape(100, 2))
+    scope = {
+        "X": X,
+        "y": y,
+        "X_train": X[:80],
+        "y_train": y[:80],
+        "X_test": X[60:],
+        "y_test": y[60:],
+        "a": Subset(base, range(0, 50)),
+        "b": Subset(base, range(40, 100)),
+        "train": lambda model: None,  # a function named like a split is not data
+        "n_train": 80,
+        "train_loader": DataLoader(TensorDataset(torch.from_numpy(X[:80])), batch_size=8),
+    }
+    findings = collect([(str(path), scope, None)])
+    by_check = {f["details"]["check"]: f for f in findings}
+    assert set(by_check) == {"duplicates", "label-copy", "id-overlap"}
+    assert by_check["duplicates"]["line"] == 5 and by_check["duplicates"]["details"]["count"] == 20
+    assert by_check["label-copy"]["line"] == 4 and by_check["label-copy"]["details"]["column"] == "column 2"
+    assert by_check["id-overlap"]["line"] == 8 and by_check["id-overlap"]["details"]["count"] == 10
+    assert all(f["kind"] == "leakage" and f["file"] == str(path) for f in findings)
+    assert collect([(str(path), scope, None)]) == []  # checked once
+
+
+def test_collect_splits_prefers_arrays_over_loaders_and_ignores_non_data():
+    ds = TensorDataset(torch.zeros(10, 2))
+    roles, subsets = leakage_watch.collect_splits(
+        [("f.py", {"train_loader": DataLoader(ds), "train_ds": ds, "val_size": 3, "test": print}, None)]
+    )
+    assert roles == {"train": {"data": ("train_ds", ds, "f.py")}}
+    assert subsets == []
+
+
+def test_assignment_line_finds_tuple_targets_and_loops(tmp_path):
+    path = tmp_path / "s.py"
+    path.write_text("x = 1\nfor batch in data:\n    (X_train, X_val), other = split()\n")
+    assert leakage_watch.assignment_line(str(path), "X_val") == 3
+    assert leakage_watch.assignment_line(str(path), "batch") == 2
+    assert leakage_watch.assignment_line(str(path), "missing") == 1

@@ -1,0 +1,126 @@
+"""The runtime view (pure): how agent events turn into what the editor shows, and which events it refuses."""
+
+from __future__ import annotations
+
+import math
+
+from tensorsight.server.runtime_view import NO_RUN_TITLE, RuntimeView, json_safe
+
+FILE = "/work/project/train.py"
+
+
+def shape(line: int, text: str, name: str | None = "x", step: int = 0) -> dict:
+    event = {"type": "shape", "file": FILE, "line": line, "text": text, "step": step, "dtype": "float32"}
+    if name:
+        event["name"] = name
+    return event
+
+
+def test_shapes_keep_the_last_text_and_the_distinct_ones_seen():
+    view = RuntimeView()
+    view.start_session("s")
+    assert view.apply("s", shape(3, "f32[64, 16]")).hints == {FILE}
+    view.apply("s", shape(3, "f32[32, 16]", step=9))
+    view.apply("s", shape(3, "f32[64, 16]", step=10))
+    (seen,) = view.inlay_hints(FILE)
+    assert (seen.text, seen.step, seen.count) == ("f32[64, 16]", 10, 3)
+    assert seen.texts == ["f32[32, 16]", "f32[64, 16]"]
+    hover = view.hover(FILE, 3, "x")
+    assert hover is not None and "`f32[64, 16]`" in hover and "step 10" in hover and "f32[32, 16]" in hover
+    assert view.hover(FILE, 3, "other") is None
+
+
+def test_the_first_nan_origin_wins_over_later_propagation():
+    view = RuntimeView()
+    view.start_session("s")
+    first = {"type": "nonfinite", "file": FILE, "line": 12, "op": "div", "step": 4, "nan": 0, "posinf": 1}
+    later = {"type": "nonfinite", "file": FILE, "line": 12, "op": "mul", "step": 7, "nan": 5}
+    assert view.apply("s", first).diagnostics == {FILE}
+    assert view.apply("s", later).diagnostics == set()
+    (finding,) = view.diagnostics(FILE)
+    assert finding.kind == "nonfinite" and finding.severity == "error" and finding.step == 4
+    assert "div" in finding.message and "1 +Inf" in finding.message
+    assert "first NaN/Inf" in (view.hover(FILE, 12, None) or "")
+
+
+def test_findings_are_deduplicated_and_validated():
+    view = RuntimeView()
+    view.start_session("s")
+    finding = {"kind": "dynamics", "severity": "warning", "message": "loss diverged", "file": FILE, "line": 5}
+    assert view.apply("s", {"type": "finding", "finding": finding}).diagnostics == {FILE}
+    assert view.apply("s", {"type": "finding", "finding": finding}).diagnostics == {FILE}
+    assert len(view.diagnostics(FILE)) == 1
+    bad = view.apply("s", {"type": "finding", "finding": {**finding, "kind": "nonsense"}})
+    assert bad.error is not None and "malformed finding" in bad.error
+
+
+def test_malformed_events_change_nothing():
+    view = RuntimeView()
+    view.start_session("s")
+    for event in (
+        {"type": "shape", "file": FILE, "line": "3", "text": "f32[1]"},
+        {"type": "shape", "file": FILE, "line": 0, "text": "f32[1]"},
+        {"type": "shape", "file": "", "line": 3, "text": "f32[1]"},
+        {"type": "phases", "step": 1, "seconds": {"forward": "fast"}},
+        {"type": "phases", "step": 1, "seconds": {"forward": float("nan")}},
+        {"type": "nonfinite", "file": FILE},
+        {"type": "hello"},
+        {"no": "type"},
+    ):
+        assert view.apply("s", event).error is not None, event
+    assert view.inlay_hints(FILE) == [] and view.diagnostics(FILE) == []
+    assert view.apply("unknown-session", shape(1, "f32[1]")).error is not None
+    assert view.apply("s", {"type": "some-future-event", "x": 1}).error is None  # unknown types are ignored
+
+
+def test_phases_accumulate_then_the_summary_replaces_them():
+    view = RuntimeView()
+    view.start_session("s")
+    loop = [(10, 20)]
+    assert view.code_lenses(FILE, loop) == [(10, NO_RUN_TITLE)]
+    for step in (1, 2):
+        event = {"type": "phases", "step": step, "file": FILE, "line": 12}
+        event["seconds"] = {"data": 0.01, "forward": 0.02, "backward": 0.06, "optimizer": 0.01, "other": 0.0}
+        assert view.apply("s", event).lenses
+    ((line, title),) = view.code_lenses(FILE, loop)
+    assert line == 10 and "forward 20%" in title and "backward 60%" in title and "100.0 ms/step" in title
+    summary = {"type": "phase-summary", "steps": 4, "file": FILE, "line": 12}
+    summary["seconds"] = {"data": 0.2, "forward": 0.1, "backward": 0.1, "optimizer": 0.0, "other": 0.0}
+    view.apply("s", summary)
+    ((_, title),) = view.code_lenses(FILE, loop)
+    assert "data 50%" in title and "100.0 ms/step (4 steps)" in title
+    late = {"type": "phases", "step": 9, "file": FILE, "line": 12, "seconds": {"data": 9.0}}
+    view.apply("s", late)
+    assert view.code_lenses(FILE, loop)[0][1] == title  # the run's own summary is final
+
+
+def test_phases_without_a_location_belong_to_the_run_script():
+    view = RuntimeView()
+    view.start_session("s")
+    view.apply("s", {"type": "hello", "pid": 7, "script": FILE})
+    view.apply("s", {"type": "phases", "step": 1, "seconds": {"forward": 0.5, "backward": 0.5}})
+    assert "forward 50%" in view.code_lenses(FILE, [(3, 9)])[0][1]
+    assert view.code_lenses("/elsewhere.py", [(3, 9)]) == [(3, NO_RUN_TITLE)]
+
+
+def test_a_new_run_replaces_the_last_one_but_not_a_live_one():
+    view = RuntimeView()
+    view.start_session("first")
+    view.apply("first", shape(3, "f32[1]"))
+    view.start_session("second")  # both live (e.g. two ranks' sessions): nothing cleared
+    assert view.inlay_hints(FILE)
+    view.end_session("first")
+    view.end_session("second")
+    assert view.status() == {"sessions": 0, "state": "idle", "details": []}
+    touched = view.start_session("third")
+    assert view.inlay_hints(FILE) == [] and touched == {FILE}
+    view.apply("third", {"type": "hello", "pid": 9, "script": FILE})
+    assert view.status()["state"] == "connected"
+    view.apply("third", {"type": "bye", "pid": 9, "dropped": 3})
+    status = view.status()
+    assert status["state"] == "waiting" and status["details"][0]["dropped"] == 3
+
+
+def test_json_safe_makes_non_finite_numbers_strings():
+    value = {"loss": math.nan, "values": [math.inf, -math.inf, 1.5], "n": 3}
+    assert json_safe(value) == {"loss": "NaN", "values": ["Infinity", "-Infinity", 1.5], "n": 3}
