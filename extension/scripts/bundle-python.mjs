@@ -22,9 +22,24 @@ if (existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === wanted && exists
 rmSync(target, { recursive: true, force: true });
 mkdirSync(target, { recursive: true });
 const args = [
-  '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-deps', '--require-hashes',
-  '--only-binary=:all:', '--platform', 'any', '--implementation', 'py', '--python-version', '3.10',
-  '--target', target, '-r', requirements,
+  '-m',
+  'pip',
+  'install',
+  '--quiet',
+  '--disable-pip-version-check',
+  '--no-deps',
+  '--require-hashes',
+  '--only-binary=:all:',
+  '--platform',
+  'any',
+  '--implementation',
+  'py',
+  '--python-version',
+  '3.10',
+  '--target',
+  target,
+  '-r',
+  requirements,
 ];
 const result = spawnSync(python, args, { stdio: 'inherit' });
 if (result.status !== 0) {

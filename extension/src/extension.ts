@@ -30,17 +30,24 @@ import { StatusBar } from './status/statusBar';
 
 let server: LanguageServer | undefined;
 
-export async function activate(context: ExtensionContext): Promise<void> {
+export function activate(context: ExtensionContext): void {
   const paths = extensionPaths(context.extensionUri.fsPath);
   const log = window.createOutputChannel('TensorSight');
   const interpreters = new InterpreterService(createInterpreterProvider(paths.bundledLibs), log);
   const statusBar = new StatusBar();
   const showLog = l10n.t('Show Log');
-  server = new LanguageServer(paths, log, () => interpreters.resolve(), (detail) => {
-    void window.showErrorMessage(l10n.t('The TensorSight language server stopped: {0}', detail), showLog).then((c) => {
-      if (c === showLog) log.show();
-    });
-  });
+  server = new LanguageServer(
+    paths,
+    log,
+    () => interpreters.resolve(),
+    (detail) => {
+      void window
+        .showErrorMessage(l10n.t('The TensorSight language server stopped: {0}', detail), showLog)
+        .then((c) => {
+          if (c === showLog) log.show();
+        });
+    },
+  );
   const languageServer = server;
   const sessions = new AgentSessions(languageServer, log);
   const panel = new TrainingPanel(paths);

@@ -4,7 +4,8 @@
 
 The script runs in this process as ``__main__`` (like ``python script.py``) with the same agent hooks a debug
 session gets; its own output goes to stderr when ``--json`` is asked, so stdout stays one JSON document. Exit status:
-0 when no finding is an error, 1 when one is, 2 when the script could not be run at all.
+0 when no finding is an error, 1 when one is, 2 when the script could not be run at all. Besides findings, the
+report carries the shape map of the model's first forward pass (``shapeMap`` in ``--json``).
 """
 
 from __future__ import annotations
@@ -68,7 +69,16 @@ def static_findings(path: str) -> list[Finding]:
     return list(rules.analyze(source, os.path.abspath(path)))
 
 
-def run_script(path: str, args: list[str], options: dict[str, Any], quiet_stdout: bool) -> tuple[list[Finding], str]:
+class RunReport:
+    """What one doctored run produced besides findings: the model's shape map (first forward), if any."""
+
+    def __init__(self) -> None:
+        self.shape_map: dict[str, Any] | None = None
+
+
+def run_script(
+    path: str, args: list[str], options: dict[str, Any], quiet_stdout: bool, report: RunReport | None = None
+) -> tuple[list[Finding], str]:
     """Run ``path`` under the agent; returns (runtime findings, error text or "")."""
     from .agent import events, exceptions, install
     from .agent import options as agent_options
@@ -79,6 +89,8 @@ def run_script(path: str, args: list[str], options: dict[str, Any], quiet_stdout
     def collect(event: dict[str, Any]) -> None:
         if event.get("type") == "finding":
             collected.append(Finding.from_dict(event["finding"]))
+        elif event.get("type") == "shape-map" and report is not None and report.shape_map is None:
+            report.shape_map = {k: v for k, v in event.items() if k not in ("type", "pid", "time")}
 
     unsubscribe = events.subscribe(collect)
     install.install("doctor")
@@ -120,10 +132,13 @@ def run(args: argparse.Namespace) -> int:
         return 2
     findings = static_findings(path)
     error = ""
+    report = RunReport()
     if not args.no_run:
-        runtime, error = run_script(path, list(args.args), options, quiet_stdout=args.json)
+        runtime, error = run_script(path, list(args.args), options, quiet_stdout=args.json, report=report)
         findings.extend(runtime)
     document = findings_document(findings)
+    if report.shape_map is not None:
+        document["shapeMap"] = report.shape_map
     if error:
         document["error"] = error
     if args.json:
@@ -141,3 +156,10 @@ def print_report(document: dict[str, Any]) -> None:
         print("  " + format_finding(finding))
     if document.get("error"):
         print(f"  the script stopped with: {document['error']}")
+    shape_map = document.get("shapeMap")
+    if shape_map and shape_map.get("rows"):
+        from .core.shapes import ShapeRow, format_shape_table
+
+        rows = [ShapeRow(**row) for row in shape_map["rows"]]
+        print()
+        print(format_shape_table(rows, title=f"Shape map of {shape_map.get('model', 'the model')} (first forward)"))

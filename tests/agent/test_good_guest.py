@@ -5,7 +5,9 @@ where the debuggee itself verifies afterwards that values, ``_version``, the aut
 its ``__torch_function__`` counter are untouched.
 """
 
+import os
 import re
+import subprocess
 import warnings
 
 import numpy as np
@@ -13,7 +15,7 @@ import pytest
 import torch
 from programs.bad_values import bad_values, calls
 from support.dap import DebugSession
-from support.paths import marked_lines, program
+from support.paths import PYHELPERS, PYTHON, marked_lines, program
 from tensorsight.agent.presentation import Group, child_entries, present, summarize
 
 # The exact line each bad input must read as: what can be said, and why the rest cannot.
@@ -131,6 +133,18 @@ def test_clipboard_gives_the_full_repr_after_the_line():
     x = torch.tensor([1.0, 2.0])
     assert present(x, "clipboard") == "f32[2] cpu [1, 2] μ=1.5 σ=0.707\ntensor([1., 2.])"
     assert present(x, "hover") == present(x, "watch") == present(x, "repl") == summarize(x)
+
+
+def test_presentation_imports_neither_torch_nor_numpy():
+    probe = (
+        "import sys\n"
+        "from tensorsight.agent.presentation import can_present, summarize\n"
+        "assert can_present(int, 'int') is False and summarize(3) == 'int: 3'\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy')))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": PYHELPERS}
+    result = subprocess.run([PYTHON, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
 
 
 def test_under_a_real_debugger():

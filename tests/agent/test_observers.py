@@ -185,13 +185,13 @@ def test_debug_session_publishes_shapes_and_broadcast_finding():
     assert [(f["kind"], f["line"]) for f in findings] == [("shape", lines["loss"])]
 
 
-def test_debug_session_explains_an_uncaught_shape_error():
+def test_debug_session_explains_an_uncaught_shape_error(tmp_path):
     path = program("uncaught_shape_error.py")
     line = marked_lines(path)["fails"]
-    with DebugSession.launch(path, options={}) as session:
+    record = tmp_path / "findings.jsonl"
+    with DebugSession.launch(path, options={}, env={"FINDINGS_FILE": str(record)}) as session:
         session.wait_for_exit()
-        output = "".join(session.output)
-    findings = [json.loads(text.split("FINDING ", 1)[1]) for text in output.splitlines() if text.startswith("FINDING ")]
+    findings = [json.loads(text) for text in record.read_text().splitlines()]
     (finding,) = [f for f in findings if f["kind"] == "shape"]
     assert finding["line"] == line and finding["file"] == path
     assert finding["details"]["module"] == "model.2"

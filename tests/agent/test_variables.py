@@ -8,8 +8,11 @@ not pydevd's own numpy resolver), a module, an optimizer and a data loader, hove
 import re
 
 import pytest
+import torch
 from support.dap import DebugSession
 from support.paths import marked_lines, program
+from tensorsight.agent.presentation import summarize
+from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
 LINES = {
     "weights": "f32[64, 16] cpu μ=0.5 σ=0.289 [0, 0.999] grad norm=64",
@@ -144,3 +147,30 @@ def test_every_evaluate_context(paused):
     assert MODEL_LINE.match(session.evaluate("model", frame_id, "watch")["result"])
     summary = session.evaluate("tensorsight.summarize(counts)", frame_id, "repl")["result"]
     assert summary == repr(LINES["counts"])
+
+
+def test_module_optimizer_loader_edge_cases_in_process():
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 1))
+    with torch.no_grad():
+        model[1].weight[0, 0] = float("nan")
+    model(torch.ones(3, 2)).sum().backward()
+    line = summarize(model)
+    assert line.startswith("Sequential train 9 params (all trainable) cpu f32 ⚠ NaN/Inf in weights: 1.weight")
+    assert "⚠ NaN/Inf in grads: 0.weight (+" in line and "grad norm" not in line
+    model[0].requires_grad_(False)
+    assert summarize(model.eval()).startswith("Sequential eval 9 params (3 trainable)")
+
+    plain_sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    assert summarize(plain_sgd) == "SGD lr=0.1 momentum=0 wd=0 step ? (4 tensors)"
+    adam = torch.optim.Adam([{"params": model[0].parameters()}, {"params": model[1].parameters(), "lr": 0.01}])
+    assert summarize(adam) == "Adam 2 groups lr=[0.001, 0.01] betas=(0.9, 0.999) wd=0 step 0 (4 tensors)"
+
+    class Stream(IterableDataset):
+        def __iter__(self):
+            return iter(range(3))
+
+    assert summarize(DataLoader(Stream(), batch_size=2, num_workers=0)).startswith(
+        "DataLoader batch_size=2 sampler=_InfiniteConstantSampler num_workers=0 ⚠ loads in main process"
+    )
+    workers = DataLoader(TensorDataset(torch.zeros(10, 1)), batch_size=4, num_workers=2, drop_last=True)
+    assert summarize(workers) == "DataLoader batch_size=4 no shuffle num_workers=2 drop_last 10 samples 2 batches"

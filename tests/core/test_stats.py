@@ -358,3 +358,25 @@ def test_cuda_finite_tensor_costs_one_transfer():
         torch.cuda.set_sync_debug_mode(previous)
     syncs = [w for w in caught if "synchroniz" in str(w.message)]
     assert len(syncs) == 1, [str(w.message) for w in syncs]
+
+
+# ---- core.nonfinite (shared with the sentinel and conditions) ----------------------------------------------------
+
+
+def test_nonfinite_fast_path_is_not_fooled_by_half_precision_overflow(monkeypatch):
+    from tensorsight.core import nonfinite
+
+    def exact_count_must_not_run(*args, **kwargs):
+        raise AssertionError("a float16 tensor of ones took the slow exact-count path")
+
+    monkeypatch.setattr(nonfinite, "_torch_exact", exact_count_must_not_run)
+    assert nonfinite.nonfinite_counts(torch.ones(100_000, dtype=torch.float16)) == nonfinite.NONE_FOUND  # sum = Inf
+    assert nonfinite.nonfinite_counts(np.ones(100_000, dtype=np.float16)) == nonfinite.NONE_FOUND
+
+
+def test_nonfinite_counts_float8_and_agrees_with_stats():
+    from tensorsight.core.nonfinite import NonFiniteCounts, nonfinite_counts
+
+    values = torch.tensor([1.0, float("nan"), float("inf"), -float("inf"), 2.0])
+    assert nonfinite_counts(values.to(torch.float8_e5m2)) == NonFiniteCounts(1, 1, 1)
+    assert tensor_stats(values).nonfinite == nonfinite_counts(values) == NonFiniteCounts(1, 1, 1)

@@ -13,7 +13,17 @@ import * as path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { startWorkbench, type Workbench } from './support/codeServer';
 import { markedLines, WORKSPACE_SOURCE } from './support/paths';
-import { expandLocals, goToLine, hoverName, openFile, pickQuickItem, runCommand, statusItem, TIMEOUT, variableRow } from './support/workbench';
+import {
+  expandLocals,
+  goToLine,
+  hoverName,
+  openFile,
+  pickQuickItem,
+  runCommand,
+  statusItem,
+  TIMEOUT,
+  variableRow,
+} from './support/workbench';
 
 const PROGRAM = 'nan_training.py';
 const marks = markedLines(path.join(WORKSPACE_SOURCE, PROGRAM));
@@ -25,7 +35,7 @@ async function step(t: TestContext, body: () => Promise<void>): Promise<void> {
     await body();
   } catch (error) {
     const shot = await workbench.screenshot(t.name.replace(/\W+/g, '-').slice(0, 80));
-    throw new Error(`${String(error)}\n(screenshot: ${shot})`);
+    throw new Error(`${String(error)}\n(screenshot: ${shot})`, { cause: error });
   }
 }
 
@@ -70,6 +80,7 @@ describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
       const summary = (await features.innerText()).replace(/\s+/g, ' ');
       assert.match(summary, /f32\[64, 16\] cpu/);
       assert.match(summary, /μ=|mean/);
+      await workbench.screenshot('debug-training-variables'); // the README picture comes from this moment
     });
   });
 
@@ -92,7 +103,10 @@ describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
       await openFile(page, PROGRAM);
       await runCommand(page, 'Debug: Select and Start Debugging');
       await pickQuickItem(page, 'Train: stop at NaN');
-      await page.locator('.debug-top-stack-frame-line, .debug-top-stack-frame').first().waitFor({ timeout: 3 * TIMEOUT });
+      await page
+        .locator('.debug-top-stack-frame-line, .debug-top-stack-frame')
+        .first()
+        .waitFor({ timeout: 3 * TIMEOUT });
       const line = marks.get('nan-origin') ?? 0;
       await statusItem(page, new RegExp(`Ln ${line},`)).waitFor({ timeout: TIMEOUT });
       await runCommand(page, 'Debug: Stop');
@@ -105,7 +119,10 @@ describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
       const page = workbench.page;
       await openFile(page, 'retained_graph.py');
       await runCommand(page, 'View: Focus Problems');
-      await page.locator('.markers-panel .monaco-list-row', { hasText: /autograd graph/ }).first().waitFor({ timeout: TIMEOUT });
+      await page
+        .locator('.markers-panel .monaco-list-row', { hasText: /autograd graph/ })
+        .first()
+        .waitFor({ timeout: TIMEOUT });
     });
   });
 
@@ -115,7 +132,10 @@ describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
       await openFile(page, 'retained_graph.py');
       await runCommand(page, 'TensorSight: Run Doctor on This File');
       await runCommand(page, 'View: Focus Problems');
-      await page.locator('.markers-panel .monaco-list-row', { hasText: /keeps the autograd graph of every step alive/ }).first().waitFor({ timeout: 3 * TIMEOUT });
+      await page
+        .locator('.markers-panel .monaco-list-row', { hasText: /keeps the autograd graph of every step alive/ })
+        .first()
+        .waitFor({ timeout: 3 * TIMEOUT });
     });
   });
 });

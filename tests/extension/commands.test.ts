@@ -12,7 +12,7 @@ import { extensionPaths } from '../../extension/src/common/paths';
 import type { LanguageServer } from '../../extension/src/server/languageServer';
 import type { AgentSessions } from '../../extension/src/debug/sessions';
 import type { InterpreterService } from '../../extension/src/common/interpreterService';
-import { fake, fakeDocument, logChannel, PositionClass, SourceBreakpoint } from './support/fakeVscode';
+import { fake, fakeDocument, Location, logChannel, PositionClass, SourceBreakpoint } from './support/fakeVscode';
 
 const SOURCE = ['import torch', 'loss = model(x).sum()', 'loss.backward()'].join('\n');
 
@@ -28,7 +28,10 @@ function fakeServer(answers: Record<string, unknown>): LanguageServer & { calls:
 }
 
 function editorAt(line: number, character: number) {
-  fake.activeEditor = { document: fakeDocument('/w/train.py', SOURCE), selection: { active: new PositionClass(line, character) } };
+  fake.activeEditor = {
+    document: fakeDocument('/w/train.py', SOURCE),
+    selection: { active: new PositionClass(line, character) },
+  };
 }
 
 beforeEach(() => fake.reset());
@@ -60,7 +63,9 @@ describe('Add Tensor Breakpoint', () => {
 
   test('falls back to built-in conditions without a server, and replaces a breakpoint on the same line', async () => {
     editorAt(1, 1);
-    fake.breakpoints.push(new SourceBreakpoint({ uri: fake.activeEditor!.document.uri, range: new PositionClass(1, 0) }, true));
+    fake.breakpoints.push(
+      new SourceBreakpoint(new Location(fake.activeEditor!.document.uri, new PositionClass(1, 0)), true),
+    );
     await addTensorBreakpoint(fakeServer({}));
     assert.equal(fake.quickPickItems[0]?.condition, 'tensorsight.nan(loss)');
     assert.equal(fake.breakpoints.length, 1);
@@ -69,7 +74,9 @@ describe('Add Tensor Breakpoint', () => {
 
   test('warns when the condition names something undefined at that line; "Add Anyway" is needed', async () => {
     editorAt(1, 1);
-    const server = fakeServer({ 'tensorsight/validateCondition': { undefinedNames: ['los'], message: 'Did you mean loss?' } });
+    const server = fakeServer({
+      'tensorsight/validateCondition': { undefinedNames: ['los'], message: 'Did you mean loss?' },
+    });
     fake.quickPick = (items) => Promise.resolve(items.at(-1)); // "Type a condition…"
     fake.inputBox = () => Promise.resolve(' tensorsight.nan(los) ');
     await addTensorBreakpoint(server);
@@ -91,13 +98,18 @@ describe('Toggle Break on NaN/Inf', () => {
   test('flips the setting and evaluates the switch in every live session', async () => {
     fake.settings.set('breakOnNonFinite', true);
     const requests: Array<[string, unknown]> = [];
-    const session = { name: 'Debug Training', customRequest: (cmd: string, args: unknown) => (requests.push([cmd, args]), Promise.resolve({})) };
+    const session = {
+      name: 'Debug Training',
+      customRequest: (cmd: string, args: unknown) => (requests.push([cmd, args]), Promise.resolve({})),
+    };
     const failing = { name: 'other', customRequest: () => Promise.reject(new Error('gone')) };
     const sessions = { sessions: () => [session, failing] } as unknown as AgentSessions;
     const enabled = await toggleBreakOnNonFinite(sessions, logChannel() as never);
     assert.equal(enabled, false);
     assert.deepEqual(fake.updates, [{ key: 'breakOnNonFinite', value: false, target: 1 }]);
-    assert.deepEqual(requests, [['evaluate', { expression: 'tensorsight.break_on_nonfinite(False)', context: 'repl' }]]);
+    assert.deepEqual(requests, [
+      ['evaluate', { expression: 'tensorsight.break_on_nonfinite(False)', context: 'repl' }],
+    ]);
     assert.match(fake.messages.find((m) => m.level === 'warning')?.text ?? '', /other/);
     assert.equal(breakOnNonFiniteExpression(true), 'tensorsight.break_on_nonfinite(True)');
   });
@@ -106,7 +118,9 @@ describe('Toggle Break on NaN/Inf', () => {
 describe('Debug Training providers', () => {
   const paths = extensionPaths('/ext');
   const interpreters = { require: () => Promise.resolve('/usr/bin/python3') } as unknown as InterpreterService;
-  const sessions = { open: () => Promise.resolve({ sessionId: 'sid', hub: { address: '127.0.0.1:9', token: 't' } }) } as unknown as AgentSessions;
+  const sessions = {
+    open: () => Promise.resolve({ sessionId: 'sid', hub: { address: '127.0.0.1:9', token: 't' } }),
+  } as unknown as AgentSessions;
   const config = { type: 'tensorsight', request: 'launch', name: 'Debug Training', program: '/w/train.py' };
 
   test('nothing runs in an untrusted workspace', async () => {
@@ -139,7 +153,9 @@ describe('Debug Training providers', () => {
 
   test('the adapter is debugpy.adapter from the bundled libs', async () => {
     const factory = new TrainingAdapterFactory(paths, interpreters, logChannel() as never);
-    const descriptor = (await factory.createDebugAdapterDescriptor({ configuration: { python: '/venv/bin/python' } } as never)) as unknown as {
+    const descriptor = (await factory.createDebugAdapterDescriptor({
+      configuration: { python: '/venv/bin/python' },
+    } as never)) as unknown as {
       command: string;
       args: string[];
       options: { env: Record<string, string> };

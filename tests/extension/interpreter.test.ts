@@ -35,7 +35,11 @@ function provider(options: {
 
 describe('resolveInterpreter', () => {
   test('the setting wins over the Python extension and PATH', async () => {
-    const p = provider({ setting: '/opt/py/bin/python', pythonExtension: '/ext/python', onPath: { python3: '/usr/bin/python3' } });
+    const p = provider({
+      setting: '/opt/py/bin/python',
+      pythonExtension: '/ext/python',
+      onPath: { python3: '/usr/bin/python3' },
+    });
     const result = await resolveInterpreter(p, true);
     assert.deepEqual(result, { ok: true, command: '/opt/py/bin/python', source: 'setting', version: '3.11.9' });
     assert.deepEqual(p.probed, ['/opt/py/bin/python']);
@@ -83,12 +87,18 @@ describe('resolveInterpreter', () => {
 
   test('missing debugpy and too-old Python are reported as such', async () => {
     const missing = await resolveInterpreter(
-      provider({ onPath: { python3: '/usr/bin/python3' }, probes: { '/usr/bin/python3': { ok: true, version: '3.12.1', missing: ['debugpy'] } } }),
+      provider({
+        onPath: { python3: '/usr/bin/python3' },
+        probes: { '/usr/bin/python3': { ok: true, version: '3.12.1', missing: ['debugpy'] } },
+      }),
       true,
     );
     assert.deepEqual(!missing.ok && [missing.problem, missing.detail], ['missingModules', 'debugpy']);
     const old = await resolveInterpreter(
-      provider({ onPath: { python3: '/usr/bin/python3' }, probes: { '/usr/bin/python3': { ok: false, version: '3.8.10', missing: [] } } }),
+      provider({
+        onPath: { python3: '/usr/bin/python3' },
+        probes: { '/usr/bin/python3': { ok: false, version: '3.8.10', missing: [] } },
+      }),
       true,
     );
     assert.deepEqual(!old.ok && [old.problem, old.detail], ['tooOld', 'Python 3.8.10']);
@@ -111,7 +121,11 @@ describe('probe', () => {
   });
 
   test('parses the probe line, ignoring earlier output', () => {
-    const result = parseProbeOutput('warning\n{"version": "3.11.2", "executable": "/x/python", "missing": ["debugpy"]}\n', '', 0);
+    const result = parseProbeOutput(
+      'warning\n{"version": "3.11.2", "executable": "/x/python", "missing": ["debugpy"]}\n',
+      '',
+      0,
+    );
     assert.deepEqual(result, { ok: true, version: '3.11.2', executable: '/x/python', missing: ['debugpy'] });
     const old = parseProbeOutput('{"version": "3.9.1", "executable": "/x", "missing": []}', '', 0);
     assert.equal(old.ok, false);

@@ -90,7 +90,10 @@ describe('agentEnvironment', () => {
 
   test('options: top-level breakOnNonFinite beats options, then the setting default', () => {
     assert.equal(launchOptions({ ...base, options: { breakOnNonFinite: false } }, true).breakOnNonFinite, false);
-    assert.equal(launchOptions({ ...base, breakOnNonFinite: true, options: { breakOnNonFinite: false } }, false).breakOnNonFinite, true);
+    assert.equal(
+      launchOptions({ ...base, breakOnNonFinite: true, options: { breakOnNonFinite: false } }, false).breakOnNonFinite,
+      true,
+    );
     assert.equal(launchOptions({ ...base, options: undefined }, true).breakOnNonFinite, true);
   });
 });
@@ -111,7 +114,12 @@ test('launchProblem and launchForFile', () => {
 });
 
 test('the language server runs `python -m tensorsight.server` with pyhelpers and the bundled libs', () => {
-  const launch = serverLaunch('/usr/bin/python3', extensionPaths('/ext'), { PYTHONPATH: '/user', PATH: '/bin', X: undefined }, ':');
+  const launch = serverLaunch(
+    '/usr/bin/python3',
+    extensionPaths('/ext'),
+    { PYTHONPATH: '/user', PATH: '/bin', X: undefined },
+    ':',
+  );
   assert.equal(launch.command, '/usr/bin/python3');
   assert.deepEqual(launch.args, ['-m', 'tensorsight.server']);
   assert.equal(launch.env.PYTHONPATH, '/ext/pyhelpers:/user');

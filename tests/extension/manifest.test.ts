@@ -27,7 +27,16 @@ function runtimeMessages(): Set<string> {
     const text = fs.readFileSync(file, 'utf8');
     for (const match of text.matchAll(call)) {
       const literal = match[1] ?? '';
-      found.add(JSON.parse('"' + literal.slice(1, -1).replace(/\\'/g, "'").replace(/(?<!\\)"/g, '\\"') + '"') as string);
+      found.add(
+        JSON.parse(
+          '"' +
+            literal
+              .slice(1, -1)
+              .replace(/\\'/g, "'")
+              .replace(/(?<!\\)"/g, '\\"') +
+            '"',
+        ) as string,
+      );
     }
   }
   return found;
@@ -47,8 +56,8 @@ test('manifest strings exist in English and Spanish', () => {
   const en = readJson('package.nls.json');
   const es = readJson('package.nls.es.json');
   for (const key of keys) {
-    assert.ok(key && typeof en[key] === 'string', `package.nls.json lacks ${String(key)}`);
-    assert.ok(key && typeof es[key] === 'string', `package.nls.es.json lacks ${String(key)}`);
+    assert.ok(key && typeof en[key] === 'string', `package.nls.json lacks ${key ?? ''}`);
+    assert.ok(key && typeof es[key] === 'string', `package.nls.es.json lacks ${key ?? ''}`);
   }
   assert.deepEqual(Object.keys(es).sort(), Object.keys(en).sort());
   const untranslated = Object.keys(en).filter((k) => en[k] === es[k] && k !== 'extension.displayName');
@@ -71,21 +80,25 @@ test('every runtime message has a Spanish translation', () => {
 });
 
 test('workspace trust, activation and the debug type are declared', () => {
-  const capabilities = PACKAGE_JSON.capabilities as { untrustedWorkspaces: { supported: string; restrictedConfigurations: string[] } };
+  const capabilities = PACKAGE_JSON.capabilities as {
+    untrustedWorkspaces: { supported: string; restrictedConfigurations: string[] };
+  };
   assert.equal(capabilities.untrustedWorkspaces.supported, 'limited');
   assert.ok(capabilities.untrustedWorkspaces.restrictedConfigurations.includes('tensorsight.python'));
   const events = PACKAGE_JSON.activationEvents as string[];
   for (const event of ['onLanguage:python', 'onDebugResolve:tensorsight', 'onDebugDynamicConfigurations:tensorsight']) {
     assert.ok(events.includes(event), event);
   }
-  const debuggers = (PACKAGE_JSON.contributes as { debuggers: Array<{ type: string; configurationSnippets: unknown[] }> }).debuggers;
+  const debuggers = (
+    PACKAGE_JSON.contributes as { debuggers: Array<{ type: string; configurationSnippets: unknown[] }> }
+  ).debuggers;
   assert.equal(debuggers[0]?.type, 'tensorsight');
   assert.ok((debuggers[0]?.configurationSnippets.length ?? 0) > 0);
 });
 
 test('@types/vscode does not exceed engines.vscode (else the API used may be missing at run time)', () => {
-  const engine = String((PACKAGE_JSON.engines as { vscode: string }).vscode).replace(/^\^/, '');
-  const types = String((PACKAGE_JSON.devDependencies as Record<string, string>)['@types/vscode']);
+  const engine = (PACKAGE_JSON.engines as { vscode: string }).vscode.replace(/^\^/, '');
+  const types = (PACKAGE_JSON.devDependencies as Record<string, string>)['@types/vscode'] ?? '';
   const minor = (v: string) => Number(v.split('.')[1]);
   assert.ok(minor(types) <= minor(engine), `@types/vscode ${types} > engines.vscode ${engine}`);
   assert.ok(minor(engine) <= 139, 'code-server 4.139.1 is VS Code 1.139');
@@ -93,7 +106,8 @@ test('@types/vscode does not exceed engines.vscode (else the API used may be mis
 
 test('no source module imports vscode except the seam', () => {
   const offenders = sources(path.join(REPO, 'extension', 'src')).filter(
-    (file) => !file.endsWith(path.join('common', 'vscodeapi.ts')) && /from 'vscode'/.test(fs.readFileSync(file, 'utf8')),
+    (file) =>
+      !file.endsWith(path.join('common', 'vscodeapi.ts')) && /from 'vscode'/.test(fs.readFileSync(file, 'utf8')),
   );
   assert.deepEqual(offenders, []);
 });

@@ -44,9 +44,11 @@ test('the .vsix holds everything an offline install needs', () => {
   ];
   const missing = required.filter((file) => !files.includes(file));
   assert.deepEqual(missing, []);
-  const forbidden = files.filter((file) =>
-    /(^|\/)(node_modules|tests|\.venv|\.tools|__pycache__|src)\//.test(file.replace(/^extension\/extension\/bundled\/libs\/.*$/, '')) ||
-    /\.(ts|map|pyc)$/.test(file),
+  const forbidden = files.filter(
+    (file) =>
+      /(^|\/)(node_modules|tests|\.venv|\.tools|__pycache__|src)\//.test(
+        file.replace(/^extension\/extension\/bundled\/libs\/.*$/, ''),
+      ) || /\.(ts|map|pyc)$/.test(file),
   );
   assert.deepEqual(forbidden, []);
 });

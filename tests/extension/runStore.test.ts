@@ -5,7 +5,12 @@ import { applyEvent, emptyRun, MAX_POINTS, phaseShares } from '../../extension/s
 
 test('scalars become per-split series; NaN kept as a gap; same step overwritten', () => {
   const run = emptyRun('s');
-  applyEvent(run, { type: 'scalars', step: 0, split: 'train', values: { loss: 2.0, lr: 0.1, 'grad_norm/fc.weight': 3 } });
+  applyEvent(run, {
+    type: 'scalars',
+    step: 0,
+    split: 'train',
+    values: { loss: 2.0, lr: 0.1, 'grad_norm/fc.weight': 3 },
+  });
   applyEvent(run, { type: 'scalars', step: 1, values: { loss: Number.NaN } });
   applyEvent(run, { type: 'scalars', step: 1, values: { loss: 1.5 } });
   applyEvent(run, { type: 'scalars', step: 1, split: 'val', values: { loss: 1.9, note: 'text' } });
@@ -22,8 +27,16 @@ test('scalars become per-split series; NaN kept as a gap; same step overwritten'
 test('phases accumulate and give shares; bad values ignored', () => {
   const run = emptyRun('s');
   assert.equal(phaseShares(run), undefined);
-  applyEvent(run, { type: 'phases', step: 0, seconds: { data: 0.6, forward: 0.2, backward: 0.1, optimizer: 0.1, other: 0 } });
-  applyEvent(run, { type: 'phases', step: 1, seconds: { data: 0.6, forward: 0.2, backward: 0.1, optimizer: 0.1, other: -5 } });
+  applyEvent(run, {
+    type: 'phases',
+    step: 0,
+    seconds: { data: 0.6, forward: 0.2, backward: 0.1, optimizer: 0.1, other: 0 },
+  });
+  applyEvent(run, {
+    type: 'phases',
+    step: 1,
+    seconds: { data: 0.6, forward: 0.2, backward: 0.1, optimizer: 0.1, other: -5 },
+  });
   const shares = phaseShares(run);
   assert.ok(shares);
   assert.equal(run.phaseSteps, 2);
@@ -34,7 +47,14 @@ test('phases accumulate and give shares; bad values ignored', () => {
 test('histograms keep the latest per (kind, name) and reject malformed ones', () => {
   const run = emptyRun('s');
   applyEvent(run, { type: 'histogram', step: 0, name: 'fc.weight', kind: 'weight', edges: [0, 1, 2], counts: [3, 4] });
-  applyEvent(run, { type: 'histogram', step: 100, name: 'fc.weight', kind: 'weight', edges: [0, 1, 2], counts: [5, 6] });
+  applyEvent(run, {
+    type: 'histogram',
+    step: 100,
+    name: 'fc.weight',
+    kind: 'weight',
+    edges: [0, 1, 2],
+    counts: [5, 6],
+  });
   applyEvent(run, { type: 'histogram', step: 100, name: 'fc.weight', kind: 'grad', edges: [0, 1], counts: [1] });
   applyEvent(run, { type: 'histogram', step: 100, name: 'bad', kind: 'grad', edges: [0, 1], counts: [1, 2] });
   assert.deepEqual(Object.keys(run.histograms).sort(), ['grad:fc.weight', 'weight:fc.weight']);

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { gpuStatusText, gpuTooltip, runStatusText } from '../../extension/src/status/statusText';
 
-const t = (message: string, ...args: Array<string | number>) => message.replace(/\{(\d)\}/g, (_, i: string) => String(args[Number(i)]));
+const t = (message: string, ...args: Array<string | number>) =>
+  message.replace(/\{(\d)\}/g, (_, i: string) => String(args[Number(i)]));
 
 test('run state text', () => {
   const base = { serverState: 'ready' as const, sessions: 0, lastStep: -1, trusted: true };
@@ -20,7 +21,14 @@ test('GPU text shows the busiest GPU, hides when none', () => {
     available: true,
     gpus: [
       { index: 0, name: 'A', utilization: 10, memoryUsed: 1 * gib, memoryTotal: 16 * gib },
-      { index: 1, name: 'B', utilization: 87.4, memoryUsed: 3.25 * gib, memoryTotal: 24 * gib, processMemoryUsed: 2 * gib },
+      {
+        index: 1,
+        name: 'B',
+        utilization: 87.4,
+        memoryUsed: 3.25 * gib,
+        memoryTotal: 24 * gib,
+        processMemoryUsed: 2 * gib,
+      },
     ],
   };
   assert.equal(gpuStatusText(gpu), '$(dashboard) GPU 1 87% · 3.3/24.0 GiB +1');

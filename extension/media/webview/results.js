@@ -72,14 +72,17 @@
     const report = data.report;
     root.textContent = '';
     root.appendChild(element('h1', { text: data.title }));
-    if (report.error) root.appendChild(element('p', { class: 'alert', text: data.strings.error + ': ' + report.error }));
+    if (report.error)
+      root.appendChild(element('p', { class: 'alert', text: data.strings.error + ': ' + report.error }));
     if (report.summary.length) {
       root.appendChild(element('h2', { text: data.strings.summary }));
       root.appendChild(
         element(
           'table',
           {},
-          report.summary.map(([key, value]) => element('tr', {}, [element('th', { text: key }), element('td', { text: format(value) })])),
+          report.summary.map(([key, value]) =>
+            element('tr', {}, [element('th', { text: key }), element('td', { text: format(value) })]),
+          ),
         ),
       );
     }
@@ -87,7 +90,10 @@
     if (!report.findings.length) root.appendChild(element('p', { class: 'muted', text: data.strings.noFindings }));
     report.findings.forEach((finding) => {
       const row = element('div', { class: 'link severity-' + finding.severity }, [
-        element('span', { text: finding.severity + ' [' + finding.kind + '] ' + finding.message + ' — ' + finding.file + ':' + finding.line }),
+        element('span', {
+          text:
+            finding.severity + ' [' + finding.kind + '] ' + finding.message + ' — ' + finding.file + ':' + finding.line,
+        }),
       ]);
       row.addEventListener('click', () => vscode.postMessage({ type: 'open', file: finding.file, line: finding.line }));
       root.appendChild(row);

@@ -20,7 +20,10 @@
     return getComputedStyle(document.body).getPropertyValue('--vscode-foreground').trim() || '#cccccc';
   }
   function gridColour() {
-    return getComputedStyle(document.body).getPropertyValue('--vscode-editorWidget-border').trim() || 'rgba(128,128,128,0.25)';
+    return (
+      getComputedStyle(document.body).getPropertyValue('--vscode-editorWidget-border').trim() ||
+      'rgba(128,128,128,0.25)'
+    );
   }
 
   function element(tag, attributes, children) {
@@ -96,7 +99,13 @@
       legend: { show: false },
       series: [
         {},
-        { label: histogram.name, stroke: colour(1), fill: colour(1), paths: uPlot.paths.bars({ size: [0.95, 100] }), points: { show: false } },
+        {
+          label: histogram.name,
+          stroke: colour(1),
+          fill: colour(1),
+          paths: uPlot.paths.bars({ size: [0.95, 100] }),
+          points: { show: false },
+        },
       ],
     };
     charts.set('histogram', { key: '', chart: new uPlot(options, [centres, histogram.counts], container) });
@@ -210,7 +219,8 @@
     if (loss.length) lineChart('loss', layout.loss, '', loss, false);
     if (lr.length) lineChart('lr', layout.lr, '', lr, false);
     if (grad.length) lineChart('grad', layout.grad, '', grad, true);
-    if (run.memory.steps.length) lineChart('memory', layout.memory, 'bytes', [{ label: 'memory', series: run.memory }], false);
+    if (run.memory.steps.length)
+      lineChart('memory', layout.memory, 'bytes', [{ label: 'memory', series: run.memory }], false);
     renderPhases(layout.phases);
     renderHistograms(layout.histograms);
   }

@@ -89,7 +89,7 @@ export function readTables(document: Record<string, unknown>): Table[] {
         if (isCell(cell) && !columns.includes(key)) columns.push(key);
       }
     }
-    const rows = records.map((record) => columns.map((key) => (isCell(record[key]) ? (record[key] as Cell) : null)));
+    const rows = records.map((record) => columns.map((key) => (isCell(record[key]) ? record[key] : null)));
     const fileColumn = columns.findIndex((c) => FILE_KEYS.includes(c));
     const lineColumn = columns.findIndex((c) => LINE_KEYS.includes(c));
     tables.push({

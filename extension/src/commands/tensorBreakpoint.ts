@@ -5,11 +5,7 @@
  * debugpy swallows the NameError), and sets a standard conditional breakpoint on the cursor line.
  */
 import type { LanguageServer } from '../server/languageServer';
-import {
-  type ConditionSuggestion,
-  Methods,
-  type ValidateConditionResult,
-} from '../server/protocol';
+import { type ConditionSuggestion, Methods, type ValidateConditionResult } from '../server/protocol';
 import { debug, l10n, Location, type QuickPickItem, SourceBreakpoint, window } from '../common/vscodeapi';
 import { expressionAt, fallbackSuggestions } from './conditions';
 

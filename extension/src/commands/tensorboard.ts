@@ -35,7 +35,10 @@ export class TensorBoard {
     const logDir = path.isAbsolute(configured) ? configured : path.join(folder ?? process.cwd(), configured);
     if (!fs.existsSync(logDir)) {
       void window.showWarningMessage(
-        l10n.t('No run directory at {0}: run a training with TensorBoard logging first, or set tensorsight.tensorboard.logDir.', logDir),
+        l10n.t(
+          'No run directory at {0}: run a training with TensorBoard logging first, or set tensorsight.tensorboard.logDir.',
+          logDir,
+        ),
       );
       return;
     }

@@ -14,7 +14,9 @@ const PYTHON_EXTENSION_ID = 'ms-python.python';
 interface PythonExtensionApi {
   environments?: {
     getActiveEnvironmentPath(resource?: unknown): { path: string } | undefined;
-    resolveEnvironment(env: { path: string } | string): Promise<{ executable?: { uri?: { fsPath: string } } } | undefined>;
+    resolveEnvironment(
+      env: { path: string } | string,
+    ): Promise<{ executable?: { uri?: { fsPath: string } } } | undefined>;
     onDidChangeActiveEnvironmentPath?: (listener: () => void) => { dispose(): void };
   };
 }

@@ -36,7 +36,12 @@ export interface InterpreterProvider {
 
 export type Resolution =
   | { ok: true; command: string; source: InterpreterSource; version?: string }
-  | { ok: false; problem: 'settingBroken' | 'notFound' | 'tooOld' | 'missingModules'; command?: string; detail: string };
+  | {
+      ok: false;
+      problem: 'settingBroken' | 'notFound' | 'tooOld' | 'missingModules';
+      command?: string;
+      detail: string;
+    };
 
 export const MINIMUM_PYTHON: readonly [number, number] = [3, 10];
 export const REQUIRED_MODULES = ['debugpy'] as const;
@@ -94,13 +99,20 @@ export const PROBE_SCRIPT = [
 ].join('\n');
 
 /** Reads the probe's output; anything unexpected becomes a failed probe with the reason. */
-export function parseProbeOutput(stdout: string, stderr: string, code: number | null, spawnError?: string): ProbeResult {
+export function parseProbeOutput(
+  stdout: string,
+  stderr: string,
+  code: number | null,
+  spawnError?: string,
+): ProbeResult {
   if (spawnError) return { ok: false, missing: [], error: spawnError };
   const line = stdout.trim().split(/\r?\n/).pop() ?? '';
   try {
     const parsed = JSON.parse(line) as { version?: unknown; executable?: unknown; missing?: unknown };
     const version = typeof parsed.version === 'string' ? parsed.version : undefined;
-    const missing = Array.isArray(parsed.missing) ? parsed.missing.filter((m): m is string => typeof m === 'string') : [];
+    const missing = Array.isArray(parsed.missing)
+      ? parsed.missing.filter((m): m is string => typeof m === 'string')
+      : [];
     const executable = typeof parsed.executable === 'string' ? parsed.executable : undefined;
     if (version !== undefined && !isSupportedVersion(version)) {
       return { ok: false, version, executable, missing, error: `Python ${version} is older than 3.10` };

@@ -59,7 +59,11 @@ export class InterpreterService {
         );
         break;
       case 'tooOld':
-        message = l10n.t('TensorSight needs Python 3.10 or newer; {0} is {1}.', resolution.command ?? '', resolution.detail);
+        message = l10n.t(
+          'TensorSight needs Python 3.10 or newer; {0} is {1}.',
+          resolution.command ?? '',
+          resolution.detail,
+        );
         break;
       case 'missingModules':
         message = l10n.t(

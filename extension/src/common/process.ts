@@ -35,7 +35,11 @@ export function runProcess(command: string, args: readonly string[], options: Ru
         resolve(result);
       }
     };
-    const child = spawn(command, [...args], { cwd: options.cwd, env: options.env ?? process.env, signal: options.signal });
+    const child = spawn(command, [...args], {
+      cwd: options.cwd,
+      env: options.env ?? process.env,
+      signal: options.signal,
+    });
     const timer = options.timeoutMs ? setTimeout(() => child.kill('SIGKILL'), options.timeoutMs) : undefined;
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => {

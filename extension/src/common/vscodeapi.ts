@@ -60,8 +60,12 @@ export const window = {
   createOutputChannel: (name: string) => vscode.window.createOutputChannel(name, { log: true }),
   createStatusBarItem: (id: string, alignment: vscode.StatusBarAlignment, priority: number) =>
     vscode.window.createStatusBarItem(id, alignment, priority),
-  createWebviewPanel: (viewType: string, title: string, column: vscode.ViewColumn, options: vscode.WebviewOptions & vscode.WebviewPanelOptions) =>
-    vscode.window.createWebviewPanel(viewType, title, column, options),
+  createWebviewPanel: (
+    viewType: string,
+    title: string,
+    column: vscode.ViewColumn,
+    options: vscode.WebviewOptions & vscode.WebviewPanelOptions,
+  ) => vscode.window.createWebviewPanel(viewType, title, column, options),
   showInformationMessage: <T extends string>(message: string, ...items: T[]) =>
     vscode.window.showInformationMessage<T>(message, ...items),
   showWarningMessage: <T extends string>(message: string, ...items: T[]) =>
@@ -79,7 +83,8 @@ export const window = {
   ) => vscode.window.withProgress(options, task),
   activeTextEditor: (): vscode.TextEditor | undefined => vscode.window.activeTextEditor,
   createTerminal: (name: string) => vscode.window.createTerminal(name),
-  setStatusBarMessage: (text: string, hideAfterTimeout: number) => vscode.window.setStatusBarMessage(text, hideAfterTimeout),
+  setStatusBarMessage: (text: string, hideAfterTimeout: number) =>
+    vscode.window.setStatusBarMessage(text, hideAfterTimeout),
   onDidChangeActiveColorTheme: vscode.window.onDidChangeActiveColorTheme,
 };
 

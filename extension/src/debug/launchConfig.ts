@@ -44,7 +44,10 @@ export interface AgentContext {
 }
 
 /** The options object the agent reads (camelCase keys); the top-level `breakOnNonFinite` wins over `options`. */
-export function launchOptions(config: TensorSightLaunchConfig, breakOnNonFiniteDefault: boolean): Record<string, unknown> {
+export function launchOptions(
+  config: TensorSightLaunchConfig,
+  breakOnNonFiniteDefault: boolean,
+): Record<string, unknown> {
   const options: Record<string, unknown> = { ...(isPlainObject(config.options) ? config.options : {}) };
   if (typeof config.breakOnNonFinite === 'boolean') options.breakOnNonFinite = config.breakOnNonFinite;
   else if (typeof options.breakOnNonFinite !== 'boolean') options.breakOnNonFinite = breakOnNonFiniteDefault;

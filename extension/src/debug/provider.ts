@@ -10,7 +10,6 @@ import type { ExtensionPaths } from '../common/paths';
 import { prependPath } from '../common/process';
 import { readSettings } from '../common/settings';
 import {
-  type CancellationToken,
   DebugAdapterExecutable,
   type DebugAdapterDescriptor,
   type DebugAdapterDescriptorFactory,
@@ -77,7 +76,6 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
   async resolveDebugConfigurationWithSubstitutedVariables(
     _folder: WorkspaceFolder | undefined,
     config: DebugConfiguration,
-    _token?: CancellationToken,
   ): Promise<DebugConfiguration | undefined> {
     if (!workspace.isTrusted()) {
       void window.showWarningMessage(l10n.t('TensorSight does not run code in an untrusted workspace.'));
@@ -105,7 +103,7 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
       hub,
     });
     this.log.info(`Debug Training: ${resolved.program ?? resolved.module ?? ''} (session ${sessionId})`);
-    return resolved as DebugConfiguration;
+    return resolved;
   }
 }
 

@@ -27,7 +27,8 @@ export class ResultsView {
       retainContextWhenHidden: true,
       localResourceRoots: [Uri.file(this.paths.webview)],
     });
-    const asset = (name: string) => panel.webview.asWebviewUri(Uri.file(path.join(this.paths.webview, name))).toString();
+    const asset = (name: string) =>
+      panel.webview.asWebviewUri(Uri.file(path.join(this.paths.webview, name))).toString();
     panel.webview.html = renderPage({
       title,
       cspSource: panel.webview.cspSource,

@@ -45,12 +45,18 @@ export class TrainingPanel {
       return;
     }
     const webviewRoot = Uri.file(this.paths.webview);
-    const panel = window.createWebviewPanel('tensorsight.training', l10n.t('TensorSight: Training'), ViewColumn.Beside, {
-      enableScripts: true,
-      retainContextWhenHidden: true,
-      localResourceRoots: [webviewRoot],
-    });
-    const asset = (name: string) => panel.webview.asWebviewUri(Uri.file(path.join(this.paths.webview, name))).toString();
+    const panel = window.createWebviewPanel(
+      'tensorsight.training',
+      l10n.t('TensorSight: Training'),
+      ViewColumn.Beside,
+      {
+        enableScripts: true,
+        retainContextWhenHidden: true,
+        localResourceRoots: [webviewRoot],
+      },
+    );
+    const asset = (name: string) =>
+      panel.webview.asWebviewUri(Uri.file(path.join(this.paths.webview, name))).toString();
     panel.webview.html = renderPage({
       title: l10n.t('TensorSight: Training'),
       cspSource: panel.webview.cspSource,

@@ -52,7 +52,8 @@ export function gpuTooltip(gpu: GpuParams | undefined, t: Translate): string {
   if (!gpu.available) return gpu.message ?? t('No GPU available.');
   return gpu.gpus
     .map((g) => {
-      const own = g.processMemoryUsed !== undefined ? `, ${t('training process')} ${formatGiB(g.processMemoryUsed)} GiB` : '';
+      const own =
+        g.processMemoryUsed !== undefined ? `, ${t('training process')} ${formatGiB(g.processMemoryUsed)} GiB` : '';
       return `GPU ${g.index} ${g.name}: ${Math.round(g.utilization)}%, ${formatGiB(g.memoryUsed)}/${formatGiB(g.memoryTotal)} GiB${own}`;
     })
     .join('\n');

@@ -7,9 +7,12 @@ the agent's exception hook.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from typing import Any
 
 from ..core.findings import Finding
+from .events import emit_finding
 from .guard import report_once
 
 Explainer = Callable[[BaseException], "list[Finding] | None"]
@@ -31,3 +34,28 @@ def explain(exc: BaseException) -> list[Finding]:
         except Exception as err:  # noqa: BLE001
             report_once(f"explainer-{id(explainer)}", f"exception explainer failed: {type(err).__name__}: {err}")
     return found
+
+
+_hook_installed = False
+
+
+def install_excepthook() -> None:
+    """In a debug session, publish the findings for an uncaught exception (the doctor calls ``explain`` itself).
+
+    Chains to the previous hook, so the traceback still prints and debugpy's own handling is unchanged.
+    """
+    global _hook_installed
+    if _hook_installed:
+        return
+    _hook_installed = True
+    previous = sys.excepthook
+
+    def hook(exc_type: Any, exc: Any, tb: Any) -> None:
+        try:
+            for finding in explain(exc):
+                emit_finding(finding)
+        except Exception as err:  # noqa: BLE001
+            report_once("agent-excepthook", f"explaining the uncaught exception failed: {err!r}")
+        previous(exc_type, exc, tb)
+
+    sys.excepthook = hook

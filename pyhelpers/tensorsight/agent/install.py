@@ -45,6 +45,10 @@ def install(origin: str = "debugger") -> None:
         builtins.tensorsight = tensorsight  # type: ignore[attr-defined]
     for name in FEATURES:
         _arm(name, origin)
+    if origin == "debugger":
+        from .exceptions import install_excepthook
+
+        install_excepthook()
 
 
 def _arm(name: str, origin: str) -> None:

@@ -23,11 +23,13 @@ Callback = Callable[[ModuleType], None]
 
 _callbacks: dict[str, list[Callback]] = {}
 _searching: set[str] = set()
+_ready: set[str] = set()  # imports whose callbacks have fired: later registrations run at once
 _lock = threading.RLock()
 
 
 def _fire(name: str, module: ModuleType) -> None:
     with _lock:
+        _ready.add(name)
         pending = _callbacks.pop(name, [])
     for callback in pending:
         try:
@@ -80,7 +82,8 @@ _finder = _PostImportFinder()
 def when_imported(name: str, callback: Callback) -> None:
     """Call ``callback(module)`` now if ``name`` is imported, else right after the program imports it."""
     module = sys.modules.get(name)
-    if module is not None and getattr(module, "__spec__", None) is not None and not _initialising(module):
+    ready = name in _ready or (module is not None and not _initialising(module))
+    if module is not None and getattr(module, "__spec__", None) is not None and ready:
         try:
             callback(module)
         except Exception as exc:  # noqa: BLE001

@@ -133,8 +133,6 @@ _state = _State()
 def arm(origin: str = "debugger") -> None:
     """Register the shape/device error explainer; open the first window once the program imports torch."""
     exceptions.register_explainer(shape_errors.explain)
-    if origin == "debugger":
-        _install_exception_hook()
     if not option("observeShapes", True):
         return
     every = option("observeShapesEvery", DEFAULT_EVERY)
@@ -151,21 +149,6 @@ def arm(origin: str = "debugger") -> None:
 def _on_torch(torch: ModuleType) -> None:
     _state.torch = torch
     _open_window()
-
-
-def _install_exception_hook() -> None:
-    """Publish the explanation of an uncaught shape/device error in a debug session (the doctor does its own)."""
-    previous = sys.excepthook
-
-    def hook(exc_type: Any, exc: Any, tb: Any) -> None:
-        try:
-            for finding in shape_errors.explain(exc) or []:
-                events.emit_finding(finding)
-        except Exception as err:  # noqa: BLE001
-            report_once("observers-excepthook", f"shape error explanation failed: {err!r}")
-        previous(exc_type, exc, tb)
-
-    sys.excepthook = hook
 
 
 # ---- windows -------------------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from ..core.summary import (
 )
 from .guard import report_once
 
-CACHE = StatsCache()
+CACHE = StatsCache(capacity=4096)  # entries are small (weak references and figures): room for big models
 MODULE_SCAN_ELEMENTS = 1 << 29  # a module whose parameters exceed this is not scanned for NaN/Inf (budget)
 VALUE_ROWS = 8  # rows (or 10-element slices) listed under "values"
 VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag"})  # each builds a new tensor/array: not evaluated

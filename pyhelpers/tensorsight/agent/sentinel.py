@@ -192,6 +192,7 @@ _pending: tuple[NonFiniteRecord, Any] | None = None  # a backward birth waiting 
 _mode: Any = None
 _known_roots: list[Any] = []  # weak references to recent outermost modules (for parameter names)
 _cuda_present = False
+_tensor_type: Any = ()  # torch.Tensor once torch is imported (isinstance against () is always False)
 
 
 def enabled() -> bool:
@@ -257,7 +258,7 @@ def _say(message: str) -> None:
 
 @never_raise()
 def _install(torch: types.ModuleType) -> None:
-    global _installed, _mode, _cuda_present
+    global _installed, _mode, _cuda_present, _tensor_type
     with _lock:
         if _installed:
             if threading.current_thread() is threading.main_thread():
@@ -268,6 +269,7 @@ def _install(torch: types.ModuleType) -> None:
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
     _cuda_present = bool(torch.cuda.is_available())
+    _tensor_type = torch.Tensor
     _mode = _make_outside_mode(torch)
     _handles.append(register_module_forward_pre_hook(_before_module))
     _handles.append(register_module_forward_hook(_after_module, with_kwargs=True, always_call=True))
@@ -362,12 +364,14 @@ def _begin_call(module: Any) -> _Call:
     if _cuda_present and torch.cuda.is_initialized():
         cuda_rng = torch.cuda.get_rng_state_all()
     autocast: list[tuple[str, Any]] = []
-    for device in ("cuda", "cpu"):
-        try:
-            if torch.is_autocast_enabled(device):
-                autocast.append((device, torch.get_autocast_dtype(device)))
-        except (RuntimeError, TypeError, AttributeError):
-            continue
+    probe = getattr(torch._C, "_is_any_autocast_enabled", None)
+    if probe is None or probe():
+        for device in ("cuda", "cpu"):
+            try:
+                if torch.is_autocast_enabled(device):
+                    autocast.append((device, torch.get_autocast_dtype(device)))
+            except (RuntimeError, TypeError, AttributeError):
+                continue
     return _Call(module, torch.get_rng_state(), cuda_rng, autocast, torch.is_grad_enabled())
 
 
@@ -457,12 +461,15 @@ def _remember_call(call: _Call, outputs: list[Any]) -> None:
         del st.calls[0]
     call.output_count = len(tracked)
     for index, tensor in enumerate(tracked):
-        tensor.register_hook(_grad_catcher(call, index))
+        node = tensor.grad_fn
+        if node is not None:  # a pre-hook on the node that made the output: cheaper than Tensor.register_hook
+            node.register_prehook(_grad_catcher(call, index, tensor.output_nr))
     _remember_root(call.module)
 
 
-def _grad_catcher(call: _Call, index: int) -> Callable[[Any], None]:
-    def catch(grad: Any) -> None:
+def _grad_catcher(call: _Call, index: int, slot: int) -> Callable[[Any], None]:
+    def catch(grads: Any) -> None:
+        grad = grads[slot] if slot < len(grads) else None
         if grad is not None and grad.numel() <= MAX_SAVED_GRAD_ELEMENTS:
             call.output_grads[index] = grad.detach()
 
@@ -606,6 +613,20 @@ _SKIP_NAMES = frozenset(
     "is_pinned is_shared untyped_storage _typed_storage storage backward_hook __instancecheck__ __subclasscheck__ "
     "_is_view _base _set_grad_enabled".split()
 )
+# Ops that can never be the first producer, forward or backward: from finite inputs they give finite outputs and
+# finite gradients (selections, masks, bounded activations). Outside modules they pass through unchecked.
+_ALWAYS_FINITE = frozenset(
+    "neg __neg__ abs gather index_select take take_along_dim cat concat concatenate stack hstack vstack clone "
+    "contiguous relu relu_ relu6 hardtanh leaky_relu where max min amax amin maximum minimum clamp clip sort topk "
+    "masked_select masked_fill masked_fill_ flip roll repeat tile pad one_hot sigmoid tanh softmax log_softmax gelu "
+    "silu hardswish hardsigmoid dropout sign floor ceil round trunc".split()
+)
+# Ops whose backward cannot turn finite gradients into NaN/Inf, though their forward can overflow: checked forward,
+# not watched backward. Everything else (log, sqrt, div, pow, exp, norms, matmul, losses...) is watched both ways.
+_GRADIENT_SAFE = frozenset(
+    "add __add__ __radd__ __iadd__ add_ sub __sub__ __rsub__ __isub__ sub_ sum mean float double mse_loss l1_loss "
+    "smooth_l1_loss huber_loss".split()
+)
 _BACKWARD_FUNCS: set[Any] = set()
 _INPLACE_DUNDERS = frozenset(
     "__iadd__ __isub__ __imul__ __itruediv__ __ifloordiv__ __imod__ __ipow__ __imatmul__ __setitem__".split()
@@ -644,7 +665,7 @@ def _policy(func: Any) -> int:
     name = getattr(func, "__name__", "") or ""
     if func in _BACKWARD_FUNCS:
         policy = _BACKWARD
-    elif name in _SKIP_NAMES:
+    elif name in _SKIP_NAMES or name in _ALWAYS_FINITE:
         policy = _SKIP
     elif name in _INPLACE_DUNDERS or (name.endswith("_") and not name.startswith("_")):
         policy = _INPLACE
@@ -657,8 +678,24 @@ def _policy(func: Any) -> int:
     return policy
 
 
+_op_names: dict[Any, str] = {}
+
+
 def op_name(func: Any) -> str:
     """How a user reads the op: ``torch.log``, ``Tensor.add_``, ``F.linear``, or the operator itself (``/``)."""
+    try:
+        return _op_names[func]
+    except (KeyError, TypeError):
+        pass
+    name = _name_op(func)
+    try:
+        _op_names[func] = name
+    except TypeError:
+        pass
+    return name
+
+
+def _name_op(func: Any) -> str:
     name = getattr(func, "__name__", None) or repr(func)
     if name in _OPERATORS:
         return _OPERATORS[name]
@@ -685,9 +722,13 @@ def _make_outside_mode(torch: types.ModuleType) -> Any:
 
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
+            policy = _policies.get(func)
+            if policy is None:
+                policy = _policy(func)
+            if policy == _SKIP or not _enabled or _first_reported:
+                return func(*args, **kwargs)
             st = _st
-            policy = _policy(func)
-            if policy == _SKIP or st.busy or not _enabled or _first_reported or st.depth or st.in_step:
+            if st.busy or st.depth or st.in_step:
                 return func(*args, **kwargs)
             if policy == _BACKWARD:
                 result = func(*args, **kwargs)
@@ -708,12 +749,18 @@ def _make_outside_mode(torch: types.ModuleType) -> Any:
 
 
 def _after_outside_op(func: Any, args: Any, kwargs: Any, result: Any, was_clean: bool | None) -> None:
-    outputs = [args[0]] if was_clean is not None else _tensors_in(result, shallow=True)
+    if was_clean is not None:
+        outputs = [args[0]]
+    elif isinstance(result, _tensor_type):
+        outputs = [result]
+    else:
+        outputs = _tensors_in(result, shallow=True)
     if not outputs:
         return
     bad = _fast_suspects(outputs)
     if not bad:
-        _watch_backward(func, outputs)
+        if getattr(func, "__name__", "") not in _GRADIENT_SAFE:
+            _watch_backward(func, outputs)
         return
     st = _st
     st.busy = True
@@ -815,19 +862,22 @@ def _inherited(out: NonFiniteCounts, incoming: NonFiniteCounts) -> bool:
 
 def _watch_backward(func: Any, outputs: list[Any]) -> None:
     """Hook the autograd node of an op outside modules, so a gradient born there is reported with the op's line."""
-    seen: set[int] = set()
+    where = None
     for tensor in outputs:
         node = tensor.grad_fn if tensor.requires_grad else None
-        if node is None or id(node) in seen:
+        if node is None:
             continue
-        seen.add(id(node))
-        frame = _user_frame()
-        where = (frame.f_code.co_filename, frame.f_lineno, id(frame), frame.f_code) if frame is not None else None
-        node.register_hook(_node_watcher(op_name(func), where, node.name()))
+        if where is None:
+            frame = _user_frame()
+            where = (frame.f_code.co_filename, frame.f_lineno, id(frame), frame.f_code) if frame is not None else ()
+        node.register_hook(_node_watcher(func, where or None, type(node).__name__))
+        if len(outputs) == 1:
+            return
 
 
-def _node_watcher(op: str, where: Any, node_name: str) -> Callable[[Any, Any], None]:
+def _node_watcher(func: Any, where: Any, node_name: str) -> Callable[[Any, Any], None]:
     def watch(produced: Any, incoming: Any) -> None:
+        op = op_name(func)
         global _pending
         if not _enabled or _silenced() or _pending is not None:
             return
@@ -1350,13 +1400,8 @@ def _tensors_in(value: Any, shallow: bool = False, depth: int = 0) -> list[Any]:
 
 
 def _fast_suspects(tensors: list[Any]) -> list[int]:
-    """``tensor_walk.suspects`` without autograd: the checks must never add to the user's graph."""
-    torch = sys.modules["torch"]
-    checkable = [t for t in tensors if t is not None]
-    if not checkable:
-        return []
-    with torch.no_grad():
-        return suspects(checkable)
+    """Indices of tensors that may hold NaN/Inf (``tensor_walk.suspects`` reduces detached views: no autograd)."""
+    return suspects(tensors) if tensors else []
 
 
 def _safe_counts(t: Any) -> NonFiniteCounts:

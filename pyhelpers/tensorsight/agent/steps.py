@@ -26,6 +26,14 @@ def current_step() -> int:
     return _step
 
 
+def step_count(optimizer: Any) -> int | None:
+    """How many times ``optimizer.step()`` has run since the agent armed; None for an optimizer never stepped.
+
+    Works for optimizers that keep no per-parameter ``step`` state (plain SGD without momentum).
+    """
+    return _per_optimizer.get(id(optimizer))
+
+
 def add_step_listener(listener: StepListener) -> None:
     """Call ``listener(step, optimizer)`` after every ``optimizer.step()`` (arms the hook on first use)."""
     if listener not in _listeners:

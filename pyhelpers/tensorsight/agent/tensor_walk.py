@@ -171,20 +171,23 @@ def _walk(value: Any, out: Gathered, depth: int) -> Iterator[Any]:
 # ---- checks ---------------------------------------------------------------------------------------------------------
 
 
+FOREACH_FROM = 8  # from this many tensors on, one fused norm over all of them beats a sum per tensor
+
+
 def suspects(tensors: list[Any]) -> list[int]:
     """Indices of the tensors that may hold a NaN/Inf (a finite sum proves a tensor clean).
 
-    One reduction per tensor and one device sync for all of them (the sums are stacked). Integer and bool tensors are
-    always finite; sparse, quantized-free and odd layouts are checked exactly, one by one; meta tensors have no values.
-    An index can be a false alarm only when large finite values overflow the sum: callers confirm with
-    ``exact_counts``. Runs without recording autograd history (``detach``).
+    One reduction per tensor (a single fused norm for many tensors) and one device sync for all of them. Integer and
+    bool tensors are always finite; sparse and other non-strided layouts are checked exactly, one by one; meta tensors
+    have no values. An index can be a false alarm only when large finite values overflow the reduction: callers
+    confirm with ``exact_counts``. Reduces detached views, so no autograd history is recorded.
     """
     torch = _torch()
     if torch is None or not tensors:
         return []
     found: list[int] = []
-    sums: list[Any] = []
     owners: list[int] = []
+    values: list[Any] = []
     strided = torch.strided
     for index, t in enumerate(tensors):
         if t is None:
@@ -192,31 +195,40 @@ def suspects(tensors: list[Any]) -> list[int]:
         dtype = t.dtype
         if not (dtype.is_floating_point or dtype.is_complex):
             continue
-        if t.layout is not strided or t.is_meta or t.is_quantized:
+        if t.layout is not strided or t.is_meta:
             if t.layout is not strided and _safe_counts(t):
                 found.append(index)
             continue
-        values = t.detach()
-        if dtype.is_complex:
-            values = torch.view_as_real(values)
-        if dtype.itemsize < 4:
-            sums.append(values.sum(dtype=torch.float32))
-        else:
-            sums.append(values.sum())
+        view = t.detach()
+        values.append(torch.view_as_real(view) if dtype.is_complex else view)
         owners.append(index)
-    if not sums:
+    if not values:
         return found
+    if len(values) >= FOREACH_FROM and _all_finite_fused(torch, values):
+        return found
+    sums = [v.sum(dtype=torch.float32) if v.dtype.itemsize < 4 else v.sum() for v in values]
     if len(sums) == 1:
         clean = math.isfinite(sums[0].item())
     else:
         try:
             clean = math.isfinite(torch.stack(sums).sum().item())
-        except RuntimeError:  # sums on different devices or of different dtypes: one sync each
+        except RuntimeError:  # sums on different devices: one sync each
             clean = all(math.isfinite(s.item()) for s in sums)
     if clean:
         return found
     found.extend(index for index, total in zip(owners, sums, strict=True) if not math.isfinite(total.item()))
     return sorted(found)
+
+
+def _all_finite_fused(torch: Any, values: list[Any]) -> bool:
+    """True when one fused norm over all the tensors is finite (False also when it cannot be computed)."""
+    foreach_norm = getattr(torch, "_foreach_norm", None)
+    if foreach_norm is None:
+        return False
+    try:
+        return math.isfinite(torch.stack(foreach_norm(values)).sum().item())
+    except (RuntimeError, TypeError):  # mixed devices or dtypes the fused kernel refuses
+        return False
 
 
 def _safe_counts(value: Any) -> NonFiniteCounts | None:

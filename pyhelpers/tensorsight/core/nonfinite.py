@@ -83,20 +83,22 @@ def _torch_counts(t: Any) -> NonFiniteCounts | None:
             return NONE_FOUND
         if t.numel() == 0:
             return NONE_FOUND
+        if t.element_size() == 1:  # float8: few kernels take it, so count on float32 copies of one chunk at a time
+            return _torch_exact(t, upcast=True)
         low, high = torch.aminmax(t)
         if bool(torch.isfinite(low) & torch.isfinite(high)):
             return NONE_FOUND
         return _torch_exact(t)
 
 
-def _torch_exact(t: Any) -> NonFiniteCounts:
+def _torch_exact(t: Any, upcast: bool = False) -> NonFiniteCounts:
     import torch
 
     if t.dim() == 0:
-        return _torch_block(t.reshape(1))
+        return _torch_block(t.reshape(1), upcast)
     nan = posinf = neginf = 0
     for block in _torch_blocks(t):
-        counts = _torch_block(block)
+        counts = _torch_block(block, upcast)
         nan += counts.nan
         posinf += counts.posinf
         neginf += counts.neginf
@@ -125,9 +127,11 @@ def _torch_blocks(t: Any) -> Any:
             yield block
 
 
-def _torch_block(block: Any) -> NonFiniteCounts:
+def _torch_block(block: Any, upcast: bool = False) -> NonFiniteCounts:
     import torch
 
+    if upcast:
+        block = block.float()
     nan = int(torch.isnan(block).sum())
     posinf = int(torch.isposinf(block).sum())
     neginf = int(torch.isneginf(block).sum())

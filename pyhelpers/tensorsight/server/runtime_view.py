@@ -4,6 +4,11 @@ Pure state with no I/O and no LSP types: ``server`` feeds it the events the hub 
 to show for a file; it converts to LSP itself. A new debug session replaces what the previous (ended) sessions left,
 so the editor always shows one run. Events are validated here: a malformed one is rejected with a reason (the server
 logs it) and changes nothing.
+
+Distributed runs (torchrun, DDP): every rank of a session reports to the same hub. The view keeps each rank's latest
+``rank-state`` heartbeat and a bounded window of its train ``loss`` / ``grad_norm`` per step; ``check_ranks`` (the
+server calls it on its timer and after rank events) classifies the ranks with ``core.ranks`` (running, stopped,
+waiting for a stopped rank, hung, silent) and turns a diverging rank or a hang into a runtime finding, once each.
 """
 
 from __future__ import annotations
@@ -11,15 +16,20 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.findings import Finding
+from ..core.ranks import RankState, RankVerdict, classify_ranks, diverging_rank, hang_findings
 
 PHASE_ORDER = ("data", "forward", "backward", "optimizer", "other")
 MAX_FINDINGS_PER_FILE = 200
 MAX_SHAPES_PER_FILE = 2000
 MAX_TEXT = 200
+RANK_METRICS = ("loss", "grad_norm")  # the train scalars compared across ranks
+MAX_RANK_STEPS = 256  # steps kept per rank and metric: diverging_rank looks at windows of 5, memory stays bounded
+MAX_RANKS = 1024  # ranks tracked per session; reports from more are ignored
+HANG_AFTER_SECONDS = 300.0  # a collective waited on this long with no rank stopped in the debugger is a hang
 
 
 def normalize_path(path: str) -> str:
@@ -80,6 +90,43 @@ class Update:
     hints: set[str] = field(default_factory=set)  # normalised paths whose inlay hints changed
     lenses: bool = False
     status: bool = False
+    ranks: bool = False  # a rank's state or per-rank scalars changed: worth a ``check_ranks``
+
+
+@dataclass
+class RankBook:
+    """One session's view of its ranks: latest heartbeats, bounded per-rank series, what was already published."""
+
+    states: dict[int, RankState] = field(default_factory=dict)
+    pids: dict[int, int] = field(default_factory=dict)  # rank -> pid of its latest rank-state
+    series: dict[str, dict[int, dict[int, float]]] = field(default_factory=dict)  # metric -> rank -> step -> value
+    latest_step: dict[str, dict[int, int]] = field(default_factory=dict)  # metric -> rank -> newest step
+    compared_through: dict[str, int] = field(default_factory=dict)  # metric -> newest step every rank had, last check
+    loop_at: tuple[str, int] | None = None  # the training loop (from ``phases``): where divergence findings point
+    published: set[tuple[Any, ...]] = field(default_factory=set)  # keys of findings already raised
+    verdicts: list[dict[str, Any]] = field(default_factory=list)  # as last published (wire form)
+
+    def pending_metrics(self) -> list[str]:
+        """Metrics with a step that every rank has reported since the last comparison (only those can change it)."""
+        pending = []
+        for metric, latest in self.latest_step.items():
+            if len(latest) < 2:
+                continue
+            complete = min(latest.values())
+            if complete > self.compared_through.get(metric, -(1 << 62)):
+                pending.append(metric)
+        return pending
+
+
+@dataclass
+class RankCheck:
+    """What ``check_ranks`` found: verdicts to announce (when ``changed``), new findings and the paths they touch."""
+
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    changed: bool = False  # the verdicts or their messages differ from the last published ones
+    status: bool = False  # some rank's verdict itself changed (worth a status notification)
+    findings: list[Finding] = field(default_factory=list)
+    diagnostics: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -89,12 +136,14 @@ class SessionInfo:
     processes: dict[int, dict[str, Any]] = field(default_factory=dict)  # pid -> {script, rank, finished}
     events: int = 0
     dropped: int = 0
+    ranks: RankBook = field(default_factory=RankBook)
 
 
 class RuntimeView:
     """All runtime state the editor features read; one instance per server."""
 
-    def __init__(self) -> None:
+    def __init__(self, hang_after: float = HANG_AFTER_SECONDS) -> None:
+        self.hang_after = hang_after
         self.sessions: dict[str, SessionInfo] = {}
         self._shapes: dict[str, dict[tuple[int, str | None], ShapeSeen]] = {}
         self._findings: dict[str, dict[tuple[Any, ...], Finding]] = {}
@@ -152,6 +201,52 @@ class RuntimeView:
         if isinstance(script, str) and script:
             self._scripts.add(normalize_path(script))
         return Update(status=True, lenses=True)
+
+    def _on_rank(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+        """The agent learnt its rank after the hello (e.g. from torch.distributed): later events of that pid have it."""
+        pid, rank = event.get("pid"), _optional_int(event.get("rank"))
+        if isinstance(pid, int) and pid in info.processes and rank is not None and rank >= 0:
+            info.processes[pid]["rank"] = rank
+        return Update(status=True)
+
+    def _on_rank_state(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+        book = info.ranks
+        state = RankState.from_event({**event, "rank": _rank_of(info, event)})
+        if state.rank < 0:
+            raise ValueError("'rank' must be >= 0")
+        previous = book.states.get(state.rank)
+        if previous is None and len(book.states) >= MAX_RANKS:
+            return Update()
+        if previous is not None and state.seen < previous.seen:
+            return Update()  # an older report overtaken on another connection
+        book.states[state.rank] = state
+        if isinstance(event.get("pid"), int):
+            book.pids[state.rank] = int(event["pid"])
+        return Update(ranks=True)
+
+    def _on_scalars(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+        """Keep each rank's train loss / grad norm per step (bounded); anything else in scalars is the panel's."""
+        rank, step, values = _rank_of(info, event), _optional_int(event.get("step")), event.get("values")
+        if rank is None or rank < 0 or step is None or not isinstance(values, Mapping):
+            return Update()
+        if event.get("split", "train") != "train":
+            return Update()  # validation loss is computed on the same data by every rank: nothing to compare
+        book = info.ranks
+        changed = False
+        for metric in RANK_METRICS:
+            value = _scalar(values.get(metric))
+            per_rank = book.series.setdefault(metric, {})
+            if value is None or (rank not in per_rank and len(per_rank) >= MAX_RANKS):
+                continue
+            steps = per_rank.setdefault(rank, {})
+            steps[step] = value
+            if len(steps) > MAX_RANK_STEPS:
+                for old in sorted(steps)[: len(steps) - MAX_RANK_STEPS]:
+                    del steps[old]
+            latest = book.latest_step.setdefault(metric, {})
+            latest[rank] = max(step, latest.get(rank, step))
+            changed = True
+        return Update(ranks=changed)
 
     def _on_process_end(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
         pid = event.get("pid")
@@ -252,6 +347,7 @@ class RuntimeView:
         location: tuple[str, int] | None = None
         if event.get("file") is not None:
             location = (normalize_path(_str(event.get("file"), "file")), _line(event.get("line")))
+            info.ranks.loop_at = (str(event["file"]), location[1])
         breakdown = self._phases.get(location)
         if final:
             steps = max(1, _int(event.get("steps", 1), "steps"))
@@ -333,6 +429,62 @@ class RuntimeView:
         lenses.extend((line, b.title()) for line, b in located.items() if line not in used)
         return sorted(lenses)
 
+    def check_ranks(self, session_id: str, now: float) -> RankCheck:
+        """Classify the session's ranks at ``now`` (epoch seconds) and look for a diverging rank or a hang.
+
+        A finding is raised once: per (metric, rank, reason) for divergence, per waiting episode for a hang; it joins
+        the runtime diagnostics like an agent's finding. ``changed`` says whether the verdicts differ from what the
+        last check returned (so the caller announces them only then); the first check of ranks always counts.
+        """
+        info = self.sessions.get(session_id)
+        if info is None:
+            return RankCheck()
+        book = info.ranks
+        check = RankCheck()
+        if book.states:
+            verdicts = classify_ranks(book.states, now, hang_after=self.hang_after)
+            for rank in list(verdicts):
+                if self._rank_finished(info, rank):
+                    verdicts[rank] = RankVerdict(rank, "finished", f"rank {rank} has finished")
+            check.verdicts = [_verdict_dict(v, book.states[r]) for r, v in sorted(verdicts.items())]
+            for finding in hang_findings(verdicts, book.states):
+                since = book.states[finding.rank].since if finding.rank is not None else None
+                self._raise_once(book, check, ("hung", finding.rank, since), finding, "rank-hung")
+        check.changed = check.verdicts != book.verdicts
+        check.status = _verdict_kinds(check.verdicts) != _verdict_kinds(book.verdicts)
+        book.verdicts = check.verdicts
+        location = self._rank_finding_location(info)
+        if location is None:
+            return check  # nowhere to point a finding yet: compare once a hello or a phases event says where
+        for metric in book.pending_metrics():
+            book.compared_through[metric] = min(book.latest_step[metric].values())
+            found = diverging_rank(book.series.get(metric, {}), metric, file=location[0], line=location[1])
+            if found is not None:
+                key = ("diverging", metric, found.rank, found.details.get("reason"))
+                self._raise_once(book, check, key, found, "rank-divergence")
+        return check
+
+    def _raise_once(self, book: RankBook, check: RankCheck, key: tuple[Any, ...], finding: Finding, code: str) -> None:
+        if key in book.published:
+            return
+        book.published.add(key)
+        finding = replace(finding, details={**finding.details, "code": code})  # a diagnostic code of its own
+        check.findings.append(finding)
+        check.diagnostics |= self._add_finding(finding).diagnostics
+
+    def _rank_finding_location(self, info: SessionInfo) -> tuple[str, int] | None:
+        """Where a cross-rank finding points: the training loop a rank measured, else the top of the script."""
+        if info.ranks.loop_at is not None:
+            return info.ranks.loop_at
+        for process in info.processes.values():
+            if isinstance(process.get("script"), str) and process["script"]:
+                return (process["script"], 1)
+        return None
+
+    def _rank_finished(self, info: SessionInfo, rank: int) -> bool:
+        pid = info.ranks.pids.get(rank)
+        return pid is not None and bool(info.processes.get(pid, {}).get("finished"))
+
     def status(self) -> dict[str, Any]:
         active = self.active_sessions()
         connected = [p for s in active for p in s.processes.values() if not p.get("finished")]
@@ -346,6 +498,7 @@ class RuntimeView:
                     "processes": len(s.processes),
                     "events": s.events,
                     "dropped": s.dropped,
+                    "ranks": s.ranks.verdicts,
                 }
                 for s in active
             ],
@@ -357,6 +510,9 @@ _HANDLERS = {
     "bye": RuntimeView._on_process_end,
     "run-finished": RuntimeView._on_process_end,
     "dropped": RuntimeView._on_dropped,
+    "rank": RuntimeView._on_rank,
+    "rank-state": RuntimeView._on_rank_state,
+    "scalars": RuntimeView._on_scalars,
     "shape": RuntimeView._on_shape,
     "finding": RuntimeView._on_finding,
     "nonfinite": RuntimeView._on_nonfinite,
@@ -378,6 +534,49 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     return value
+
+
+def _verdict_dict(verdict: RankVerdict, state: RankState) -> dict[str, Any]:
+    """A rank's verdict as the training panel and status bar get it."""
+    wire: dict[str, Any] = {
+        "rank": verdict.rank,
+        "verdict": verdict.verdict,
+        "message": verdict.message,
+        "state": state.state,
+        "since": state.since,
+        "step": state.step,
+    }
+    if verdict.waiting_for:
+        wire["waiting_for"] = list(verdict.waiting_for)
+    if state.file is not None and state.line is not None:
+        wire["file"], wire["line"] = state.file, state.line
+    if state.blocked_in is not None:
+        wire["blocked_in"] = state.blocked_in
+    return wire
+
+
+def _verdict_kinds(verdicts: list[dict[str, Any]]) -> list[tuple[Any, Any]]:
+    return [(v["rank"], v["verdict"]) for v in verdicts]
+
+
+def _rank_of(info: SessionInfo, event: Mapping[str, Any]) -> int | None:
+    """The event's rank, else the rank its process announced (hello or ``rank`` event)."""
+    rank = _optional_int(event.get("rank"))
+    if rank is not None:
+        return rank
+    process = info.processes.get(event["pid"]) if isinstance(event.get("pid"), int) else None
+    return _optional_int(process.get("rank")) if process else None
+
+
+def _scalar(value: Any) -> float | None:
+    """A scalar value as a float: numbers, and the names non-finite numbers travel as in JSON; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if value in ("NaN", "Infinity", "-Infinity", "inf", "-inf", "nan"):
+        return float(value)
+    return None
 
 
 def _str(value: Any, name: str) -> str:

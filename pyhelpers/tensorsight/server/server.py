@@ -6,6 +6,8 @@ Started by ``__main__`` (``python -m tensorsight.server``, stdio) from the exten
 - during and after a debug run, from the agents' events: observed shapes as inlay hints at assignment lines, the NaN
   origin and runtime findings as diagnostics, the last observed tensor on hover, the phase breakdown as a code lens
   above the training loop;
+- for a distributed run, each rank's verdict (running, stopped, waiting for a stopped rank, hung, silent), checked on
+  each rank report and about once a second, and a diverging or hung rank as a finding;
 - custom notifications for the extension's training panel and status bar (runs, GPU, hub state).
 Method names and payloads: ``methods.py`` and README.md in this folder.
 """
@@ -16,6 +18,7 @@ import asyncio
 import logging
 import os
 import re
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,6 +37,7 @@ from .hub import Hub
 from .runtime_view import RuntimeView, json_safe, normalize_path
 
 GPU_POLL_SECONDS = 1.0
+RANK_CHECK_SECONDS = 1.0  # a silent rank or a hang shows without any event arriving, so the ranks are also polled
 REFRESH_SECONDS = 0.2  # coalesce bursts of runtime events into one publish / refresh
 
 _LOG_LEVELS = {"info": types.MessageType.Info, "warning": types.MessageType.Warning, "error": types.MessageType.Error}
@@ -56,6 +60,7 @@ class TensorSightServer(LanguageServer):
         self._refresh_lenses = False
         self._refresh_handle: asyncio.TimerHandle | None = None
         self._gpu_task: asyncio.Task[None] | None = None
+        self._ranks_task: asyncio.Task[None] | None = None
         self._last_gpu: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ plumbing
@@ -138,6 +143,35 @@ class TensorSightServer(LanguageServer):
             self._schedule_refresh()
         if update.status:
             self.send_status()
+        if update.ranks:
+            self.check_ranks(session_id)
+
+    def check_ranks(self, session_id: str) -> None:
+        """Announce the session's rank verdicts when they changed, and new cross-rank findings (divergence, hang)."""
+        check = self.view.check_ranks(session_id, time.time())
+        for finding in check.findings:
+            event = {"type": "finding", "finding": finding.to_dict(), "time": time.time(), "origin": "server"}
+            if finding.rank is not None:
+                event["rank"] = finding.rank
+            self.notify(methods.RUN_EVENT, {"sessionId": session_id, "event": event})
+        if check.changed:
+            event = {"type": "ranks", "verdicts": check.verdicts, "time": time.time()}
+            self.notify(methods.RUN_EVENT, {"sessionId": session_id, "event": event})
+        if check.diagnostics:
+            self._dirty_paths |= check.diagnostics
+            self._schedule_refresh()
+        if check.status:
+            self.send_status()
+
+    async def _poll_ranks(self) -> None:
+        """About once a second while a session is live: verdicts age (waiting turns hung, a quiet rank silent)."""
+        while self.view.active_sessions():
+            for session in self.view.active_sessions():
+                try:
+                    self.check_ranks(session.session_id)
+                except Exception as exc:  # noqa: BLE001 - a bug here must not stop the poll or the server
+                    self.log("error", f"ranks: check of session {session.session_id} failed: {exc!r}")
+            await asyncio.sleep(RANK_CHECK_SECONDS)
 
     def _schedule_refresh(self) -> None:
         if self._refresh_handle is None:
@@ -177,6 +211,8 @@ class TensorSightServer(LanguageServer):
         self.send_status()
         if self._gpu_task is None or self._gpu_task.done():
             self._gpu_task = asyncio.ensure_future(self._poll_gpu())
+        if self._ranks_task is None or self._ranks_task.done():
+            self._ranks_task = asyncio.ensure_future(self._poll_ranks())
         return {"address": session.address, "token": session.token}
 
     async def end_session(self, session_id: str) -> bool:

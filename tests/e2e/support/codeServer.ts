@@ -9,7 +9,18 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { CHROMIUM, CODE_SERVER, EXAMPLES, SPANISH_LOCALE_FIXTURE, VSCE, NODE24_BIN, OUTPUT, VENV_PYTHON, vsixPath, WORKSPACE_SOURCE } from './paths';
+import {
+  CHROMIUM,
+  CODE_SERVER,
+  EXAMPLES,
+  SPANISH_LOCALE_FIXTURE,
+  VSCE,
+  NODE24_BIN,
+  OUTPUT,
+  VENV_PYTHON,
+  vsixPath,
+  WORKSPACE_SOURCE,
+} from './paths';
 
 export interface Workbench {
   page: Page;
@@ -62,8 +73,10 @@ export async function startWorkbench(name: string, options: StartOptions = {}): 
   const workspace = path.join(root, 'workspace');
   fs.mkdirSync(path.join(userData, 'User'), { recursive: true });
   fs.mkdirSync(path.join(workspace, '.vscode'), { recursive: true });
-  for (const file of fs.readdirSync(WORKSPACE_SOURCE)) fs.copyFileSync(path.join(WORKSPACE_SOURCE, file), path.join(workspace, file));
-  for (const example of options.examples ?? []) fs.copyFileSync(path.join(EXAMPLES, example), path.join(workspace, example));
+  for (const file of fs.readdirSync(WORKSPACE_SOURCE))
+    fs.copyFileSync(path.join(WORKSPACE_SOURCE, file), path.join(workspace, file));
+  for (const example of options.examples ?? [])
+    fs.copyFileSync(path.join(EXAMPLES, example), path.join(workspace, example));
 
   const settings = {
     'tensorsight.python': VENV_PYTHON,
@@ -94,8 +107,20 @@ export async function startWorkbench(name: string, options: StartOptions = {}): 
       {
         version: '0.2.0',
         configurations: [
-          { name: 'Train: breakpoints', type: 'tensorsight', request: 'launch', program: '${file}', breakOnNonFinite: false },
-          { name: 'Train: stop at NaN', type: 'tensorsight', request: 'launch', program: '${file}', breakOnNonFinite: true },
+          {
+            name: 'Train: breakpoints',
+            type: 'tensorsight',
+            request: 'launch',
+            program: '${file}',
+            breakOnNonFinite: false,
+          },
+          {
+            name: 'Train: stop at NaN',
+            type: 'tensorsight',
+            request: 'launch',
+            program: '${file}',
+            breakOnNonFinite: true,
+          },
         ],
       },
       null,
@@ -104,11 +129,15 @@ export async function startWorkbench(name: string, options: StartOptions = {}): 
   );
 
   const install = (vsix: string) =>
-    execFileSync(CODE_SERVER, ['--extensions-dir', extensionsDir, '--install-extension', vsix], {
-      env: codeServerEnv(),
-      stdio: 'pipe',
-      timeout: 120_000,
-    });
+    execFileSync(
+      CODE_SERVER,
+      ['--user-data-dir', userData, '--extensions-dir', extensionsDir, '--install-extension', vsix],
+      {
+        env: codeServerEnv(),
+        stdio: 'pipe',
+        timeout: 120_000,
+      },
+    );
   install(vsixPath());
   if (options.locale === 'es') {
     // VS Code only switches to a display language that an installed language pack declares; this fixture declares
@@ -120,14 +149,37 @@ export async function startWorkbench(name: string, options: StartOptions = {}): 
       timeout: 120_000,
     });
     install(stub);
+    // What VS Code records when a language pack is installed through its UI (the CLI install does not): the server
+    // reads it to build the Spanish NLS bundle and to tell the workbench, and so every extension, that the UI is 'es'.
+    const translations = path.join(
+      extensionsDir,
+      'tensorsight-tests.spanish-locale-for-tests-0.0.1',
+      'translations',
+      'main.i18n.json',
+    );
+    fs.writeFileSync(
+      path.join(userData, 'languagepacks.json'),
+      JSON.stringify({
+        es: {
+          hash: 'tensorsight-e2e-es',
+          extensions: [{ extensionIdentifier: { id: 'tensorsight-tests.spanish-locale-for-tests' }, version: '0.0.1' }],
+          translations: { vscode: translations },
+          label: 'español',
+        },
+      }),
+    );
   }
 
   const port = await freePort();
   const args = [
-    '--auth', 'none',
-    '--bind-addr', `127.0.0.1:${port}`,
-    '--user-data-dir', userData,
-    '--extensions-dir', extensionsDir,
+    '--auth',
+    'none',
+    '--bind-addr',
+    `127.0.0.1:${port}`,
+    '--user-data-dir',
+    userData,
+    '--extensions-dir',
+    extensionsDir,
     '--disable-telemetry',
     '--disable-update-check',
     '--disable-workspace-trust',
@@ -157,9 +209,20 @@ export async function startWorkbench(name: string, options: StartOptions = {}): 
 
   const browser: Browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
-  const context = await browser.newContext({ viewport: { width: 1500, height: 950 }, locale: options.locale ?? 'en-US' });
+  const context = await browser.newContext({
+    viewport: { width: 1500, height: 950 },
+    locale: options.locale ?? 'en-US',
+  });
   const page = await context.newPage();
   const url = `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`;
   await page.goto(url);

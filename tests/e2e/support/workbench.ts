@@ -46,7 +46,11 @@ export async function goToLine(page: Page, line: number, column = 1): Promise<vo
   await input.waitFor({ state: 'visible', timeout: TIMEOUT });
   await input.fill(`:${line}:${column}`);
   await page.keyboard.press('Enter');
-  await page.locator('.statusbar-item', { hasText: `Ln ${line}, Col ${column}` }).first().waitFor({ timeout: TIMEOUT }).catch(() => undefined);
+  await page
+    .locator('.statusbar-item', { hasText: `Ln ${line}, Col ${column}` })
+    .first()
+    .waitFor({ timeout: TIMEOUT })
+    .catch(() => undefined);
 }
 
 export function statusItem(page: Page, text: string | RegExp): Locator {
@@ -54,7 +58,11 @@ export function statusItem(page: Page, text: string | RegExp): Locator {
 }
 
 export function variableRow(page: Page, name: string): Locator {
-  return page.locator('.debug-variables .monaco-list-row', { has: page.locator(`.monaco-highlighted-label`, { hasText: new RegExp(`^${name}$`) }) }).first();
+  return page
+    .locator('.debug-variables .monaco-list-row', {
+      has: page.locator(`.monaco-highlighted-label`, { hasText: new RegExp(`^${name}$`) }),
+    })
+    .first();
 }
 
 /**

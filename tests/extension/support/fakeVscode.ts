@@ -180,7 +180,14 @@ export const window = {
 export function logChannel() {
   const lines: string[] = [];
   const add = (level: string) => (text: string) => lines.push(`${level} ${text}`);
-  return { lines, info: add('info'), warn: add('warn'), error: add('error'), show: () => undefined, dispose: () => undefined };
+  return {
+    lines,
+    info: add('info'),
+    warn: add('warn'),
+    error: add('error'),
+    show: () => undefined,
+    dispose: () => undefined,
+  };
 }
 
 export const workspace = {
@@ -188,7 +195,10 @@ export const workspace = {
   getConfiguration: () => ({
     get: <T>(key: string, defaultValue?: T): T | undefined =>
       fake.settings.has(key) ? (fake.settings.get(key) as T) : defaultValue,
-    inspect: <T>(key: string) => ({ defaultValue: undefined as T | undefined, globalValue: fake.userSettings.get(key) as T }),
+    inspect: <T>(key: string) => ({
+      defaultValue: undefined as T | undefined,
+      globalValue: fake.userSettings.get(key) as T,
+    }),
     update: (key: string, value: unknown, target: unknown) => {
       fake.updates.push({ key, value, target });
       fake.settings.set(key, value);

@@ -17,4 +17,7 @@ export const REPO = findRepo(__dirname);
 export const PYHELPERS = path.join(REPO, 'pyhelpers');
 export const BUNDLED_LIBS = path.join(REPO, 'extension', 'bundled', 'libs');
 export const VENV_PYTHON = path.join(REPO, '.venv', 'bin', 'python');
-export const PACKAGE_JSON = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as Record<string, unknown>;
+export const PACKAGE_JSON = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')) as Record<
+  string,
+  unknown
+>;

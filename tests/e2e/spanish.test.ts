@@ -1,0 +1,57 @@
+/**
+ * End-to-end (6): with VS Code's display language set to Spanish on a fresh profile, TensorSight's manifest strings
+ * (command palette) and runtime strings (status bar) are Spanish.
+ */
+import { after, before, describe, test, type TestContext } from 'node:test';
+import { startWorkbench, type Workbench } from './support/codeServer';
+import { openFile, statusItem, TIMEOUT } from './support/workbench';
+
+let workbench: Workbench;
+
+async function step(t: TestContext, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } catch (error) {
+    const shot = await workbench.screenshot(t.name.replace(/\W+/g, '-').slice(0, 80));
+    throw new Error(`${String(error)}\n(screenshot: ${shot})`, { cause: error });
+  }
+}
+
+describe('TensorSight in Spanish', { timeout: 10 * 60_000 }, () => {
+  before(async () => {
+    workbench = await startWorkbench('spanish', { locale: 'es' });
+  });
+  after(async () => {
+    await workbench?.close();
+  });
+
+  test('6a. the status bar speaks Spanish (runtime strings, vscode.l10n)', async (t) => {
+    await step(t, async () => {
+      await openFile(workbench.page, 'nan_training.py');
+      await statusItem(workbench.page, /TensorSight: (listo|iniciando|servidor detenido)/).waitFor({
+        timeout: TIMEOUT,
+      });
+    });
+  });
+
+  test('6b. the command palette lists the commands in Spanish (package.nls.es.json)', async (t) => {
+    await step(t, async () => {
+      const page = workbench.page;
+      await page.keyboard.press('F1');
+      const input = page.locator('.quick-input-widget input');
+      await input.waitFor({ state: 'visible', timeout: TIMEOUT });
+      await input.fill('>TensorSight');
+      for (const title of [
+        'Añadir punto de interrupción de tensor…',
+        'Ejecutar el doctor en este archivo',
+        'Mostrar panel de entrenamiento',
+      ]) {
+        await page
+          .locator('.quick-input-list .monaco-list-row', { hasText: `TensorSight: ${title}` })
+          .first()
+          .waitFor({ timeout: TIMEOUT });
+      }
+      await page.keyboard.press('Escape');
+    });
+  });
+});
