@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import pathlib
 import time
 from typing import Any
 
@@ -201,7 +202,7 @@ async def rank_connection(address: str, token: str, rank: int, script: str) -> a
 
 async def send(writer: asyncio.StreamWriter, rank: int, event_type: str, **data: Any) -> None:
     event = {"type": event_type, "pid": 7000 + rank, "rank": rank, "time": time.time(), **data}
-    writer.write((json.dumps(event) + "\n").encode())  # NaN would travel as the agent's json.dumps writes it
+    writer.write((json.dumps(event) + "\n").encode())
     await writer.drain()
 
 
@@ -230,136 +231,101 @@ async def stop_server(client: LanguageClient) -> None:
     await asyncio.wait_for(client.stop(), 10)
 
 
+def training_loop_script(directory: pathlib.Path) -> pathlib.Path:
+    script = directory / "train_ddp.py"
+    script.write_text("import torch\n" + "\n" * 18 + "for step in range(100):  # training loop\n    pass\n")
+    return script
+
+
 @pytest.mark.timeout(120)
 @pytest.mark.asyncio(loop_scope="function")
 async def test_two_ranks_through_the_real_server(tmp_path):
-    script = tmp_path / "train_ddp.py"
-    script.write_text("import torch\n" + "\n" * 18 + "for step in range(100):  # training loop\n    pass\n")
-    uri = script.as_uri()
-    config = server_config()
-    client: LanguageClient = await config.start()  # type: ignore[assignment]
+    script = str(training_loop_script(tmp_path))
+    uri = pathlib.Path(script).as_uri()
+    client: LanguageClient = await server_config().start()  # type: ignore[assignment]
     writers: list[asyncio.StreamWriter] = []
     try:
         await initialize(client)
         session = await client.protocol.send_request_async("tensorsight/startSession", {"sessionId": "ddp"})
-        writers = [await rank_connection(session.address, session.token, r, str(script)) for r in (0, 1)]
+        writers = [await rank_connection(session.address, session.token, r, script) for r in (0, 1)]
         rank0, rank1 = writers
 
+        async def report(writer: asyncio.StreamWriter, rank: int, state: str, **extra: Any) -> None:
+            extra = {"since": time.time(), "heartbeat": 5.0, "step": 3, "file": script, "line": 21, **extra}
+            await send(writer, rank, "rank-state", world_size=2, state=state, **extra)
+
+        def verdict_of(rank: int) -> str | None:
+            return latest_verdicts(client, "ddp").get(rank, {}).get("verdict")
+
         # rank 1 stops at a breakpoint; rank 0 blocks in DDP's all-reduce: waiting for rank 1, not hung
-        await send(
-            rank1,
-            1,
-            "rank-state",
-            world_size=2,
-            state="stopped",
-            since=time.time(),
-            heartbeat=5.0,
-            step=3,
-            file=str(script),
-            line=21,
-        )
-        await send(
-            rank0,
-            0,
-            "rank-state",
-            world_size=2,
-            state="waiting",
-            since=time.time(),
-            heartbeat=5.0,
-            step=3,
-            file=str(script),
-            line=21,
-            blocked_in="torch.autograd.backward",
-        )
-        await eventually(
-            lambda: latest_verdicts(client, "ddp").get(0, {}).get("verdict") == "waiting",
-            30,
-            "a ranks runEvent with rank 0 waiting",
-        )
+        await report(rank1, 1, "stopped")
+        await report(rank0, 0, "waiting", blocked_in="torch.autograd.backward")
+        await eventually(lambda: verdict_of(0) == "waiting", 30, "a ranks runEvent with rank 0 waiting")
         verdicts = latest_verdicts(client, "ddp")
         assert verdicts[1]["verdict"] == "stopped"
-        assert (
-            "waiting in torch.autograd.backward at train_ddp.py:21 for rank 1, which is stopped"
-            in (verdicts[0]["message"])
-        )
+        expected = "waiting in torch.autograd.backward at train_ddp.py:21 for rank 1, which is stopped"
+        assert expected in verdicts[0]["message"]
         await eventually(
             lambda: [d for d in client.statuses[-1]["details"] if d["sessionId"] == "ddp" and len(d["ranks"]) == 2],  # type: ignore[attr-defined]
             30,
             "the verdicts in tensorsight/status",
         )
 
-        # both ranks train; rank 1's loss drifts to ~10x the other's
+        # both ranks train; rank 1's loss drifts to ~10x the other's, and its grad norm is NaN at step 12 (sent as
+        # the agent's json.dumps writes it: a bare NaN)
         for step in range(1, 15):
             for rank, writer in ((0, rank0), (1, rank1)):
                 loss = 0.5 * (1 + 0.1 * math.sin(step)) if rank == 0 or step < 9 else 5.0 + step
-                await send(
-                    writer,
-                    rank,
-                    "phases",
-                    step=step,
-                    seconds={"forward": 0.01, "backward": 0.02},
-                    file=str(script),
-                    line=LOOP_LINE,
-                )
-                await send(writer, rank, "scalars", step=step, split="train", values={"loss": loss, "lr": 0.1})
-        found = await eventually(
-            lambda: [e for e in rank_events(client, "ddp", "finding") if e["finding"]["kind"] == "dynamics"],
-            30,
-            "a finding runEvent for the diverging rank",
-        )
-        assert len(found) == 1 and found[0]["rank"] == 1 and found[0]["finding"]["rank"] == 1
-        assert found[0]["finding"]["message"].startswith("rank 1's loss diverges")
-        diagnostics = await eventually(
-            lambda: [d for d in client.diagnostics.get(uri, []) if d.source == "TensorSight (run)"],
-            30,
-            "the runtime diagnostic for the diverging rank",
-        )
-        (diagnostic,) = diagnostics
-        assert diagnostic.range.start.line + 1 == LOOP_LINE and diagnostic.code == "rank-divergence"
-        assert diagnostic.severity == types.DiagnosticSeverity.Warning and "rank 1" in diagnostic.message
+                grad_norm = float("nan") if rank == 1 and step == 12 else 1.0
+                seconds = {"forward": 0.01, "backward": 0.02}
+                await send(writer, rank, "phases", step=step, seconds=seconds, file=script, line=LOOP_LINE)
+                values = {"loss": loss, "grad_norm": grad_norm, "lr": 0.1}
+                await send(writer, rank, "scalars", step=step, split="train", values=values)
+
+        def divergence_findings() -> dict[str, dict[str, Any]]:
+            found = [e for e in rank_events(client, "ddp", "finding") if e["finding"]["kind"] == "dynamics"]
+            return {e["finding"]["details"]["metric"]: e for e in found} if len(found) == 2 else {}
+
+        found = await eventually(divergence_findings, 30, "finding runEvents for the diverging rank")
+        assert {e["rank"] for e in found.values()} == {1} and {e["finding"]["rank"] for e in found.values()} == {1}
+        assert found["loss"]["finding"]["message"].startswith("rank 1's loss diverges")
+        assert found["grad_norm"]["finding"]["message"].startswith("rank 1's grad_norm became NaN at step 12")
+
+        def run_diagnostics() -> list[types.Diagnostic]:
+            return [d for d in client.diagnostics.get(uri, []) if d.source == "TensorSight (run)"]
+
+        await eventually(lambda: len(run_diagnostics()) == 2, 30, "the runtime diagnostics for the diverging rank")
+        diagnostics = run_diagnostics()
+        assert {(d.range.start.line + 1, d.code) for d in diagnostics} == {(LOOP_LINE, "rank-divergence")}
+        severities = {d.severity for d in diagnostics}
+        assert severities == {types.DiagnosticSeverity.Warning, types.DiagnosticSeverity.Error}
+        assert all("rank 1" in d.message for d in diagnostics)
 
         # rank 1 goes quiet (short heartbeat, then nothing) while rank 0 keeps waiting: rank 0 is hung
-        await send(rank1, 1, "rank-state", world_size=2, state="running", since=time.time(), heartbeat=0.4, step=14)
+        await report(rank1, 1, "running", heartbeat=0.4, step=14)
         waiting_since = time.time()
 
         async def rank0_heartbeats() -> None:
             while True:
-                await send(
-                    rank0,
-                    0,
-                    "rank-state",
-                    world_size=2,
-                    state="waiting",
-                    since=waiting_since,
-                    heartbeat=0.4,
-                    step=14,
-                    file=str(script),
-                    line=21,
-                    blocked_in="torch.distributed.all_reduce",
-                )
+                await report(rank0, 0, "waiting", since=waiting_since, heartbeat=0.4, step=14, blocked_in="all_reduce")
                 await asyncio.sleep(0.2)
 
         beating = asyncio.ensure_future(rank0_heartbeats())
         try:
-            await eventually(
-                lambda: latest_verdicts(client, "ddp").get(0, {}).get("verdict") == "hung", 30, "rank 0 hung"
-            )
-            assert latest_verdicts(client, "ddp")[1]["verdict"] == "silent"
+            await eventually(lambda: verdict_of(0) == "hung", 30, "rank 0 hung")
+            assert verdict_of(1) == "silent"
             hang = await eventually(
                 lambda: [e for e in rank_events(client, "ddp", "finding") if e["finding"]["kind"] == "performance"],
                 30,
                 "the hang finding",
             )
             assert hang[0]["rank"] == 0 and "rank 1, which stopped reporting" in hang[0]["finding"]["message"]
+            assert hang[0]["finding"]["line"] == 21
         finally:
             beating.cancel()
 
         # nobody reports any more: only the server's timer can notice that rank 0 fell silent too
-        await eventually(
-            lambda: latest_verdicts(client, "ddp").get(0, {}).get("verdict") == "silent",
-            30,
-            "rank 0 silent, seen by the timer",
-        )
+        await eventually(lambda: verdict_of(0) == "silent", 30, "rank 0 silent, seen by the timer")
         assert await client.protocol.send_request_async("tensorsight/endSession", {"sessionId": "ddp"})
     finally:
         for writer in writers:

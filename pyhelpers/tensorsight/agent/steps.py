@@ -41,6 +41,12 @@ def add_step_listener(listener: StepListener) -> None:
     arm()
 
 
+def remove_step_listener(listener: StepListener) -> None:
+    """Stop calling ``listener``; unknown listeners are ignored."""
+    if listener in _listeners:
+        _listeners.remove(listener)
+
+
 @never_raise()
 def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     global _step

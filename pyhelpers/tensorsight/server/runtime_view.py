@@ -27,7 +27,12 @@ MAX_FINDINGS_PER_FILE = 200
 MAX_SHAPES_PER_FILE = 2000
 MAX_TEXT = 200
 RANK_METRICS = ("loss", "grad_norm")  # the train scalars compared across ranks
-MAX_RANK_STEPS = 256  # steps kept per rank and metric: diverging_rank looks at windows of 5, memory stays bounded
+# Per rank and metric the view keeps the run's first COMPARE_STEPS steps (the "before" a drift is measured against)
+# and its newest ones, MAX_RANK_STEPS in all (room for one rank's events arriving late); diverging_rank is shown the
+# first and last COMPARE_STEPS common steps (its windows are 5) plus those new since the last comparison, so each
+# check costs the same at step 10 and at step 100 000.
+MAX_RANK_STEPS = 256
+COMPARE_STEPS = 10
 MAX_RANKS = 1024  # ranks tracked per session; reports from more are ignored
 HANG_AFTER_SECONDS = 300.0  # a collective waited on this long with no rank stopped in the debugger is a hang
 
@@ -116,6 +121,19 @@ class RankBook:
             if complete > self.compared_through.get(metric, -(1 << 62)):
                 pending.append(metric)
         return pending
+
+    def comparable(self, metric: str) -> dict[int, dict[int, float]]:
+        """What ``diverging_rank`` needs of ``metric``: the first and last COMPARE_STEPS steps every rank reported,
+        and every such step newer than the last comparison (so no first NaN in between is skipped)."""
+        per_rank = self.series.get(metric, {})
+        if len(per_rank) < 2:
+            return {}
+        common = sorted(set.intersection(*(set(steps) for steps in per_rank.values())))
+        compared = self.compared_through.get(metric)
+        chosen = {*common[:COMPARE_STEPS], *common[-COMPARE_STEPS:]}
+        if compared is not None:
+            chosen.update(s for s in common if s > compared)
+        return {rank: {s: steps[s] for s in sorted(chosen)} for rank, steps in per_rank.items()}
 
 
 @dataclass
@@ -241,7 +259,7 @@ class RuntimeView:
             steps = per_rank.setdefault(rank, {})
             steps[step] = value
             if len(steps) > MAX_RANK_STEPS:
-                for old in sorted(steps)[: len(steps) - MAX_RANK_STEPS]:
+                for old in sorted(steps)[COMPARE_STEPS : len(steps) - MAX_RANK_STEPS + COMPARE_STEPS]:
                     del steps[old]
             latest = book.latest_step.setdefault(metric, {})
             latest[rank] = max(step, latest.get(rank, step))
@@ -457,8 +475,9 @@ class RuntimeView:
         if location is None:
             return check  # nowhere to point a finding yet: compare once a hello or a phases event says where
         for metric in book.pending_metrics():
+            series = book.comparable(metric)
             book.compared_through[metric] = min(book.latest_step[metric].values())
-            found = diverging_rank(book.series.get(metric, {}), metric, file=location[0], line=location[1])
+            found = diverging_rank(series, metric, file=location[0], line=location[1])
             if found is not None:
                 key = ("diverging", metric, found.rank, found.details.get("reason"))
                 self._raise_once(book, check, key, found, "rank-divergence")

@@ -1,0 +1,89 @@
+"""Break on NaN/Inf in a real debugpy session: for each example the debugger stops at the line marked `# @nan` (the
+first producer), in the user's frame, with a reason naming the op, module, phase and step, and the values in
+Variables. One session per example (each costs ~10-20 s with torch)."""
+
+import re
+
+import pytest
+from support.dap import DebugSession
+from support.paths import example, marked_lines
+
+# example -> (title, text in the reason, phase, frame function, step or None when it depends on float dynamics)
+EXAMPLES = {
+    "nan_lr_too_high.py": ("Inf born here", "from finite inputs", "forward", "<module>", None),
+    "nan_log_zero.py": ("Inf born here", "torch.log made", "forward", "bce", None),
+    "nan_sqrt_backward.py": (
+        "NaN born here",
+        "the backward of torch.sqrt (SqrtBackward0) made 1 NaN",
+        "backward",
+        "forward",
+        3,
+    ),
+    "nan_overflow_inf.py": ("Inf born here", "torch.exp made", "forward", "forward", 4),
+}
+MODULES = {"nan_sqrt_backward.py": "in CosineClassifier", "nan_overflow_inf.py": "in AttentionPool"}
+
+
+def check_stop(session, path, stop, title, text, phase, function, step):
+    line = marked_lines(path, "@nan")[""]
+    assert stop["reason"] == "exception"
+    assert stop["text"] == title
+    description = stop["description"]
+    assert text in description and f"— {phase}, step " in description
+    if step is not None:
+        assert f"step {step}," in description
+    frame = session.top_frame(stop)
+    assert frame["source"]["path"] == path, "the stop must be in the user's file, not in torch or TensorSight"
+    assert frame["line"] == line, f"stopped at line {frame['line']}, the NaN is born at line {line}"
+    assert frame["name"] == function
+    names = [f["source"].get("path", "") for f in session.stack(stop["threadId"])]
+    assert not any("/tensorsight/" in name for name in names), "TensorSight's own frames are hidden from the stack"
+    info = session.request("exceptionInfo", {"threadId": stop["threadId"]})
+    assert info["exceptionId"] == title and info["description"] == description
+    record = session.locals(frame["id"])["(nonfinite)"]
+    assert title in record["value"]
+    children = session.children(record)
+    assert {"op", "phase", "step", "output", "inputs", "file", "line"} <= set(children)
+    assert session.evaluate("tensorsight.last_nonfinite().phase", frame["id"])["result"] == repr(phase)
+    reported = int(session.evaluate("tensorsight.last_nonfinite().line", frame["id"])["result"])
+    assert reported == line
+    return description
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_stops_at_the_first_producer(name):
+    title, text, phase, function, step = EXAMPLES[name]
+    path = example(name)
+    with DebugSession.launch(path, options={"breakOnNonFinite": True}, timeout=90) as session:
+        stop = session.wait_for_stop(timeout=120)
+        description = check_stop(session, path, stop, title, text, phase, function, step)
+        if name in MODULES:
+            assert MODULES[name] in description
+        if name == "nan_sqrt_backward.py":  # the replayed forward frame: its locals are the values of that step
+            frame_id = session.top_frame_id(stop)
+            assert session.evaluate("bool((h == 0).all(dim=1).any())", frame_id)["result"] == "True"
+        session.continue_(stop["threadId"])
+        assert session.wait_for_exit(timeout=120) == 0  # only the first birth stops; the run then goes on
+        assert re.search(r"loss nan", session.stdout())
+
+
+def test_toggle_at_run_time_through_evaluate_without_a_frame():
+    """The editor's "Toggle Break on NaN/Inf" sends `tensorsight.break_on_nonfinite(True)` as a DAP evaluate with
+    no frame, which debugpy runs on its own thread; the sentinel must then catch the NaN in the training thread."""
+    path = example("nan_from_data.py")
+    with open(path, encoding="utf-8") as handle:
+        start = next(i for i, text in enumerate(handle, start=1) if text.startswith("loader = DataLoader("))
+    with DebugSession.launch(path, breakpoints=[(path, start, None)], options={}, timeout=90) as session:
+        stop = session.wait_for_stop(timeout=120)
+        assert session.top_frame(stop)["line"] == start
+        assert session.evaluate("tensorsight.break_on_nonfinite(True)")["result"] == "True"
+        session.set_breakpoints(path, [])
+        session.continue_(stop["threadId"])
+        stop = session.wait_for_stop(timeout=120)
+        description = check_stop(
+            session, path, stop, "NaN came in here", "torch.as_tensor built a tensor with 1 NaN", "data", "__getitem__", 3
+        )
+        assert "numpy array" in description
+        assert session.evaluate("tensorsight.break_on_nonfinite(False)")["result"] == "False"
+        session.continue_(stop["threadId"])
+        assert session.wait_for_exit(timeout=120) == 0
