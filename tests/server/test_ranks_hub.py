@@ -16,7 +16,7 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from support.lsp import eventually, initialize, server_config
-from tensorsight.server.runtime_view import MAX_RANK_STEPS, MAX_RANKS, RuntimeView, normalize_path
+from tensorsight.server.runtime_view import COMPARE_STEPS, MAX_RANK_STEPS, MAX_RANKS, RuntimeView, normalize_path
 
 FILE = "/work/project/train.py"
 LOOP_LINE = 20
@@ -156,16 +156,33 @@ def test_nan_on_one_rank_is_an_error_naming_it_even_without_ranks_in_the_events(
     assert "rank 1's loss became NaN at step 4" in finding.message
 
 
+def test_a_slow_drift_is_measured_against_the_start_of_the_run():
+    """Rank 1's loss creeps up from step 600, never 3x within any few hundred steps, but 3x the others' by ~1000."""
+    view = two_ranks()
+    found = []
+    for step in range(1, 1400):
+        creep = 1.0 + max(0, step - 600) / 200.0
+        for rank in (0, 1):
+            view.apply("s", scalars(rank, step, 0.5 * (creep if rank == 1 else 1.0)))
+            found += view.check_ranks("s", T0 + step).findings
+    (finding,) = found
+    assert finding.rank == 1 and finding.details["reason"] == "drift"
+    assert 900 <= finding.step <= 1100, finding.step  # long after the first steps left a last-256-steps window
+
+
 def test_per_rank_memory_is_bounded():
     view = two_ranks()
     for step in range(3 * MAX_RANK_STEPS):
         for rank in (0, 1):
             view.apply("s", scalars(rank, step, 0.5, values={"loss": 0.5, "grad_norm": 1.0}))
     book = view.sessions["s"].ranks
+    last = 3 * MAX_RANK_STEPS - 1
     for metric in ("loss", "grad_norm"):
         for rank in (0, 1):
-            steps = book.series[metric][rank]
-            assert len(steps) == MAX_RANK_STEPS and min(steps) == 2 * MAX_RANK_STEPS  # the newest kept
+            kept = sorted(book.series[metric][rank])
+            assert len(kept) == MAX_RANK_STEPS
+            assert kept[:COMPARE_STEPS] == list(range(COMPARE_STEPS))  # the run's start, what drift is measured against
+            assert kept[COMPARE_STEPS:] == list(range(last - MAX_RANK_STEPS + COMPARE_STEPS + 1, last + 1))  # newest
     for rank in range(MAX_RANKS + 50):
         view.apply("s", rank_state(rank, "running", T0))
     assert len(book.states) == MAX_RANKS

@@ -294,21 +294,37 @@ def _uninstall() -> None:
 
 def _sync_mode() -> None:
     """Put our outside-modules mode on this thread's stack exactly when it should be there: armed, no module forward,
-    no optimizer step, no replay."""
+    no optimizer step, no replay.
+
+    Our mode always sits at the bottom of the stack: other modes (the program's ``with torch.device(...)``, a
+    profiler, the shape observers) keep their order and stay above it, so their ``__exit__``, which pops the top of
+    the stack, still pops their own mode.
+    """
     st = _st
     torch = sys.modules.get("torch")
     if torch is None or _mode is None or st.busy:
         return
     want = _enabled and st.depth == 0 and st.in_step == 0 and st.replay is None
     if want and not st.mode_on:
-        torch.overrides._push_mode(_mode)
+        _rebuild_stack(torch, with_ours=True)
         st.mode_on = True
     elif not want and st.mode_on:
-        stack_size = torch._C._len_torch_function_stack()
-        if stack_size and torch._C._get_function_stack_at(stack_size - 1) is _mode:
-            torch.overrides._pop_mode()
-            st.mode_on = False
-        # else: someone pushed a mode above ours (e.g. `with torch.device(...)`): leave it; our handler passes through
+        _rebuild_stack(torch, with_ours=False)
+        st.mode_on = False
+
+
+def _rebuild_stack(torch: types.ModuleType, with_ours: bool) -> None:
+    from torch.overrides import _pop_mode, _push_mode
+
+    others = []
+    while torch._C._len_torch_function_stack():
+        mode = _pop_mode()
+        if mode is not _mode:
+            others.append(mode)
+    if with_ours:
+        _push_mode(_mode)
+    for mode in reversed(others):
+        _push_mode(mode)
 
 
 # ---- module hooks ---------------------------------------------------------------------------------------------------
@@ -728,7 +744,7 @@ def _make_outside_mode(torch: types.ModuleType) -> Any:
             if policy == _SKIP or not _enabled or _first_reported:
                 return func(*args, **kwargs)
             st = _st
-            if st.busy or st.depth or st.in_step:
+            if st.busy or st.depth or st.in_step or st.replay is not None:
                 return func(*args, **kwargs)
             if policy == _BACKWARD:
                 result = func(*args, **kwargs)

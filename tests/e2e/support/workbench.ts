@@ -57,12 +57,9 @@ export function statusItem(page: Page, text: string | RegExp): Locator {
   return page.locator('.statusbar-item', { hasText: text }).first();
 }
 
+/** The Variables view row of variable `name` (its text reads "name =" then the value). */
 export function variableRow(page: Page, name: string): Locator {
-  return page
-    .locator('.debug-variables .monaco-list-row', {
-      has: page.locator(`.monaco-highlighted-label`, { hasText: new RegExp(`^${name}$`) }),
-    })
-    .first();
+  return page.locator('.debug-variables .monaco-list-row', { hasText: new RegExp(`^\\s*${name} =`) }).first();
 }
 
 /**

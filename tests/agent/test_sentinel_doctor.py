@@ -1,0 +1,106 @@
+"""The NaN sentinel without a debugger: `python -m tensorsight doctor --json` reports the birth as a `nonfinite`
+finding at the user's line (the examples' `# @nan` lines), with step, phase and rank, and the sentinel leaves the
+program's state (RNG stream, buffers) exactly as an unobserved run would."""
+
+import json
+import os
+import socket
+import subprocess
+
+import pytest
+from support.paths import PYHELPERS, PYTHON, REPO, example, marked_lines, program
+
+# example -> (phase, op, step or None when it depends on float dynamics)
+EXAMPLES = {
+    "nan_lr_too_high.py": ("forward", None, None),
+    "nan_log_zero.py": ("forward", "torch.log", None),
+    "nan_sqrt_backward.py": ("backward", "torch.sqrt", 3),
+    "nan_overflow_inf.py": ("forward", "torch.exp", 4),
+    "nan_from_data.py": ("data", "torch.as_tensor", 3),
+}
+
+
+def doctor(path, *args, env=None, timeout=180):
+    environment = {**os.environ, "PYTHONPATH": PYHELPERS, **(env or {})}
+    return subprocess.run(
+        [PYTHON, "-m", "tensorsight", "doctor", "--json", path, *args],
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def nonfinite_findings(completed):
+    document = json.loads(completed.stdout)
+    return [f for f in document["findings"] if f["kind"] == "nonfinite"]
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_doctor_reports_the_birth_at_the_marked_line(name):
+    phase, op, step = EXAMPLES[name]
+    path = example(name)
+    completed = doctor(path)
+    assert completed.returncode == 1, completed.stderr  # an error finding
+    findings = nonfinite_findings(completed)
+    assert len(findings) == 1, findings  # the first birth only: everything after it is its consequence
+    finding = findings[0]
+    assert finding["severity"] == "error"
+    assert finding["file"] == path
+    assert finding["line"] == marked_lines(path, "@nan")[""]
+    assert finding["details"]["phase"] == phase
+    assert f"— {phase}, step {finding['step']}" in finding["message"]
+    if op is not None:
+        assert finding["details"]["op"] == op
+    if step is not None:
+        assert finding["step"] == step
+    counts = finding["details"]
+    assert counts["nan"] + counts["posinf"] + counts["neginf"] > 0
+    assert "rank" not in finding  # not a distributed run
+    assert "[tensorsight] " in completed.stderr and finding["message"] in completed.stderr  # the console line
+
+
+def test_replays_leave_the_program_state_untouched(tmp_path):
+    """The birth happens inside a module with BatchNorm and Dropout, so the sentinel replays that forward; the
+    program must end in the same state as without TensorSight (same RNG stream, same running statistics)."""
+    path = program("sentinel_guest.py")
+    plain, observed = tmp_path / "plain.json", tmp_path / "observed.json"
+    subprocess.run([PYTHON, path, str(plain)], check=True, cwd=REPO, timeout=120)
+    completed = doctor(path, str(observed))
+    findings = nonfinite_findings(completed)
+    assert [(f["line"], f["step"], f["details"]["op"]) for f in findings] == [
+        (marked_lines(path, "@nan")[""], 2, "torch.sqrt")
+    ]
+    assert findings[0]["details"]["replayed"] is True and "in Scorer" in findings[0]["message"]
+    assert json.loads(observed.read_text()) == json.loads(plain.read_text())
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_findings_carry_the_torch_distributed_rank():
+    path = program("sentinel_ranks.py")
+    base = {"WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
+    environment = {**os.environ, "PYTHONPATH": PYHELPERS, **base}
+    ranks = [
+        subprocess.Popen(
+            [PYTHON, "-m", "tensorsight", "doctor", "--json", path],
+            cwd=REPO,
+            env={**environment, "RANK": str(rank)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
+    outputs = [process.communicate(timeout=180) for process in ranks]
+    findings = [[f for f in json.loads(out)["findings"] if f["kind"] == "nonfinite"] for out, _ in outputs]
+    assert findings[0] == [], "rank 0 divides by nothing: no birth there"
+    (finding,) = findings[1]
+    assert finding["rank"] == 1 and finding["step"] == 2
+    assert finding["line"] == marked_lines(path, "@nan")[""]
+    assert "rank 1" in finding["message"] and "rank 1" in outputs[1][1]
