@@ -444,7 +444,8 @@ def optimizer_step(optimizer: Any) -> int | None:
     if callable(counter):
         with contextlib.suppress(Exception):
             count = counter(optimizer)
-            return None if count is None else int(count)
+            if count is not None:
+                return int(count)
     try:
         if optimizer.state:
             return None  # state without a step counter (SGD's momentum buffers): the count is not kept

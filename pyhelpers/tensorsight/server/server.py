@@ -15,6 +15,7 @@ Method names and payloads: ``methods.py`` and README.md in this folder.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 import re
@@ -424,10 +425,9 @@ def suggest_conditions(ls: TensorSightServer, params: Any) -> list[Any]:
 def _conditions_module() -> Any | None:
     """``tensorsight.core.conditions`` (the breakpoint feature's pure helpers), or None in a build without it."""
     try:
-        from ..core import conditions  # type: ignore[attr-defined,unused-ignore]
+        return importlib.import_module("tensorsight.core.conditions")
     except ImportError:
         return None
-    return conditions
 
 
 def as_dict(params: Any) -> dict[str, Any]:
