@@ -26,12 +26,11 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyhelpers"))
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch import nn  # noqa: E402
-
-import tensorsight  # noqa: E402
-from tensorsight.agent import options, sentinel  # noqa: E402
+import tensorsight
+import torch
+import torch.nn.functional as F
+from tensorsight.agent import options, sentinel
+from torch import nn
 
 
 def mlp() -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
@@ -172,7 +171,12 @@ def measure_conditions() -> None:
     loss.backward()
     activations = torch.randn(128, 512)
     rows = [
-        ("nan(loss)", lambda: tensorsight.nan(loss), "bool(torch.isnan(loss).any())", lambda: bool(torch.isnan(loss).any())),
+        (
+            "nan(loss)",
+            lambda: tensorsight.nan(loss),
+            "bool(torch.isnan(loss).any())",
+            lambda: bool(torch.isnan(loss).any()),
+        ),
         (
             "nonfinite(activations)",
             lambda: tensorsight.nonfinite(activations),
@@ -184,10 +188,7 @@ def measure_conditions() -> None:
             lambda: tensorsight.nonfinite(model),
             "any(isnan|isinf of each param, grad)",
             lambda: any(
-                bool((~torch.isfinite(t)).any())
-                for p in model.parameters()
-                for t in (p, p.grad)
-                if t is not None
+                bool((~torch.isfinite(t)).any()) for p in model.parameters() for t in (p, p.grad) if t is not None
             ),
         ),
         (
@@ -201,13 +202,14 @@ def measure_conditions() -> None:
     print(f"  {'condition':<26} {'per call':>10}   {'plain equivalent':<40} {'per call':>10} {'ratio':>7}")
     for label, ours, plain_label, plain in rows:
         ours_t, plain_t = per_call(ours), per_call(plain)
-        print(f"  {label:<26} {ours_t * 1e6:>8.1f}us   {plain_label:<40} {plain_t * 1e6:>8.1f}us {ours_t / plain_t:>6.2f}x")
+        ours_text, plain_text = f"{ours_t * 1e6:.1f}us", f"{plain_t * 1e6:.1f}us"
+        print(f"  {label:<26} {ours_text:>10}   {plain_label:<40} {plain_text:>10} {ours_t / plain_t:>6.2f}x")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--steps", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--wall", action="store_true", help="measure wall-clock time instead of thread CPU time")
     args = parser.parse_args()
     global CLOCK

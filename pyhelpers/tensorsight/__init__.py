@@ -5,7 +5,8 @@ the same module is the builtin ``tensorsight`` that breakpoint conditions use, e
 
 Public names, by concern:
 - breakpoint predicates: ``nan``, ``inf``, ``nonfinite``, ``spike``, ``grad_norm``, ``shape_is``, ``wrong_device``,
-  ``rank``, ``on_rank``;
+  ``zero``, ``exploding``, ``changed``, ``grad_missing``, ``step``, ``rank``, ``world_size``, ``on_rank``;
+- stop at the first NaN/Inf: ``break_on_nonfinite(True|False)`` and ``last_nonfinite()``;
 - the lesson's toolbox: ``summarize``, ``debug_print``, ``Timer``, ``check_shapes``, ``detect_nan``,
   ``check_data_leakage``, ``check_devices``, ``invalid_values``, ``setup_logging``, ``memory_top``,
   ``overfit_one_batch``, and the Spanish aliases ``Cronometro``, ``fuga_de_datos``, ``valores_invalidos``.

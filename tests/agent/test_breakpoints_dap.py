@@ -3,7 +3,6 @@ on an undefined name (which debugpy ignores silently) is flagged by core.conditi
 
 from support.dap import DebugSession
 from support.paths import marked_lines, program
-
 from tensorsight.core.conditions import validate_condition
 
 # marker -> (condition, loop step at which it must first stop)
@@ -52,7 +51,7 @@ def test_each_predicate_stops_at_its_step_in_a_real_session():
     assert stopped_at == {name: step for name, (_, step) in CONDITIONS.items()}
     assert "done" in output
     # the misused predicate explained itself once, at its line, instead of silently never firing
-    assert output.count('tensorsight.nan(...) at conditions_training.py:') == 1
+    assert output.count("tensorsight.nan(...) at conditions_training.py:") == 1
     assert f"conditions_training.py:{lines['misuse']}: expected a tensor" in output
 
 

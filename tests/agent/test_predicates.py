@@ -5,12 +5,11 @@ import math
 
 import numpy as np
 import pytest
-import torch
-from torch import nn
-
 import tensorsight
+import torch
 from tensorsight.agent import conditions, events
 from tensorsight.core.conditions import PREDICATES
+from torch import nn
 
 NAN = float("nan")
 INF = float("inf")
@@ -143,7 +142,9 @@ def test_zero_exploding_changed_grad_missing():
         p.grad.zero_()
     assert tensorsight.zero(model)
 
-    assert tensorsight.exploding(torch.tensor([1.0, -2e4])) and not tensorsight.exploding(torch.tensor([1.0, -2e4]), 1e5)
+    assert tensorsight.exploding(torch.tensor([1.0, -2e4])) and not tensorsight.exploding(
+        torch.tensor([1.0, -2e4]), 1e5
+    )
     assert tensorsight.exploding(torch.tensor([NAN])) and tensorsight.exploding(np.array([3.0]), 2)
 
     weights = torch.ones(3)

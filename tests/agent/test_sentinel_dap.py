@@ -6,7 +6,7 @@ import re
 
 import pytest
 from support.dap import DebugSession
-from support.paths import example, marked_lines
+from support.paths import example, marked_lines, program
 
 # example -> (title, text in the reason, phase, frame function, step or None when it depends on float dynamics)
 EXAMPLES = {
@@ -81,9 +81,31 @@ def test_toggle_at_run_time_through_evaluate_without_a_frame():
         session.continue_(stop["threadId"])
         stop = session.wait_for_stop(timeout=120)
         description = check_stop(
-            session, path, stop, "NaN came in here", "torch.as_tensor built a tensor with 1 NaN", "data", "__getitem__", 3
+            session,
+            path,
+            stop,
+            "NaN came in here",
+            "torch.as_tensor built a tensor with 1 NaN",
+            "data",
+            "__getitem__",
+            3,
         )
         assert "numpy array" in description
         assert session.evaluate("tensorsight.break_on_nonfinite(False)")["result"] == "False"
+        session.continue_(stop["threadId"])
+        assert session.wait_for_exit(timeout=120) == 0
+
+
+def test_a_gradient_born_outside_modules_is_shown_on_its_forward_line():
+    """Backward runs after the op's line: the stop comes when backward() returns, in the same (still running) frame,
+    and is shown on the op's line."""
+    path = program("sentinel_outside_backward.py")
+    lines = marked_lines(path, "@")
+    with DebugSession.launch(path, options={"breakOnNonFinite": True}, timeout=90) as session:
+        stop = session.wait_for_stop(timeout=120)
+        assert stop["text"] == "Inf born here" and "the backward of torch.sqrt (SqrtBackward0)" in stop["description"]
+        frame = session.top_frame(stop)
+        assert (frame["source"]["path"], frame["line"], frame["name"]) == (path, lines["nan"], "<module>")
+        assert session.evaluate("step", frame["id"])["result"] == "2"
         session.continue_(stop["threadId"])
         assert session.wait_for_exit(timeout=120) == 0

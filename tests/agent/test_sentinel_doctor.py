@@ -104,3 +104,12 @@ def test_findings_carry_the_torch_distributed_rank():
     assert finding["rank"] == 1 and finding["step"] == 2
     assert finding["line"] == marked_lines(path, "@nan")[""]
     assert "rank 1" in finding["message"] and "rank 1" in outputs[1][1]
+
+
+def test_a_gradient_born_outside_modules_points_at_the_forward_line():
+    path = program("sentinel_outside_backward.py")
+    lines = marked_lines(path, "@")  # "@nan" and "@backward"
+    (finding,) = nonfinite_findings(doctor(path))
+    assert (finding["line"], finding["step"]) == (lines["nan"], 2)
+    assert finding["details"]["phase"] == "backward" and finding["details"]["node"] == "SqrtBackward0"
+    assert f"found when backward() returned, at sentinel_outside_backward.py:{lines['backward']}" in finding["message"]

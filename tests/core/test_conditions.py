@@ -3,7 +3,6 @@
 import textwrap
 
 import pytest
-
 from tensorsight.core.conditions import (
     PREDICATES,
     check_condition,

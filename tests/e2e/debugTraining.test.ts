@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { startWorkbench, type Workbench } from './support/codeServer';
-import { markedLines, WORKSPACE_SOURCE } from './support/paths';
+import { markedLines, OUTPUT, WORKSPACE_SOURCE } from './support/paths';
 import {
   expandLocals,
   goToLine,
@@ -23,6 +23,7 @@ import {
   statusItem,
   TIMEOUT,
   variableRow,
+  widenSideBar,
 } from './support/workbench';
 
 const PROGRAM = 'nan_training.py';
@@ -80,7 +81,11 @@ describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
       const summary = (await features.innerText()).replace(/\s+/g, ' ');
       assert.match(summary, /f32\[64, 16\] cpu/);
       assert.match(summary, /μ=|mean/);
-      await workbench.screenshot('debug-training-variables'); // the README picture comes from this moment
+      await widenSideBar(page, 380);
+      await page.screenshot({
+        path: path.join(OUTPUT, 'debug-training-variables.png'), // the README picture comes from this moment
+        clip: { x: 0, y: 0, width: 1250, height: 560 },
+      });
     });
   });
 
@@ -109,6 +114,8 @@ describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
         .waitFor({ timeout: 3 * TIMEOUT });
       const line = marks.get('nan-origin') ?? 0;
       await statusItem(page, new RegExp(`Ln ${line},`)).waitFor({ timeout: TIMEOUT });
+      const topFrame = page.locator('.debug-call-stack .monaco-list-row').first();
+      assert.match((await topFrame.innerText()).replace(/\s+/g, ' '), new RegExp(`train ${PROGRAM} ${line}:`));
       await runCommand(page, 'Debug: Stop');
       await page.locator('.debug-toolbar').waitFor({ state: 'hidden', timeout: TIMEOUT });
     });
@@ -136,6 +143,50 @@ describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
         .locator('.markers-panel .monaco-list-row', { hasText: /keeps the autograd graph of every step alive/ })
         .first()
         .waitFor({ timeout: 3 * TIMEOUT });
+    });
+  });
+
+  test('7. the training panel plots the measured run (webview, uPlot, strict CSP)', async (t) => {
+    await step(t, async () => {
+      const page = workbench.page;
+      await openFile(page, PROGRAM);
+      await runCommand(page, 'Debug: Select and Start Debugging');
+      await pickQuickItem(page, 'Train: measure');
+      await page.locator('.debug-toolbar').waitFor({ state: 'visible', timeout: TIMEOUT });
+      await page.locator('.debug-toolbar').waitFor({ state: 'hidden', timeout: 3 * TIMEOUT });
+      await runCommand(page, 'TensorSight: Show Training Panel');
+      const panel = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+      await panel.locator('.uplot').first().waitFor({ timeout: TIMEOUT });
+      await panel.locator('.phase-row[data-phase="forward"]').waitFor({ timeout: TIMEOUT });
+      const titles = await panel.locator('h2').allInnerTexts();
+      for (const title of ['Loss', 'Learning rate', 'Time per phase']) assert.ok(titles.includes(title), titles.join());
+      await page.screenshot({ path: path.join(OUTPUT, 'training-panel.png') });
+    });
+  });
+
+  test('8. DataLoader worker processes become child sessions without errors; the loop still stops', async (t) => {
+    await step(t, async () => {
+      const page = workbench.page;
+      const program = 'loader_workers.py';
+      await runCommand(page, 'Remove All Breakpoints');
+      await openFile(page, program);
+      await goToLine(page, markedLines(path.join(WORKSPACE_SOURCE, program)).get('worker-loop') ?? 0);
+      await page.keyboard.press('F9');
+      await runCommand(page, 'Debug: Select and Start Debugging');
+      await pickQuickItem(page, 'Train: breakpoints');
+      await expandLocals(page);
+      const features = variableRow(page, 'features');
+      await features.waitFor({ timeout: 3 * TIMEOUT });
+      assert.match((await features.innerText()).replace(/\s+/g, ' '), /f32\[16, 4\] cpu/);
+      // debugpy announced the workers (one child session each); none was refused as a non-launch request.
+      await page
+        .locator('.debug-call-stack .monaco-list-row', { hasText: /Subprocess \d+/ })
+        .first()
+        .waitFor({ timeout: TIMEOUT });
+      const toasts = await page.locator('.notifications-toasts').allInnerTexts();
+      assert.ok(!toasts.some((text) => /launch/.test(text)), toasts.join('\n'));
+      await runCommand(page, 'Debug: Stop');
+      await page.locator('.debug-toolbar').waitFor({ state: 'hidden', timeout: TIMEOUT });
     });
   });
 });

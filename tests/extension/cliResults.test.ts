@@ -63,9 +63,10 @@ describe('readTables', () => {
     });
     assert.equal(tables.length, 1);
     const [table] = tables;
-    assert.deepEqual(table?.columns, ['function', 'file', 'line', 'cumtime', 'calls']);
-    assert.deepEqual(table?.rows[1], ['load', '/w/d.py', 3, 0.5, 7]);
-    assert.deepEqual(table?.rows[0]?.[4], null);
+    assert.deepEqual(table?.columns, ['function', 'file', 'line', 'cumtime', 'nested', 'calls']);
+    assert.deepEqual(table?.rows[1], ['load', '/w/d.py', 3, 0.5, null, 7]);
+    assert.deepEqual(table?.rows[0]?.[4], '[1]', 'nested values are shown as compact JSON');
+    assert.deepEqual(table?.rows[0]?.[5], null);
     assert.equal(table?.fileColumn, 1);
     assert.equal(table?.lineColumn, 2);
   });

@@ -7,12 +7,27 @@ import assert from 'node:assert/strict';
 import { beforeEach, describe, test } from 'node:test';
 import { addTensorBreakpoint } from '../../extension/src/commands/tensorBreakpoint';
 import { breakOnNonFiniteExpression, toggleBreakOnNonFinite } from '../../extension/src/commands/breakOnNonFinite';
-import { TrainingConfigurationProvider, TrainingAdapterFactory } from '../../extension/src/debug/provider';
+import {
+  PythonDebuggerInjection,
+  TrainingAdapterFactory,
+  TrainingConfigurationProvider,
+} from '../../extension/src/debug/provider';
 import { extensionPaths } from '../../extension/src/common/paths';
 import type { LanguageServer } from '../../extension/src/server/languageServer';
 import type { AgentSessions } from '../../extension/src/debug/sessions';
 import type { InterpreterService } from '../../extension/src/common/interpreterService';
-import { fake, fakeDocument, Location, logChannel, PositionClass, SourceBreakpoint } from './support/fakeVscode';
+import { AgentSessions as AgentSessionsClass } from '../../extension/src/debug/sessions';
+import {
+  DebugAdapterServer,
+  debugStarted,
+  debugTerminated,
+  fake,
+  fakeDocument,
+  Location,
+  logChannel,
+  PositionClass,
+  SourceBreakpoint,
+} from './support/fakeVscode';
 
 const SOURCE = ['import torch', 'loss = model(x).sum()', 'loss.backward()'].join('\n');
 
@@ -163,5 +178,110 @@ describe('Debug Training providers', () => {
     assert.equal(descriptor.command, '/venv/bin/python');
     assert.deepEqual(descriptor.args, ['-m', 'debugpy.adapter']);
     assert.match(descriptor.options.env.PYTHONPATH ?? '', /^\/ext\/extension\/bundled\/libs/);
+  });
+});
+
+describe("injection into the Python extension's debugpy sessions", () => {
+  const paths = extensionPaths('/ext');
+  const sessions = {
+    open: () => Promise.resolve({ sessionId: 'sid', hub: { address: '127.0.0.1:9', token: 't' } }),
+  } as unknown as AgentSessions;
+  const launch = { type: 'debugpy', request: 'launch', name: 'Python: File', program: '/w/a.py', env: { A: '1' } };
+
+  test('a launch gets the agent environment; the user env is kept', async () => {
+    const injection = new PythonDebuggerInjection(paths, sessions, logChannel() as never);
+    const resolved = await injection.resolveDebugConfigurationWithSubstitutedVariables(undefined, launch);
+    const env = resolved?.env as Record<string, string>;
+    assert.equal(env.A, '1');
+    assert.match(env.PYTHONPATH ?? '', /^\/ext\/pyhelpers/);
+    assert.equal(env.TENSORSIGHT_HUB, '127.0.0.1:9');
+    assert.equal(resolved?.tensorsightSessionId, 'sid');
+    assert.equal(resolved?.type, 'debugpy');
+  });
+
+  test('attach, the setting off, or an untrusted workspace leave the configuration untouched', async () => {
+    const injection = new PythonDebuggerInjection(paths, sessions, logChannel() as never);
+    const attach = { ...launch, request: 'attach' };
+    assert.deepEqual(await injection.resolveDebugConfigurationWithSubstitutedVariables(undefined, attach), attach);
+    fake.settings.set('injectIntoPythonDebugger', false);
+    assert.deepEqual(await injection.resolveDebugConfigurationWithSubstitutedVariables(undefined, launch), launch);
+    fake.settings.clear();
+    fake.trusted = false;
+    assert.deepEqual(await injection.resolveDebugConfigurationWithSubstitutedVariables(undefined, launch), launch);
+  });
+});
+
+describe('subprocess sessions and torchrun', () => {
+  const paths = extensionPaths('/ext');
+  const interpreters = { require: () => Promise.resolve('/usr/bin/python3') } as unknown as InterpreterService;
+  const sessions = { open: () => Promise.resolve({ sessionId: 'sid' }) } as unknown as AgentSessions;
+  const child = {
+    type: 'tensorsight',
+    request: 'attach',
+    name: 'Subprocess 4242',
+    subProcessId: 4242,
+    connect: { host: '127.0.0.1', port: 5678 },
+    tensorsightSessionId: 'sid',
+  };
+
+  test('a subprocess session debugpy announces attaches to the running adapter, untouched', async () => {
+    const provider = new TrainingConfigurationProvider(paths, interpreters, sessions, logChannel() as never);
+    assert.equal(provider.resolveDebugConfiguration(undefined, child), child);
+    assert.equal(await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, child), child);
+    assert.equal(fake.messages.length, 0, 'no "launch only" error for a worker');
+    const factory = new TrainingAdapterFactory(paths, interpreters, logChannel() as never);
+    const descriptor = await factory.createDebugAdapterDescriptor({ configuration: child } as never);
+    assert.ok(descriptor instanceof DebugAdapterServer);
+    assert.deepEqual([descriptor.port, descriptor.host], [5678, '127.0.0.1']);
+  });
+
+  test('a torchrun block launches torch.distributed.run; a bad one is refused with the reason', async () => {
+    const provider = new TrainingConfigurationProvider(paths, interpreters, sessions, logChannel() as never);
+    const config = {
+      type: 'tensorsight',
+      request: 'launch',
+      name: 'DDP',
+      program: '/w/ddp.py',
+      torchrun: { nprocPerNode: 2 },
+      ranks: [1],
+    };
+    const resolved = await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, config);
+    assert.equal(resolved?.module, 'torch.distributed.run');
+    assert.equal(resolved?.program, undefined);
+    assert.ok((resolved?.args as string[]).includes('/w/ddp.py'));
+    assert.deepEqual(JSON.parse((resolved?.env as Record<string, string>).TENSORSIGHT_OPTIONS ?? '{}').ranks, [1]);
+    const bad = await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, {
+      ...config,
+      torchrun: { nprocPerNode: -1 },
+    });
+    assert.equal(bad, undefined);
+    assert.match(fake.messages.at(-1)?.text ?? '', /nprocPerNode/);
+  });
+
+  test('the hub session ends with the last debug session of a run, not with a worker', () => {
+    const requests: Array<[string, unknown]> = [];
+    const server = {
+      settled: () => Promise.resolve('ready'),
+      state: 'ready',
+      request: (method: string, params: unknown) => {
+        requests.push([method, params]);
+        return Promise.resolve(undefined);
+      },
+    } as unknown as LanguageServer;
+    const tracker = new AgentSessionsClass(server, logChannel() as never);
+    const parent = { id: 'p', name: 'Debug Training', configuration: { tensorsightSessionId: 'run1' } };
+    const worker = { id: 'w', name: 'Subprocess 1', configuration: { tensorsightSessionId: 'run1' } };
+    const other = { id: 'x', name: 'plain', configuration: {} };
+    debugStarted.fire(parent);
+    debugStarted.fire(worker);
+    debugStarted.fire(other);
+    assert.equal(tracker.count, 1);
+    assert.equal(tracker.sessions().length, 2);
+    debugTerminated.fire(worker);
+    assert.deepEqual(requests, []);
+    debugTerminated.fire(parent);
+    assert.deepEqual(requests, [['tensorsight/endSession', { sessionId: 'run1' }]]);
+    assert.equal(tracker.count, 0);
+    tracker.dispose();
   });
 });

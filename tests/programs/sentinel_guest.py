@@ -19,7 +19,8 @@ class Scorer(nn.Module):
         self.body = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Dropout(0.5), nn.Linear(8, 1))
 
     def forward(self, x: torch.Tensor, gain: float) -> torch.Tensor:
-        return torch.sqrt(self.body(x).abs() * gain + 1.0)  # @nan (sqrt of a negative number when gain < 0)
+        # with a negative gain the square root is taken of negative numbers: NaN
+        return torch.sqrt(self.body(x).abs() * gain + 1.0)  # @nan
 
 
 torch.manual_seed(0)

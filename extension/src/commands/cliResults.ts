@@ -76,7 +76,10 @@ export function readFindings(document: Record<string, unknown>): Finding[] {
 const FILE_KEYS = ['file', 'filename', 'path'];
 const LINE_KEYS = ['line', 'lineno', 'line_number'];
 
-/** Every top-level array of records except `findings`, as a table (nested arrays inside records are left out). */
+/**
+ * Every top-level array of records except `findings`, as a table. Nested values (e.g. the shape map's
+ * `input_shapes: [[32, 20]]`) become compact JSON text, so the cell still shows them.
+ */
 export function readTables(document: Record<string, unknown>): Table[] {
   const tables: Table[] = [];
   for (const [name, value] of Object.entries(document)) {
@@ -85,11 +88,9 @@ export function readTables(document: Record<string, unknown>): Table[] {
     if (records.length === 0) continue;
     const columns: string[] = [];
     for (const record of records) {
-      for (const [key, cell] of Object.entries(record)) {
-        if (isCell(cell) && !columns.includes(key)) columns.push(key);
-      }
+      for (const key of Object.keys(record)) if (!columns.includes(key)) columns.push(key);
     }
-    const rows = records.map((record) => columns.map((key) => (isCell(record[key]) ? record[key] : null)));
+    const rows = records.map((record) => columns.map((key) => toCell(record[key])));
     const fileColumn = columns.findIndex((c) => FILE_KEYS.includes(c));
     const lineColumn = columns.findIndex((c) => LINE_KEYS.includes(c));
     tables.push({
@@ -130,6 +131,15 @@ export function findingsByFile(findings: readonly Finding[]): Map<string, Findin
 /** True when argparse rejected the subcommand: the installed helpers do not ship that tool (yet). */
 export function isMissingSubcommand(stderr: string, tool: string): boolean {
   return stderr.includes(`invalid choice: '${tool}'`);
+}
+
+const MAX_CELL_TEXT = 120;
+
+function toCell(value: unknown): Cell {
+  if (value === undefined) return null;
+  if (isCell(value)) return value;
+  const text = JSON.stringify(value);
+  return text.length > MAX_CELL_TEXT ? `${text.slice(0, MAX_CELL_TEXT - 1)}…` : text;
 }
 
 function tryParseObject(text: string): Record<string, unknown> | undefined {

@@ -35,6 +35,7 @@ export type {
 // Values (classes and enums) that our modules construct.
 export const {
   DebugAdapterExecutable,
+  DebugAdapterServer,
   Diagnostic: DiagnosticClass,
   DiagnosticSeverity,
   DebugConfigurationProviderTriggerKind,

@@ -11,6 +11,7 @@ import { prependPath } from '../common/process';
 import { readSettings } from '../common/settings';
 import {
   DebugAdapterExecutable,
+  DebugAdapterServer,
   type DebugAdapterDescriptor,
   type DebugAdapterDescriptorFactory,
   type DebugConfiguration,
@@ -33,6 +34,7 @@ import {
   toDebugpyLaunch,
 } from './launchConfig';
 import type { AgentSessions } from './sessions';
+import { type DistributedLaunchConfig, toTorchrunLaunch, torchrunProblem, workerAttachEndpoint } from './torchrun';
 
 export class TrainingConfigurationProvider implements DebugConfigurationProvider {
   constructor(
@@ -61,6 +63,7 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
     folder: WorkspaceFolder | undefined,
     config: DebugConfiguration,
   ): DebugConfiguration | undefined {
+    if (workerAttachEndpoint(config)) return config; // a process debugpy follows (torchrun worker, DataLoader worker)
     if (!config.type && !config.request && !config.name) {
       const editor = window.activeTextEditor();
       if (!editor || editor.document.languageId !== 'python') {
@@ -77,11 +80,19 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
     _folder: WorkspaceFolder | undefined,
     config: DebugConfiguration,
   ): Promise<DebugConfiguration | undefined> {
+    // A child session debugpy announced for a subprocess: it attaches to the running adapter, already injected.
+    if (workerAttachEndpoint(config)) return config;
     if (!workspace.isTrusted()) {
       void window.showWarningMessage(l10n.t('TensorSight does not run code in an untrusted workspace.'));
       return undefined;
     }
-    const launch = config as TensorSightLaunchConfig;
+    const distributed = config as DistributedLaunchConfig;
+    const distributedProblem = torchrunProblem(distributed);
+    if (distributedProblem) {
+      void window.showErrorMessage(l10n.t('"Debug Training": {0}', distributedProblem));
+      return undefined;
+    }
+    const launch = toTorchrunLaunch(distributed);
     const problem = launchProblem(launch);
     if (problem) {
       void window.showErrorMessage(
@@ -116,6 +127,11 @@ export class TrainingAdapterFactory implements DebugAdapterDescriptorFactory {
   ) {}
 
   async createDebugAdapterDescriptor(session: DebugSession): Promise<DebugAdapterDescriptor | undefined> {
+    const worker = workerAttachEndpoint(session.configuration);
+    if (worker) {
+      this.log.info(`debug adapter: subprocess ${worker.pid} via ${worker.host}:${worker.port}`);
+      return new DebugAdapterServer(worker.port, worker.host);
+    }
     const configured = (session.configuration as TensorSightLaunchConfig).python;
     const python = typeof configured === 'string' && configured ? configured : await this.interpreters.require();
     if (!python) return undefined;

@@ -14,7 +14,8 @@ import { SESSION_ID_KEY } from './launchConfig';
 const HUB_WAIT_MS = 15_000;
 
 export class AgentSessions implements Disposable {
-  private readonly live = new Map<string, DebugSession>();
+  /** Live debug sessions by VS Code session id; a run's subprocess sessions share its hub session id. */
+  private readonly live = new Map<string, { session: DebugSession; hubSession: string }>();
   private readonly changeEmitter = new EventEmitter<number>();
   private readonly subscriptions: Disposable[];
   readonly onDidChange = this.changeEmitter.event;
@@ -25,17 +26,19 @@ export class AgentSessions implements Disposable {
   ) {
     this.subscriptions = [
       debug.onDidStartDebugSession((session) => {
-        const id = sessionIdOf(session);
-        if (!id) return;
-        this.live.set(id, session);
-        this.changeEmitter.fire(this.live.size);
+        const hubSession = sessionIdOf(session);
+        if (!hubSession) return;
+        this.live.set(session.id, { session, hubSession });
+        this.changeEmitter.fire(this.count);
       }),
       debug.onDidTerminateDebugSession((session) => {
-        const id = sessionIdOf(session);
-        if (!id) return;
-        this.live.delete(id);
-        this.changeEmitter.fire(this.live.size);
-        void this.server.request(Methods.endSession, { sessionId: id });
+        const entry = this.live.get(session.id);
+        if (!entry) return;
+        this.live.delete(session.id);
+        this.changeEmitter.fire(this.count);
+        // The hub session ends with the last debug session of the run (the parent outlives its workers, usually).
+        const stillRunning = [...this.live.values()].some((other) => other.hubSession === entry.hubSession);
+        if (!stillRunning) void this.server.request(Methods.endSession, { sessionId: entry.hubSession });
       }),
     ];
   }
@@ -50,12 +53,14 @@ export class AgentSessions implements Disposable {
     return { sessionId };
   }
 
+  /** Every live debug session with the agent (subprocess sessions included: each process has its own agent). */
   sessions(): DebugSession[] {
-    return [...this.live.values()];
+    return [...this.live.values()].map((entry) => entry.session);
   }
 
+  /** Number of runs (hub sessions) in progress. */
   get count(): number {
-    return this.live.size;
+    return new Set([...this.live.values()].map((entry) => entry.hubSession)).size;
   }
 
   dispose(): void {

@@ -27,10 +27,12 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, TypeVar
 
+from ..core.nonfinite import NONE_FOUND, NonFiniteCounts
 from . import events, steps
 from .guard import report_once
 from .tensor_walk import (
     Gathered,
+    exact_counts,
     gather,
     gradients_of,
     is_module,
@@ -38,6 +40,7 @@ from .tensor_walk import (
     is_tensor,
     nonfinite_of,
     optimizer_parameters,
+    suspects,
     type_name,
 )
 from .user_code import is_user_file
@@ -71,7 +74,7 @@ def _call_site() -> tuple[tuple[Any, ...], str]:
     while caller is not None and caller.f_code.co_filename == __file__:
         caller = caller.f_back
     where = caller
-    while where is not None and not is_user_file(where.f_code.co_filename):
+    while where is not None and not _is_user_code(where.f_code):
         where = where.f_back
     if where is None:
         label = "?"
@@ -82,6 +85,19 @@ def _call_site() -> tuple[tuple[Any, ...], str]:
     if caller is None:
         return anchor, label
     return (*anchor, caller.f_code.co_filename, caller.f_lasti), label
+
+
+_user_codes: dict[Any, bool] = {}
+
+
+def _is_user_code(code: Any) -> bool:
+    """``user_code.is_user_file`` for a code object, cached: conditions run on every breakpoint hit."""
+    verdict = _user_codes.get(code)
+    if verdict is None:
+        verdict = is_user_file(code.co_filename)
+        if len(_user_codes) < 100_000:
+            _user_codes[code] = verdict
+    return verdict
 
 
 _reported_misuse: set[str] = set()
@@ -134,28 +150,33 @@ def _torch() -> Any:
 # ---- NaN / Inf -------------------------------------------------------------------------------------------------------
 
 
+def _counts(predicate: str, x: Any) -> NonFiniteCounts | None:
+    """Exact NaN/Inf counts of whatever ``x`` stands for; a lone tensor (the usual ``loss``) takes a short path."""
+    if is_tensor(x):
+        return exact_counts([x]) if suspects([x]) else NONE_FOUND
+    found = _gathered(predicate, x)
+    return None if found is None else nonfinite_of(found)
+
+
 @_predicate(False)
 def nan(x: Any) -> bool:
     """True when ``x`` holds a NaN anywhere (a module: its parameters, buffers or gradients)."""
-    found = _gathered("nan", x)
-    return found is not None and nonfinite_of(found).nan > 0
+    counts = _counts("nan", x)
+    return counts is not None and counts.nan > 0
 
 
 @_predicate(False)
 def inf(x: Any) -> bool:
     """True when ``x`` holds +Inf or -Inf anywhere."""
-    found = _gathered("inf", x)
-    if found is None:
-        return False
-    counts = nonfinite_of(found)
-    return counts.posinf + counts.neginf > 0
+    counts = _counts("inf", x)
+    return counts is not None and counts.posinf + counts.neginf > 0
 
 
 @_predicate(False)
 def nonfinite(x: Any) -> bool:
     """True when ``x`` holds a NaN or an Inf anywhere."""
-    found = _gathered("nonfinite", x)
-    return found is not None and nonfinite_of(found).total > 0
+    counts = _counts("nonfinite", x)
+    return counts is not None and counts.total > 0
 
 
 # ---- magnitudes ------------------------------------------------------------------------------------------------------
@@ -172,6 +193,8 @@ def _magnitude(predicate: str, x: Any) -> float | None:
         return abs(x)
     if is_module(x) or is_optimizer(x):
         return _grad_norm_of(gradients_of(x))
+    if is_tensor(x) and x.numel() == 1 and x.layout == _torch().strided and not x.is_meta:
+        return abs(x.detach().reshape(()).item())  # a loss: one number, no reduction
     found = _gathered(predicate, x, with_grads=False)
     if found is None:
         return None

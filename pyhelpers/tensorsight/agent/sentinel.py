@@ -14,8 +14,8 @@ How it stays cheap (design: a global module hook cost 1.0–1.09×, an op-level 
   conversion) go through a TorchFunctionMode that is on the mode stack only while no module's forward and no
   ``optimizer.step()`` runs (global module hooks take it off at the outermost module call and put it back after), so
   model internals pay nothing per op; the outputs of outermost module calls; the gradients, once, before each
-  ``optimizer.step()``; the parameters after it. Each check is one reduction and one sync per tensor group
-  (``tensor_walk``).
+  ``optimizer.step()``; the parameters it produced, at the next forward (when they would make its output
+  non-finite). Each check is one reduction and one sync per group of tensors (``tensor_walk``).
 - Only when a boundary check fails: a replay, the way JAX's ``debug_nans`` re-runs de-optimised. The failing outermost
   module's forward runs again, op by op under a checking mode, with the RNG state it had (dropout draws the same
   masks, in a forked RNG so the program's stream is untouched) and private copies of its buffers (BatchNorm running
@@ -29,7 +29,8 @@ How it stops: ``agent.pause.stop_in_frame`` presents the stop as an exception in
 and a reason naming the op, the module path, the phase, the step, the counts and the rank); Variables shows a
 ``(nonfinite)`` entry with the op's inputs and output, also reachable as ``tensorsight.last_nonfinite()``. Without a
 debugger (the doctor, or no client) the same report becomes a ``nonfinite`` event and a ``nonfinite`` finding. Only
-the first birth stops (later ones are events); ``break_on_nonfinite(True)`` re-arms.
+the first birth is reported: everything after it is its consequence, so the sentinel then goes quiet (and costs
+less); ``break_on_nonfinite(True)`` re-arms it.
 
 Limits (also in the README): code compiled by ``torch.compile`` is checked at its module boundary only; a forward
 with Python side effects (counters, prints) repeats them once when replayed after a failure; with fp16 autocast,
@@ -60,8 +61,6 @@ from .user_code import is_user_file
 MAX_SAVED_CALLS = 8  # outermost module calls remembered per step for a backward replay
 MAX_SAVED_GRAD_ELEMENTS = 1 << 22  # larger output gradients are not kept; the replay then starts from ones
 MAX_SCANNED_NUMBERS = 10_000  # Python numbers read from list arguments when judging an op's inputs
-
-PHASES = ("forward", "backward", "optimizer", "data")
 
 
 # ---- the report ----------------------------------------------------------------------------------------------------
@@ -152,7 +151,6 @@ class _Call:
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     output_grads: dict[int, Any] = field(default_factory=dict)
-    output_count: int = 0
 
 
 @dataclass
@@ -191,6 +189,7 @@ _last: NonFiniteRecord | None = None
 _pending: tuple[NonFiniteRecord, Any] | None = None  # a backward birth waiting for backward() to return
 _mode: Any = None
 _known_roots: list[Any] = []  # weak references to recent outermost modules (for parameter names)
+_explained_inf: dict[int, tuple[int, int]] = {}  # module id -> (+Inf, -Inf) counts its output holds by design
 _cuda_present = False
 _tensor_type: Any = ()  # torch.Tensor once torch is imported (isinstance against () is always False)
 
@@ -236,6 +235,8 @@ def arm(origin: str = "debugger") -> None:
     """Read the launch option; stdlib only until the program imports torch."""
     global _origin, _enabled
     _origin = origin
+    if origin == "debugger":  # keep pydevd out of our frames (stepping, call stacks) once it is fully up
+        when_imported("torch", _hide_our_frames)
     raw = option("breakOnNonFinite", False)
     if not isinstance(raw, bool):
         report_once("sentinel-option", f"ignoring launch option breakOnNonFinite={raw!r}: expected true or false")
@@ -243,6 +244,10 @@ def arm(origin: str = "debugger") -> None:
     if raw:
         _enabled = True
         when_imported("torch", _install)
+
+
+def _hide_our_frames(torch: types.ModuleType) -> None:
+    pause.hide_agent_files()
 
 
 def _say(message: str) -> None:
@@ -314,6 +319,13 @@ def _sync_mode() -> None:
 
 
 def _rebuild_stack(torch: types.ModuleType, with_ours: bool) -> None:
+    size = torch._C._len_torch_function_stack()
+    if with_ours and size == 0:  # the usual cases: nothing else on the stack, or ours on top
+        torch._C._push_on_torch_function_stack(_mode)
+        return
+    if not with_ours and size and torch._C._get_function_stack_at(size - 1) is _mode:
+        torch._C._pop_torch_function_stack()
+        return
     from torch.overrides import _pop_mode, _push_mode
 
     others = []
@@ -443,8 +455,14 @@ def _check_outermost_output(module: Any, call: _Call, output: Any) -> None:
                 frame,
             )
             return
-        found = _replay_forward(call, stop_at=None)
-        if found is None:
+        if not counts.nan and _explained_inf.get(id(module)) == (counts.posinf, counts.neginf):
+            return  # the same deliberate Inf as before (a mask): no replay every step
+        replay = _replay_forward(call, stop_at=None)
+        if replay is not None and replay.found is None and replay.reproduced and not counts.nan:
+            # the replay gave the same Inf and no op made it from finite inputs: it was written in (a -inf mask)
+            _explained_inf[id(module)] = (counts.posinf, counts.neginf)
+            return
+        if replay is None or (replay.found is None and not replay.reproduced):
             _report(
                 _record(
                     "forward",
@@ -475,7 +493,6 @@ def _remember_call(call: _Call, outputs: list[Any]) -> None:
     st.calls.append(call)
     if len(st.calls) > MAX_SAVED_CALLS:
         del st.calls[0]
-    call.output_count = len(tracked)
     for index, tensor in enumerate(tracked):
         node = tensor.grad_fn
         if node is not None:  # a pre-hook on the node that made the output: cheaper than Tensor.register_hook
@@ -515,7 +532,7 @@ def _before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         if not _enabled:
             return
         _flush_pending()
-        params = [p for p in optimizer_parameters(optimizer) if p.grad is not None]
+        params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
         grads = [p.grad for p in params]
         bad = _fast_suspects(grads)
         if not bad:
@@ -775,7 +792,7 @@ def _after_outside_op(func: Any, args: Any, kwargs: Any, result: Any, was_clean:
         return
     bad = _fast_suspects(outputs)
     if not bad:
-        if getattr(func, "__name__", "") not in _GRADIENT_SAFE:
+        if getattr(func, "__name__", "") not in _GRADIENT_SAFE and not _mixed_precision():
             _watch_backward(func, outputs)
         return
     st = _st
@@ -931,6 +948,8 @@ def _node_watcher(func: Any, where: Any, node_name: str) -> Callable[[Any, Any],
 def _flush_pending() -> None:
     """Report a backward birth of an op outside modules once backward() has returned to the user's code."""
     global _pending
+    if _pending is None:
+        return
     with _lock:
         if _pending is None:
             return
@@ -979,6 +998,7 @@ class _ReplayMode:
         self.found: NonFiniteRecord | None = None
         self.ops: list[tuple[int, str, Any, list[Any]]] = []  # (index, op, where, output grad_fns) for recording
         self.record_nodes = False
+        self.reproduced = False
 
     def module_path(self) -> str:
         return _module_label(self.names, _st.stack[-1] if _st.stack else self.root)
@@ -1131,8 +1151,9 @@ def _run_replayed(target: Any, buffers: dict[str, Any], args: Any, kwargs: Any) 
     return torch.func.functional_call(target, buffers, args, kwargs, strict=False)
 
 
-def _replay_forward(call: _Call, stop_at: int | None, backward: NonFiniteRecord | None = None) -> Any:
-    """Re-run the call op by op; returns the birth record it found (and stopped at), or None."""
+def _replay_forward(call: _Call, stop_at: int | None, backward: NonFiniteRecord | None = None) -> _ReplayMode | None:
+    """Re-run the call op by op; the replay knows the birth it found (and stopped at) and whether its output was
+    non-finite again. None when the module cannot be replayed."""
     target = _unwrap(call.module)
     if not _replayable(target):
         return None
@@ -1140,8 +1161,10 @@ def _replay_forward(call: _Call, stop_at: int | None, backward: NonFiniteRecord 
     args, kwargs, _ = _replay_inputs(call, requires_grad=backward is not None)
     buffers = _private_buffers(target)
     with _replay_context(call, replay):
-        _run_replayed(target, buffers, args, kwargs)
-    return replay.found
+        output = _run_replayed(target, buffers, args, kwargs)
+    outputs = _tensors_in(output)
+    replay.reproduced = bool(exact_counts([outputs[i] for i in _fast_suspects(outputs)]))
+    return replay
 
 
 def _locate_backward_birth(params: list[Any], bad: list[int], counts: NonFiniteCounts) -> None:
@@ -1154,20 +1177,16 @@ def _locate_backward_birth(params: list[Any], bad: list[int], counts: NonFiniteC
     names = _parameter_names()
     frame = _user_frame()
     touched = [names[id(params[i])] for i in bad if id(params[i]) in names]
-    shown = ", ".join(touched[:4]) or "some parameters"
-    _report(
-        _record(
-            "backward",
-            "(backward)",
-            counts,
-            frame,
-            what=f"the gradients of {shown} hold {_counts_text(counts)} after backward; a replay of this step's "
-            "modules did not locate the op",
-            title=_title(counts, born=True),
-            step=_st.step_number,
-        ),
-        frame,
-    )
+    shown = ", ".join(touched[:4]) + (f" and {len(touched) - 4} more" if len(touched) > 4 else "")
+    what = f"the gradients of {shown or 'some parameters'} hold {_counts_text(counts)} after backward"
+    if _rank() is not None:
+        # this rank's own backward made none of it: DDP's gradient all-reduce brought it from another rank
+        what += ", but a replay of this rank's backward makes none: they came from another rank (gradient all-reduce)"
+        title = _title(counts, born=False)
+    else:
+        what += "; a replay of this step's modules did not locate the op"
+        title = _title(counts, born=True)
+    _report(_record("backward", "(backward)", counts, frame, what=what, title=title, step=_st.step_number), frame)
 
 
 def _replay_backward(call: _Call) -> NonFiniteRecord | None:
@@ -1251,8 +1270,8 @@ def _replay_backward(call: _Call) -> NonFiniteRecord | None:
         replayed=True,
     )
     with torch.enable_grad():
-        found = _replay_forward(call, stop_at=index, backward=record)
-    if found is None:  # the second replay did not reach the op: report without a replayed frame
+        replay = _replay_forward(call, stop_at=index, backward=record)
+    if replay is None or replay.found is None:  # the second replay did not reach the op: report without its frame
         frame = _user_frame()
         _report(record, frame)
     return record
@@ -1415,13 +1434,16 @@ def _tensors_in(value: Any, shallow: bool = False, depth: int = 0) -> list[Any]:
     return found
 
 
+def _mixed_precision() -> bool:
+    """Under autocast, Inf gradients are expected now and then: AMP's GradScaler skips those steps (then no
+    ``optimizer.step()`` runs, so the gradient check before it stays quiet too)."""
+    probe = getattr(sys.modules["torch"]._C, "_is_any_autocast_enabled", None)
+    return bool(probe()) if probe is not None else False
+
+
 def _fast_suspects(tensors: list[Any]) -> list[int]:
     """Indices of tensors that may hold NaN/Inf (``tensor_walk.suspects`` reduces detached views: no autograd)."""
     return suspects(tensors) if tensors else []
-
-
-def _safe_counts(t: Any) -> NonFiniteCounts:
-    return exact_counts([t])
 
 
 def _elements(tensors: list[Any]) -> int:

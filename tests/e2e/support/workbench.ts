@@ -33,8 +33,7 @@ export async function openFile(page: Page, name: string): Promise<void> {
   await input.waitFor({ state: 'visible', timeout: TIMEOUT });
   await input.fill(name);
   const row = page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first();
-  await row.waitFor({ state: 'visible', timeout: TIMEOUT });
-  await page.keyboard.press('Enter');
+  await row.click(); // not Enter: the list may still show the previous, unfiltered first entry
   await page.locator(`.tabs-container .tab.active`, { hasText: name }).waitFor({ timeout: TIMEOUT });
   await page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor({ timeout: TIMEOUT });
 }
@@ -82,4 +81,16 @@ export async function expandLocals(page: Page): Promise<void> {
   const locals = page.locator('.debug-variables .monaco-list-row', { hasText: /^\s*Locals\s*$/ }).first();
   await locals.waitFor({ timeout: 3 * TIMEOUT });
   if ((await locals.getAttribute('aria-expanded')) === 'false') await locals.click();
+}
+
+/** Drags the side bar's edge so long values in the Variables view are readable (for the README picture). */
+export async function widenSideBar(page: Page, extra: number): Promise<void> {
+  const box = await page.locator('.part.sidebar').boundingBox();
+  if (!box) return;
+  const edgeX = box.x + box.width + 1;
+  const y = box.y + box.height / 2;
+  await page.mouse.move(edgeX, y);
+  await page.mouse.down();
+  await page.mouse.move(edgeX + extra, y, { steps: 5 });
+  await page.mouse.up();
 }

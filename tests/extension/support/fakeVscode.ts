@@ -84,6 +84,12 @@ export class DebugAdapterExecutable {
     readonly options?: { env?: Record<string, string> },
   ) {}
 }
+export class DebugAdapterServer {
+  constructor(
+    readonly port: number,
+    readonly host?: string,
+  ) {}
+}
 export class ThemeColor {
   constructor(readonly id: string) {}
 }
@@ -209,14 +215,18 @@ export const workspace = {
   getWorkspaceFolder: () => undefined,
 };
 
+/** Fire these to simulate VS Code starting and ending debug sessions. */
+export const debugStarted = new EventEmitter<unknown>();
+export const debugTerminated = new EventEmitter<unknown>();
+
 export const debug = {
   breakpoints: () => fake.breakpoints,
   addBreakpoints: (list: SourceBreakpoint[]) => fake.breakpoints.push(...list),
   removeBreakpoints: (list: SourceBreakpoint[]) => {
     fake.breakpoints = fake.breakpoints.filter((bp) => !list.includes(bp));
   },
-  onDidStartDebugSession: () => ({ dispose: () => undefined }),
-  onDidTerminateDebugSession: () => ({ dispose: () => undefined }),
+  onDidStartDebugSession: (listener: (session: unknown) => void) => debugStarted.event(listener),
+  onDidTerminateDebugSession: (listener: (session: unknown) => void) => debugTerminated.event(listener),
 };
 
 export const commands = {

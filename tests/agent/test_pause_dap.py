@@ -1,0 +1,45 @@
+"""agent.pause (pydevd's private API, wrapped in one module) against a real debugpy session: the stop lands in the
+caller's frame at its line with our title and reason, extra values show in Variables, stepping works afterwards,
+and a stop can be shown on an earlier line of a still-running frame."""
+
+import sys
+
+from support.dap import DebugSession
+from support.paths import marked_lines, program
+from tensorsight.agent import pause
+
+
+def test_stop_in_frame_in_a_real_session():
+    path = program("pause_in_frame.py")
+    lines = marked_lines(path)
+    with DebugSession.launch(path, timeout=60) as session:
+        stop = session.wait_for_stop()
+        assert (stop["reason"], stop["text"]) == ("exception", "Stopped here")
+        assert stop["description"] == "Stopped here: a reason for the editor"
+        frame = session.top_frame(stop)
+        assert (frame["name"], frame["line"], frame["source"]["path"]) == ("train", lines["stop"], path)
+        variables = session.locals(frame["id"])
+        assert variables["total"]["value"] == "10"
+        assert variables["(extra)"]["value"] == "[1, 2]"
+        info = session.request("exceptionInfo", {"threadId": stop["threadId"]})
+        assert info["exceptionId"] == "Stopped here"
+
+        session.request("next", {"threadId": stop["threadId"]})  # stepping continues in the user's frame
+        stop = session.wait_for_stop()
+        assert stop["reason"] == "step" and session.top_frame(stop)["line"] == lines["next"]
+        assert "(extra)" not in session.locals(session.top_frame_id(stop)), "the extra entry lasts for its stop only"
+
+        session.continue_(stop["threadId"])
+        stop = session.wait_for_stop()
+        assert stop["text"] == "Shown on an earlier line"
+        assert session.top_frame(stop)["line"] == lines["shown"]
+        session.continue_(stop["threadId"])
+        assert session.wait_for_exit() == 0
+        assert "results (True, True, 11)" in session.stdout()
+
+
+def test_without_a_debugger_nothing_stops():
+    assert pause.stop_in_frame(sys._getframe(), "title", "reason") is False
+    assert pause.thread_held_by_debugger() is False
+    assert pause.hide_agent_files() is False
+    assert pause.is_agent_file(pause.__file__) and not pause.is_agent_file(__file__)
