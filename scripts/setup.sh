@@ -5,6 +5,7 @@
 #   e2e:    Debian Chromium, Node 24 and code-server under .tools/ for the real-VS-Code tests and the demo
 set -euo pipefail
 cd "$(dirname "$0")/.."
+has_npm_script() { [ -f package.json ] && node -e "process.exit(require('./package.json').scripts?.[process.argv[1]] ? 0 : 1)" "$1"; }
 ROOT=$(pwd)
 what=${1:-all}
 
@@ -41,7 +42,7 @@ setup_node() {
       log "npm ci"
       if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else npm install --no-audit --no-fund --loglevel=error; fi
     fi
-    if npm run | grep -q "^  build$"; then
+    if has_npm_script build; then
       log "npm run build"
       npm run --silent build
     fi

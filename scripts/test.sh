@@ -7,6 +7,7 @@
 # Prints one closing line "N passed, N failed" over all tiers; exits non-zero if any tier failed or ran no test.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+has_npm_script() { [ -f package.json ] && node -e "process.exit(require('./package.json').scripts?.[process.argv[1]] ? 0 : 1)" "$1"; }
 scripts/setup.sh all || { echo "setup failed"; exit 1; }
 
 passed=0; failed=0; status=0
@@ -22,7 +23,7 @@ mkdir -p test-output
 echo "== check"
 scripts/check.sh || { status=1; echo "[test] check failed"; }
 
-if npm run | grep -q "^  test:unit$"; then
+if has_npm_script test:unit; then
   echo "== TypeScript unit tests"
   npm run --silent test:unit 2>&1 | tee test-output/unit.log; rc=${PIPESTATUS[0]}
   tally unit "$rc" "$(grep -Eo '^# pass [0-9]+' test-output/unit.log | grep -Eo '[0-9]+' | tail -1 || echo 0)" \
@@ -33,7 +34,7 @@ echo "== pytest"
 .venv/bin/python -m pytest -p no:cacheprovider 2>&1 | tee test-output/pytest.log; rc=${PIPESTATUS[0]}
 tally pytest "$rc" "$(count test-output/pytest.log passed)" "$(count test-output/pytest.log failed)"
 
-if npm run | grep -q "^  test:e2e$"; then
+if has_npm_script test:e2e; then
   echo "== end-to-end (code-server + Chromium)"
   npm run --silent test:e2e 2>&1 | tee test-output/e2e.log; rc=${PIPESTATUS[0]}
   tally e2e "$rc" "$(grep -Eo '^# pass [0-9]+' test-output/e2e.log | grep -Eo '[0-9]+' | tail -1 || echo 0)" \
