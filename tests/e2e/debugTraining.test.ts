@@ -10,7 +10,7 @@
  */
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
-import { after, before, describe, test, type TestContext } from 'node:test';
+import { after, afterEach, before, describe, test, type TestContext } from 'node:test';
 import { startWorkbench, type Workbench } from './support/codeServer';
 import { markedLines, OUTPUT, WORKSPACE_SOURCE } from './support/paths';
 import {
@@ -22,6 +22,7 @@ import {
   runCommand,
   statusItem,
   TIMEOUT,
+  stopDebugging,
   variableRow,
   widenSideBar,
 } from './support/workbench';
@@ -30,6 +31,7 @@ const PROGRAM = 'nan_training.py';
 const marks = markedLines(path.join(WORKSPACE_SOURCE, PROGRAM));
 
 let workbench: Workbench;
+let stopsStayFor3 = false;
 
 async function step(t: TestContext, body: () => Promise<void>): Promise<void> {
   try {
@@ -46,6 +48,10 @@ describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
   });
   after(async () => {
     await workbench?.close();
+  });
+  afterEach(async () => {
+    // Test 3 goes on from test 2's stop; every other test starts with no debug session.
+    if (!stopsStayFor3) await stopDebugging(workbench.page);
   });
 
   test('1a. the extension activates on a Python file', async (t) => {
@@ -81,6 +87,7 @@ describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
       const summary = (await features.innerText()).replace(/\s+/g, ' ');
       assert.match(summary, /f32\[64, 16\] cpu/);
       assert.match(summary, /μ=|mean/);
+      stopsStayFor3 = true;
       await widenSideBar(page, 380);
       await page.screenshot({
         path: path.join(OUTPUT, 'debug-training-variables.png'), // the README picture comes from this moment
@@ -92,6 +99,7 @@ describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
   test('3. hovering a tensor while stopped shows its stats', async (t) => {
     await step(t, async () => {
       const page = workbench.page;
+      stopsStayFor3 = false;
       await hoverName(page, 'torch.randn(64, 16)', 'features');
       const hover = page.locator('.debug-hover-widget');
       await hover.waitFor({ state: 'visible', timeout: TIMEOUT });
@@ -169,6 +177,7 @@ describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
       const page = workbench.page;
       const program = 'loader_workers.py';
       await runCommand(page, 'Remove All Breakpoints');
+      await runCommand(page, 'View: Close All Editors'); // one editor group again (the panel opened beside)
       await openFile(page, program);
       await goToLine(page, markedLines(path.join(WORKSPACE_SOURCE, program)).get('worker-loop') ?? 0);
       await page.keyboard.press('F9');

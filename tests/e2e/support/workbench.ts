@@ -7,11 +7,27 @@ import type { Locator, Page } from 'playwright-core';
 
 export const TIMEOUT = 60_000;
 
-export async function runCommand(page: Page, label: string, pick?: string): Promise<void> {
-  await page.keyboard.press('F1');
+/**
+ * Opens a quick input with `key` and types `text`. The workbench may close a quick input right after it opens (a
+ * previous one still closing, focus moving to a debugger stop's line): open it again, a bounded number of times.
+ */
+async function typeInQuickInput(page: Page, key: string, text: string): Promise<void> {
   const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible', timeout: TIMEOUT });
-  await input.fill(`>${label}`);
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press(key);
+    try {
+      await input.waitFor({ state: 'visible', timeout: 10_000 });
+      await input.fill(text, { timeout: 10_000 });
+      return;
+    } catch (error) {
+      if (attempt >= 3) throw error;
+      await page.keyboard.press('Escape');
+    }
+  }
+}
+
+export async function runCommand(page: Page, label: string, pick?: string): Promise<void> {
+  await typeInQuickInput(page, 'F1', `>${label}`);
   const row = page.locator('.quick-input-list .monaco-list-row', { hasText: pick ?? label }).first();
   await row.waitFor({ state: 'visible', timeout: TIMEOUT });
   await row.click();
@@ -28,10 +44,7 @@ export async function pickQuickItem(page: Page, text: string | RegExp, filter?: 
 }
 
 export async function openFile(page: Page, name: string): Promise<void> {
-  await page.keyboard.press('Control+P');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible', timeout: TIMEOUT });
-  await input.fill(name);
+  await typeInQuickInput(page, 'Control+P', name);
   const row = page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first();
   await row.click(); // not Enter: the list may still show the previous, unfiltered first entry
   await page.locator(`.tabs-container .tab.active`, { hasText: name }).waitFor({ timeout: TIMEOUT });
@@ -39,11 +52,8 @@ export async function openFile(page: Page, name: string): Promise<void> {
 }
 
 export async function goToLine(page: Page, line: number, column = 1): Promise<void> {
-  await page.locator('.editor-instance .monaco-editor .view-lines').first().click();
-  await page.keyboard.press('Control+G');
-  const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible', timeout: TIMEOUT });
-  await input.fill(`:${line}:${column}`);
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await typeInQuickInput(page, 'Control+G', `:${line}:${column}`);
   await page.keyboard.press('Enter');
   await page
     .locator('.statusbar-item', { hasText: `Ln ${line}, Col ${column}` })
@@ -67,7 +77,7 @@ export function variableRow(page: Page, name: string): Locator {
  */
 export async function hoverName(page: Page, lineText: string, name: string): Promise<void> {
   const span = page
-    .locator('.editor-instance .monaco-editor .view-line', { hasText: lineText })
+    .locator('.editor-group-container.active .monaco-editor .view-line', { hasText: lineText })
     .first()
     .locator('span > span', { hasText: new RegExp(`(^|\\s)${name}$`) })
     .first();
@@ -93,4 +103,14 @@ export async function widenSideBar(page: Page, extra: number): Promise<void> {
   await page.mouse.down();
   await page.mouse.move(edgeX + extra, y, { steps: 5 });
   await page.mouse.up();
+}
+
+/** Stops every debug session still running (a failed test must not leave one to the next test), bounded. */
+export async function stopDebugging(page: Page): Promise<void> {
+  const toolbar = page.locator('.debug-toolbar');
+  for (let attempt = 0; attempt < 4 && (await toolbar.isVisible()); attempt++) {
+    await page.keyboard.press('Escape');
+    await runCommand(page, 'Debug: Stop');
+    await toolbar.waitFor({ state: 'hidden', timeout: 15_000 }).catch(() => undefined);
+  }
 }
