@@ -49,3 +49,12 @@ def test_bad_input_gets_a_clear_message_and_status_2(tmp_path):
     script.write_text("print('hi')\n")
     bad_set = run_doctor("--set", "novalue", str(script))
     assert bad_set.returncode == 2 and "KEY=VALUE" in bad_set.stderr
+
+
+def test_a_script_that_cannot_compile_is_reported_not_crashed(tmp_path):
+    script = tmp_path / "broken.py"
+    script.write_text("import torch\nx = (\n")
+    done = run_doctor("--json", str(script))
+    document = json.loads(done.stdout)
+    assert done.returncode == 1
+    assert "SyntaxError" in document["error"] and "was never closed" in document["error"]

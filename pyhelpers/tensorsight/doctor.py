@@ -4,7 +4,8 @@
 
 The script runs in this process as ``__main__`` (like ``python script.py``) with the same agent hooks a debug
 session gets; its own output goes to stderr when ``--json`` is asked, so stdout stays one JSON document. Exit status:
-0 when no finding is an error, 1 when one is, 2 when the script could not be run at all. Besides findings, the
+0 when no finding is an error, 1 when one is or the script failed (an exception, a syntax error, a non-zero
+exit), 2 when the doctor itself was misused (no such script, a bad ``--set``). Besides findings, the
 report carries the shape map of the model's first forward pass (``shapeMap`` in ``--json``).
 """
 
@@ -14,9 +15,7 @@ import argparse
 import contextlib
 import json
 import os
-import runpy
 import sys
-import traceback
 from typing import Any
 
 from .core.findings import Finding, findings_document, format_finding
@@ -80,11 +79,12 @@ def run_script(
     path: str, args: list[str], options: dict[str, Any], quiet_stdout: bool, report: RunReport | None = None
 ) -> tuple[list[Finding], str]:
     """Run ``path`` under the agent; returns (runtime findings, error text or "")."""
-    from .agent import events, exceptions, install
+    from .agent import events, exceptions, install, script_runner
     from .agent import options as agent_options
 
     agent_options.set_options(options)
     collected: list[Finding] = []
+    error = ""
 
     def collect(event: dict[str, Any]) -> None:
         if event.get("type") == "finding":
@@ -94,27 +94,14 @@ def run_script(
 
     unsubscribe = events.subscribe(collect)
     install.install("doctor")
-    error = ""
-    saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
-    sys.argv = [path, *args]
-    script_dir = os.path.dirname(os.path.abspath(path))
-    sys.path.insert(0, script_dir)
     redirect = contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext()
     try:
         with redirect:
-            runpy.run_path(path, run_name="__main__")
-    except SystemExit as exc:
-        if exc.code not in (None, 0):
-            error = f"script exited with status {exc.code}"
-    except BaseException as exc:  # noqa: BLE001 - the user's script may raise anything
-        collected.extend(exceptions.explain(exc))
-        error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        traceback.print_exc(file=sys.stderr)
+            outcome = script_runner.run_script(path, args)
+        if outcome.exception is not None:
+            collected.extend(exceptions.explain(outcome.exception))
+        error = outcome.error
     finally:
-        sys.argv = saved_argv
-        if sys.path and sys.path[0] == script_dir:
-            del sys.path[0]
-        _ = saved_path0
         events.emit("run-finished", error=error)
         unsubscribe()
     return collected, error
@@ -146,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_report(document)
     severities = {f["severity"] for f in document["findings"]}
-    return 1 if "error" in severities else 0
+    return 1 if "error" in severities or error else 0
 
 
 def print_report(document: dict[str, Any]) -> None:

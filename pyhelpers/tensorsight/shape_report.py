@@ -18,15 +18,15 @@ import argparse
 import contextlib
 import json
 import os
-import runpy
 import sys
 from types import FrameType, ModuleType
 from typing import Any
 
+from .agent import script_runner
 from .core.shapes import format_shape_table
 
 
-class _MapCaptured(BaseException):
+class _MapCaptured(script_runner.StopScript):
     """Raised from the forward hook to stop the script once the shape map is complete (not an Exception)."""
 
 
@@ -143,29 +143,20 @@ def capture(path: str, args: list[str], model_name: str | None, quiet_stdout: bo
     steps.add_step_listener(cap.on_step)  # armed before torch is imported, so the same import arms its hook
     when_imported("torch", cap.arm)
     document: dict[str, Any] = {"script": os.path.abspath(path)}
-    saved_argv = sys.argv[:]
-    sys.argv = [path, *args]
-    script_dir = os.path.dirname(os.path.abspath(path))
-    sys.path.insert(0, script_dir)
     redirect = contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext()
     try:
         with redirect:
-            runpy.run_path(path, run_name="__main__")
-    except _MapCaptured:
-        pass
-    except SystemExit as exc:
-        if exc.code not in (None, 0):
-            document["error"] = f"the script exited with status {exc.code}"
-    except Exception as exc:  # noqa: BLE001 - the user's script may raise anything
+            outcome = script_runner.run_script(path, args)
+    finally:
+        cap.remove()
+    if outcome.exception is not None:
+        exc = outcome.exception
         findings = explain(exc) or []
         document["error"] = findings[0].message if findings else f"{type(exc).__name__}: {exc}"
         if findings:
             document["finding"] = findings[0].to_dict()
-    finally:
-        sys.argv = saved_argv
-        if sys.path and sys.path[0] == script_dir:
-            del sys.path[0]
-        cap.remove()
+    elif outcome.error:
+        document["error"] = f"the {outcome.error}"
     rows = cap.partial_rows()
     document["model"] = cap.model_type
     if cap.location is not None:

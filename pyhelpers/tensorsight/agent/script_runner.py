@@ -51,7 +51,6 @@ def after_torch(callback: Callable[[Any], None]) -> None:
 
 def run_script(path: str, args: list[str], code: types.CodeType | None = None) -> ScriptOutcome:
     """Execute the script until it ends or a hook raises ``StopScript``; never raises for the script's errors."""
-    code = code if code is not None else compile_script(path)
     main = types.ModuleType("__main__")
     main.__dict__.update({"__file__": os.path.abspath(path), "__builtins__": builtins, "__cached__": None})
     saved_main, saved_argv = sys.modules.get("__main__"), sys.argv[:]
@@ -61,7 +60,7 @@ def run_script(path: str, args: list[str], code: types.CodeType | None = None) -
     sys.path.insert(0, folder)
     outcome = ScriptOutcome(steps=0, stopped=False)
     try:
-        exec(code, main.__dict__)
+        exec(code if code is not None else compile_script(path), main.__dict__)
     except StopScript:
         outcome.stopped = True
     except SystemExit as exc:
