@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path';
 import { after, afterEach, before, describe, test, type TestContext } from 'node:test';
-import { startWorkbench, type Workbench } from './support/codeServer';
+import { startWorkbench, withScreenshotOnFailure, type Workbench } from './support/codeServer';
 import { markedLines, OUTPUT, WORKSPACE_SOURCE } from './support/paths';
 import {
   expandLocals,
@@ -33,14 +33,8 @@ const marks = markedLines(path.join(WORKSPACE_SOURCE, PROGRAM));
 let workbench: Workbench;
 let stopsStayFor3 = false;
 
-async function step(t: TestContext, body: () => Promise<void>): Promise<void> {
-  try {
-    await body();
-  } catch (error) {
-    const shot = await workbench.screenshot(t.name.replace(/\W+/g, '-').slice(0, 80));
-    throw new Error(`${String(error)}\n(screenshot: ${shot})`, { cause: error });
-  }
-}
+const step = (t: TestContext, body: () => Promise<void>): Promise<void> =>
+  withScreenshotOnFailure(workbench, t.name, body);
 
 describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
   before(async () => {

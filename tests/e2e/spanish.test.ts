@@ -3,19 +3,13 @@
  * (command palette) and runtime strings (status bar) are Spanish.
  */
 import { after, before, describe, test, type TestContext } from 'node:test';
-import { startWorkbench, type Workbench } from './support/codeServer';
+import { startWorkbench, withScreenshotOnFailure, type Workbench } from './support/codeServer';
 import { openFile, statusItem, TIMEOUT } from './support/workbench';
 
 let workbench: Workbench;
 
-async function step(t: TestContext, body: () => Promise<void>): Promise<void> {
-  try {
-    await body();
-  } catch (error) {
-    const shot = await workbench.screenshot(t.name.replace(/\W+/g, '-').slice(0, 80));
-    throw new Error(`${String(error)}\n(screenshot: ${shot})`, { cause: error });
-  }
-}
+const step = (t: TestContext, body: () => Promise<void>): Promise<void> =>
+  withScreenshotOnFailure(workbench, t.name, body);
 
 describe('TensorSight in Spanish', { timeout: 10 * 60_000 }, () => {
   before(async () => {

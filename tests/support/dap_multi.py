@@ -173,11 +173,7 @@ class MultiProcessSession:
                     "env": launch_env,
                 },
             )
-            root.wait_for_event("initialized", timeout=timeout)
-            _configure(root, bps, filters)
-            root.wait_for_response(launch_seq, timeout=timeout)
-            process = root.wait_for_event("process", timeout=timeout, consume=False)
-            job.root_pid = int(process["body"]["systemProcessId"])
+            job._finish_start(launch_seq, timeout)
         except BaseException:
             job.close()
             raise
@@ -215,15 +211,19 @@ class MultiProcessSession:
                     "subProcess": True,
                 },
             )
-            root.wait_for_event("initialized", timeout=timeout)
-            _configure(root, bps, filters)
-            root.wait_for_response(attach_seq, timeout=timeout)
-            process = root.wait_for_event("process", timeout=timeout, consume=False)
-            job.root_pid = int(process["body"]["systemProcessId"])
+            job._finish_start(attach_seq, timeout)
         except BaseException:
             job.close()
             raise
         return job
+
+    def _finish_start(self, start_seq: int, timeout: float) -> None:
+        """After the launch/attach request: configure breakpoints, await its answer, learn the root process id."""
+        self.root.wait_for_event("initialized", timeout=timeout)
+        _configure(self.root, self._breakpoints, self._filters)
+        self.root.wait_for_response(start_seq, timeout=timeout)
+        process = self.root.wait_for_event("process", timeout=timeout, consume=False)
+        self.root_pid = int(process["body"]["systemProcessId"])
 
     # ---- children -------------------------------------------------------------------------------------------------
 

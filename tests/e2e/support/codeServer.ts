@@ -56,6 +56,23 @@ function codeServerEnv(): NodeJS.ProcessEnv {
   return { ...process.env, PATH: `${NODE24_BIN}${path.delimiter}${process.env.PATH ?? ''}` };
 }
 
+/**
+ * Runs one test's body and, when it fails, keeps a screenshot of the workbench under test-output/e2e and names it in
+ * the error, so a red run can be seen.
+ */
+export async function withScreenshotOnFailure(
+  workbench: Workbench,
+  testName: string,
+  body: () => Promise<void>,
+): Promise<void> {
+  try {
+    await body();
+  } catch (error) {
+    const shot = await workbench.screenshot(testName.replace(/\W+/g, '-').slice(0, 80));
+    throw new Error(`${String(error)}\n(screenshot: ${shot})`, { cause: error });
+  }
+}
+
 export function checkPrerequisites(): string | undefined {
   if (!fs.existsSync(CODE_SERVER)) return `code-server missing at ${CODE_SERVER}: run scripts/setup-e2e.sh`;
   if (!fs.existsSync(CHROMIUM)) return `Chromium missing at ${CHROMIUM}: run scripts/setup-e2e.sh`;
