@@ -126,8 +126,10 @@ def bench_observers() -> None:
         "tiny MLP 32-64-2, batch 32": (small, [(torch.randn(32, 32), torch.randint(0, 2, (32,))) for _ in range(8)]),
     }
     loss_fn = nn.CrossEntropyLoss()
-    from tensorsight.agent import observers, options
     from torch.nn.modules.module import register_module_forward_pre_hook
+
+    from tensorsight.agent.runtime import options
+    from tensorsight.agent.shapes import observers
 
     options.set_options({"observeShapes": True})
     observers.arm("doctor")  # torch is imported: the first observation window opens now

@@ -23,10 +23,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "pyhelpers"))
 
 import torch  # noqa: E402
-from tensorsight.agent import events, steps  # noqa: E402
-from tensorsight.agent.measurement import Measurement, MeasureSettings  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
+
+from tensorsight.agent.measurement.pipeline import Measurement, MeasureSettings  # noqa: E402
+from tensorsight.agent.runtime import events, steps  # noqa: E402
 
 TARGET = 1.10
 

@@ -1,4 +1,4 @@
-"""Cost of the distributed watchdog (tensorsight.agent.distributed) on a DDP training step, as ratios in one run.
+"""Cost of the distributed watchdog (tensorsight.agent.distributed.ranks) on a DDP training step, as ratios in one run.
 
 The watchdog is what every torchrun worker runs under TensorSight: a thread that samples the training thread's stack
 twice a second and reports running / stopped / waiting. This measures, on a one-rank gloo process group in this
@@ -22,9 +22,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 import torch
 import torch.distributed as dist
-from tensorsight.agent.distributed import POLL_SECONDS, RankInfo, RankWatchdog
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
+
+from tensorsight.agent.distributed.ranks import POLL_SECONDS, RankInfo, RankWatchdog
 
 
 def make_step() -> tuple[nn.Module, object]:

@@ -26,11 +26,13 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyhelpers"))
 
-import tensorsight
 import torch
 import torch.nn.functional as F
-from tensorsight.agent import options, sentinel
 from torch import nn
+
+import tensorsight
+from tensorsight.agent import sentinel
+from tensorsight.agent.runtime import options
 
 
 def mlp() -> tuple[nn.Module, torch.Tensor, torch.Tensor]:

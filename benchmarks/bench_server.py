@@ -26,6 +26,7 @@ sys.path.insert(0, str(PYHELPERS))
 
 from lsprotocol import types  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
+
 from tensorsight.core.rules import analyze  # noqa: E402
 
 DIAGNOSTICS_TARGET_S = 0.200

@@ -53,7 +53,8 @@ def seed_debug_print(x: Any) -> str:
 def in_process(elements: int, rounds: int) -> tuple[dict[str, float], float | None]:
     """Best times in seconds (sum, summary, debug_print, cached), and lovely-tensors' (None when absent)."""
     import torch
-    from tensorsight.agent import presentation
+
+    from tensorsight.agent.display import presentation
 
     x = torch.empty(elements).normal_(generator=torch.Generator().manual_seed(0))
     summary = presentation.summarize
@@ -87,7 +88,8 @@ def memory_probe(elements: int) -> None:
     import resource
 
     import torch
-    from tensorsight.agent.presentation import summarize
+
+    from tensorsight.agent.display.presentation import summarize
 
     summarize(torch.randn(10_000))  # load code paths and thread pools first: their one-time memory is not the summary's
     x = torch.empty(elements).normal_(generator=torch.Generator().manual_seed(0))

@@ -6,6 +6,7 @@ import os
 import subprocess
 
 import pytest
+
 from support.paths import PYHELPERS, PYTHON, REPO, example
 
 MY_KINDS = {"shape", "leakage", "device"}

@@ -5,6 +5,7 @@ import os
 import subprocess
 
 import pytest
+
 from support.paths import PYHELPERS, PYTHON, REPO, example, program
 
 

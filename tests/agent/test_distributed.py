@@ -29,11 +29,19 @@ import time
 from pathlib import Path
 
 import pytest
+
 from support.dap import DapError
 from support.dap_multi import MultiProcessSession
 from support.paths import EXAMPLES, PYHELPERS, PYTHON, REPO, example, marked_lines
-from tensorsight.agent import distributed, options
-from tensorsight.agent.distributed import RankInfo, RankStateTracker, ThreadSample, rank_info_from_env, sample_thread
+from tensorsight.agent.distributed import ranks as distributed
+from tensorsight.agent.distributed.ranks import (
+    RankInfo,
+    RankStateTracker,
+    ThreadSample,
+    rank_info_from_env,
+    sample_thread,
+)
+from tensorsight.agent.runtime import options
 from tensorsight.core.ranks import classify_ranks, diverging_rank, latest_states, series_from_scalars
 from tensorsight.server.hub import Hub
 

@@ -13,10 +13,11 @@ import warnings
 import numpy as np
 import pytest
 import torch
+
 from programs.bad_values import bad_values, calls
 from support.dap import DebugSession
 from support.paths import PYHELPERS, PYTHON, marked_lines, program
-from tensorsight.agent.presentation import Group, child_entries, present, summarize
+from tensorsight.agent.display.presentation import Group, child_entries, present, summarize
 
 # The exact line each bad input must read as: what can be said, and why the rest cannot.
 EXPECTED = {
@@ -138,7 +139,7 @@ def test_clipboard_gives_the_full_repr_after_the_line():
 def test_presentation_imports_neither_torch_nor_numpy():
     probe = (
         "import sys\n"
-        "from tensorsight.agent.presentation import can_present, summarize\n"
+        "from tensorsight.agent.display.presentation import can_present, summarize\n"
         "assert can_present(int, 'int') is False and summarize(3) == 'int: 3'\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy')))\n"
     )

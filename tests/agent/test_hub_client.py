@@ -1,4 +1,4 @@
-"""The agent's hub client (tensorsight.agent.hub_client) against a real loopback listener: hello with the token,
+"""The agent's hub client (tensorsight.agent.runtime.hub_client) against a real loopback listener: hello with the token,
 events in order, bounded queue that drops (and reports the count) instead of blocking, a gone or refusing hub, and a
 program with no hub at all.
 """
@@ -14,8 +14,9 @@ import threading
 import time
 
 import pytest
+
 from support.paths import PYHELPERS
-from tensorsight.agent import hub_client
+from tensorsight.agent.runtime import hub_client
 
 
 class Listener:
@@ -141,7 +142,7 @@ def _run_agent(env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORSIGHT_")}
     env.update(PYTHONPATH=PYHELPERS, **env_extra)
     code = (
-        "from tensorsight.agent import events, hub_client\n"
+        "from tensorsight.agent.runtime import events, hub_client\n"
         "hub_client.arm('doctor')\n"
         "events.emit('log', message='hello')\n"
         "c = hub_client.client()\n"

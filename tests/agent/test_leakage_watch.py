@@ -7,8 +7,10 @@ import textwrap
 
 import numpy as np
 import torch
-from tensorsight.agent import events, leakage_watch
 from torch.utils.data import DataLoader, Subset, TensorDataset
+
+from tensorsight.agent.leakage import watch as leakage_watch
+from tensorsight.agent.runtime import events
 
 SCRIPT = textwrap.dedent(
     """\

@@ -8,8 +8,9 @@ import time
 import tracemalloc
 
 import pytest
+
 import tensorsight
-from tensorsight.agent import events
+from tensorsight.agent.runtime import events
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import subprocess
 import textwrap
 
 import pytest
+
 from support.dap import DebugSession
 from support.paths import PYHELPERS, PYTHON, REPO, example
 
@@ -267,8 +268,8 @@ def test_measurement_arms_from_launch_options_in_a_real_debugpy_session(tmp_path
 # ------------------------------------------------------------------------------------------------------------ CUDA
 CUDA_PROGRAM = """
 import json, sys
-from tensorsight.agent import events, install, options
-from tensorsight.agent.exceptions import explain
+from tensorsight.agent.runtime import events, install, options
+from tensorsight.agent.runtime.excepthook import explain
 
 options.set_options({"measure": True})
 seen = []

@@ -12,10 +12,11 @@ import subprocess
 
 import pytest
 import torch
+from torch import nn
+
 from support.dap import DebugSession
 from support.paths import PYHELPERS, PYTHON, marked_lines, program
-from tensorsight.agent import shape_errors
-from torch import nn
+from tensorsight.agent.shapes import shape_errors
 
 HERE = os.path.abspath(__file__)
 

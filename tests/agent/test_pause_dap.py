@@ -6,7 +6,7 @@ import sys
 
 from support.dap import DebugSession
 from support.paths import marked_lines, program
-from tensorsight.agent import pause
+from tensorsight.agent.debugger import pause
 
 
 def test_stop_in_frame_in_a_real_session():

@@ -5,11 +5,13 @@ import math
 
 import numpy as np
 import pytest
-import tensorsight
 import torch
-from tensorsight.agent import conditions, events
-from tensorsight.core.conditions import PREDICATES
 from torch import nn
+
+import tensorsight
+from tensorsight.agent.conditions import predicates as conditions
+from tensorsight.agent.runtime import events
+from tensorsight.core.conditions import PREDICATES
 
 NAN = float("nan")
 INF = float("inf")

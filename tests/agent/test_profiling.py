@@ -8,7 +8,7 @@ import subprocess
 import textwrap
 
 from support.paths import PYHELPERS, PYTHON, REPO, example
-from tensorsight.profiler import print_report
+from tensorsight.cli.profile import print_report
 
 THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 

@@ -5,6 +5,7 @@ Variables. One session per example (each costs ~10-20 s with torch)."""
 import re
 
 import pytest
+
 from support.dap import DebugSession
 from support.paths import example, marked_lines, program
 

@@ -8,6 +8,7 @@ import socket
 import subprocess
 
 import pytest
+
 from support.paths import PYHELPERS, PYTHON, REPO, example, marked_lines, program
 
 # example -> (phase, op, step or None when it depends on float dynamics)

@@ -1,12 +1,14 @@
-"""The lesson's toolbox (tensorsight.toolbox), in-process: each tool's result, printout, and read-only behaviour."""
+"""The lesson's toolbox (tensorsight.agent.toolbox), in-process: each tool's result, printout, and read-only
+behaviour."""
 
 import numpy as np
 import pandas as pd
 import pytest
-import tensorsight
 import torch
-from tensorsight import toolbox
 from torch import nn
+
+import tensorsight
+from tensorsight.agent import toolbox
 
 
 def test_public_names_and_spanish_aliases():
@@ -154,7 +156,7 @@ def test_check_devices(capsys):
 
 
 def test_measurement_tools_are_reachable_from_the_toolbox():
-    timer = pytest.importorskip("tensorsight.agent.timer")
+    timer = pytest.importorskip("tensorsight.agent.measurement.timer")
     assert toolbox.Timer is timer.Timer
     with pytest.raises(AttributeError):
         _ = toolbox.no_such_tool

@@ -9,10 +9,11 @@ import re
 
 import pytest
 import torch
+from torch.utils.data import DataLoader, IterableDataset, TensorDataset
+
 from support.dap import DebugSession
 from support.paths import marked_lines, program
-from tensorsight.agent.presentation import summarize
-from torch.utils.data import DataLoader, IterableDataset, TensorDataset
+from tensorsight.agent.display.presentation import summarize
 
 LINES = {
     "weights": "f32[64, 16] cpu μ=0.5 σ=0.289 [0, 0.999] grad norm=64",

@@ -3,6 +3,7 @@
 import textwrap
 
 import pytest
+
 from tensorsight.core.conditions import (
     PREDICATES,
     check_condition,

@@ -4,9 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from torch.utils.data import DataLoader, Subset, TensorDataset
+
 from tensorsight.core import leakage
 from tensorsight.core.leakage import SplitData, check_splits, describe, row_hashes, split_from_parts, split_role
-from torch.utils.data import DataLoader, Subset, TensorDataset
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ import math
 from typing import Any
 
 import pytest
+
 from tensorsight.core.findings import Finding
 from tensorsight.core.ranks import (
     RankState,

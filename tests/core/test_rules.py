@@ -13,6 +13,7 @@ import os
 import re
 
 import pytest
+
 from support.paths import REPO
 from tensorsight.core.findings import KINDS, SEVERITIES
 from tensorsight.core.rules import RULES, Fix, analyze, apply_fix, is_training_source, training_loops

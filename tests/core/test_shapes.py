@@ -1,6 +1,7 @@
 """core.shapes: shape texts, broadcasting analysis, torch shape-error parsing, statement targets, the table."""
 
 import pytest
+
 from tensorsight.core.shapes import (
     ShapeRow,
     broadcast_shapes,

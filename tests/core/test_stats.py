@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+
 from tensorsight.core.stats import StatsBudget, StatsCache, array_stats, compute_stats, tensor_stats, zero_count
 
 pytestmark = pytest.mark.filterwarnings(

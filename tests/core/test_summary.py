@@ -1,6 +1,7 @@
 """core.summary: the line grammar, on hand-made facts (no torch needed): exact lines, priorities, width."""
 
 import pytest
+
 from tensorsight.core.stats import Stats
 from tensorsight.core.summary import (
     MAX_WIDTH,

@@ -9,7 +9,7 @@ import json
 import runpy
 import sys
 
-from tensorsight.agent import events, install, options
+from tensorsight.agent.runtime import events, install, options
 
 
 def main() -> None:

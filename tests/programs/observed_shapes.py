@@ -6,8 +6,9 @@ The program records the agent's events itself (the test has no hub), so the test
 import json
 
 import torch
-from tensorsight.agent import events
 from torch import nn
+
+from tensorsight.agent.runtime import events
 
 SEEN = []
 events.subscribe(lambda event: SEEN.append({k: v for k, v in event.items() if k not in ("pid", "time")}))

@@ -1,9 +1,10 @@
-"""Test program for tensorsight.agent.pause (tests/agent/test_pause_dap.py): a helper stops the debugger in the frame
+"""Test program for tensorsight.agent.debugger.pause (tests/agent/test_pause_dap.py): a helper stops the debugger in
+the frame
 of its caller, the way the NaN sentinel stops in the user's frame from inside its hooks. No torch needed."""
 
 import sys
 
-from tensorsight.agent import pause
+from tensorsight.agent.debugger import pause
 
 
 def stop_in_caller(title, line=None):

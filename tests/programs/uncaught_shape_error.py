@@ -7,8 +7,9 @@ import json
 import os
 
 import torch
-from tensorsight.agent import events
 from torch import nn
+
+from tensorsight.agent.runtime import events
 
 
 def keep(event: dict) -> None:

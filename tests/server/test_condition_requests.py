@@ -11,6 +11,7 @@ import sys
 import pytest
 import pytest_lsp
 from pytest_lsp import LanguageClient
+
 from support.lsp import close, initialize, open_and_wait, server_config
 from tensorsight.server import server as server_module
 

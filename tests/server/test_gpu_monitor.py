@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 from pytest_lsp import LanguageClient
+
 from support.lsp import eventually, initialize, server_config
 from tensorsight.server.gpu_monitor import GpuMonitor
 

@@ -15,6 +15,7 @@ import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+
 from support.lsp import close, eventually, initialize, open_and_wait, server_config
 from support.paths import PYHELPERS, marked_lines, program
 

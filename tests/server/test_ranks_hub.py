@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+
 from support.lsp import eventually, initialize, server_config
 from tensorsight.server.runtime_view import COMPARE_STEPS, MAX_RANK_STEPS, MAX_RANKS, RuntimeView, normalize_path
 

@@ -54,7 +54,7 @@ class Predicate:
     description: str
 
 
-# The breakpoint predicates of tensorsight.agent.conditions (a test keeps the two in step).
+# The breakpoint predicates of tensorsight.agent.conditions.predicates (a test keeps the two in step).
 PREDICATES: tuple[Predicate, ...] = (
     Predicate("nan", "nan(x)", "True when x (tensor, array, number, module, optimizer, list/dict) holds a NaN"),
     Predicate("inf", "inf(x)", "True when x holds +Inf or -Inf"),

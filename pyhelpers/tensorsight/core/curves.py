@@ -8,7 +8,7 @@ The seed lesson's list of what to look for in the curves, as ``dynamics`` findin
 - gradients of the first layers orders of magnitude below the last ones: vanishing gradients;
 - gradient norm exploding: clip gradients (and/or lower the learning rate).
 
-A healthy run gets no finding. The agent records the series (``tensorsight.agent.scalars``) and calls
+A healthy run gets no finding. The agent records the series (``tensorsight.agent.measurement.scalars``) and calls
 ``diagnose_curves`` at the end of the run; the thresholds below are deliberately conservative, because a false
 "your training is broken" costs the user more than a missed one.
 """
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .findings import Finding
+from tensorsight.core.findings import Finding
 
 Location = tuple[str, int]
 

@@ -1,6 +1,7 @@
 """Phase breakdown of a training step and the verdicts it supports (pure; no I/O, no torch).
 
-The agent's phase clock (``tensorsight.agent.phases``) measures, per optimizer step, the seconds spent in five
+The agent's phase clock (``tensorsight.agent.measurement.phases``) measures, per optimizer step, the seconds spent in
+five
 phases: ``data`` (the DataLoader iterator), ``forward`` (top-level module calls), ``backward``, ``optimizer``
 (``optimizer.step()``) and ``other`` (everything else in the loop). This module turns those totals into a table
 for people and into ``performance`` findings: the seed lesson's "data loading often eats 60% of training time; the
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .findings import Finding
+from tensorsight.core.findings import Finding
 
 PHASES = ("data", "forward", "backward", "optimizer", "other")
 

@@ -7,7 +7,8 @@ a per-process view cannot:
   the ``scalars`` events) and returns a ``dynamics`` finding naming the rank whose values became non-finite while the
   others stayed finite, or drifted away from the others by more than a factor.
 - Is a rank that does not progress waiting or hung? ``classify_ranks`` reads the latest ``rank-state`` heartbeat of
-  each rank (sent by ``tensorsight.agent.distributed``) and tells "waiting in a collective because rank 1 is stopped
+  each rank (sent by ``tensorsight.agent.distributed.ranks``) and tells "waiting in a collective because rank 1 is
+  stopped
   in the debugger" apart from "waiting although nobody is stopped: hung" and from "stopped reporting".
 
 The ``rank-state`` event (agent -> hub), one per change of state and one every ``heartbeat`` seconds otherwise:
@@ -26,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .findings import Finding
+from tensorsight.core.findings import Finding
 
 RANK_STATES = ("running", "stopped", "waiting")
 VERDICTS = ("running", "stopped", "waiting", "hung", "silent")

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .nonfinite import NonFiniteCounts
+from tensorsight.core.nonfinite import NonFiniteCounts
 
 ROW_ELEMENTS = 4096  # sums are taken per row of this many values (float32 rounding per row), then in float64;
 # 1e8 elements make 24K rows: few enough that adding them up is a small single-threaded op

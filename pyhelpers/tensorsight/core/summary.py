@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .stats import Stats
+from tensorsight.core.stats import Stats
 
 MAX_WIDTH = 120
 SMALL = 10  # tensors with at most this many elements show their values

@@ -11,8 +11,8 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..core.findings import Finding
-from .diagnostics import Units, position, utf16_units
+from tensorsight.core.findings import Finding
+from tensorsight.server.diagnostics import Units, position, utf16_units
 
 
 def fix_edits(fix: dict[str, Any], lines: Sequence[str], units: Units = utf16_units) -> list[types.TextEdit]:

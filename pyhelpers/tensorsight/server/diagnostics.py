@@ -12,8 +12,8 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..core import rules
-from ..core.findings import Finding
+from tensorsight.core import rules
+from tensorsight.core.findings import Finding
 
 SOURCE_STATIC = "TensorSight"
 SOURCE_RUNTIME = "TensorSight (run)"

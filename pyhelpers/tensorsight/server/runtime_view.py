@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..core.findings import Finding
-from ..core.ranks import RankState, RankVerdict, classify_ranks, diverging_rank, hang_findings
+from tensorsight.core.findings import Finding
+from tensorsight.core.ranks import RankState, RankVerdict, classify_ranks, diverging_rank, hang_findings
 
 PHASE_ORDER = ("data", "forward", "backward", "optimizer", "other")
 MAX_FINDINGS_PER_FILE = 200

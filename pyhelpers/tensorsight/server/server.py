@@ -28,14 +28,20 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
-from .. import __version__
-from ..core import rules
-from . import methods
-from .code_actions import quick_fixes
-from .diagnostics import DEBOUNCE_SECONDS, SOURCE_RUNTIME, SOURCE_STATIC, StaticAnalysis, to_diagnostic
-from .gpu_monitor import GpuMonitor
-from .hub import Hub
-from .runtime_view import RuntimeView, json_safe, normalize_path
+from tensorsight import __version__
+from tensorsight.core import rules
+from tensorsight.server import methods
+from tensorsight.server.code_actions import quick_fixes
+from tensorsight.server.diagnostics import (
+    DEBOUNCE_SECONDS,
+    SOURCE_RUNTIME,
+    SOURCE_STATIC,
+    StaticAnalysis,
+    to_diagnostic,
+)
+from tensorsight.server.gpu_monitor import GpuMonitor
+from tensorsight.server.hub import Hub
+from tensorsight.server.runtime_view import RuntimeView, json_safe, normalize_path
 
 GPU_POLL_SECONDS = 1.0
 RANK_CHECK_SECONDS = 1.0  # a silent rank or a hang shows without any event arriving, so the ranks are also polled

@@ -35,11 +35,11 @@ import ast
 import re
 from collections.abc import Callable, Iterable
 
-from ..findings import Finding
-from . import evaluation, gradients, graph_retention, hygiene, leakage, losses
-from .facts import ModuleFacts
-from .fixes import apply_fix
-from .model import Fix, RuleInfo, TextEdit
+from tensorsight.core.findings import Finding
+from tensorsight.core.rules import evaluation, gradients, graph_retention, hygiene, leakage, losses
+from tensorsight.core.rules.facts import ModuleFacts
+from tensorsight.core.rules.fixes import apply_fix
+from tensorsight.core.rules.model import Fix, RuleInfo, TextEdit
 
 Check = Callable[[ModuleFacts, str], Iterable[Finding]]
 

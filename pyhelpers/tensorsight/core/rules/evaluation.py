@@ -12,8 +12,8 @@ import ast
 import os
 from collections.abc import Iterator
 
-from ..findings import Finding
-from .facts import (
+from tensorsight.core.findings import Finding
+from tensorsight.core.rules.facts import (
     FunctionSummary,
     LoopFacts,
     ModuleFacts,
@@ -27,8 +27,8 @@ from .facts import (
     train_mode_call,
     words,
 )
-from .fixes import insert_line_before, make_fix, wrap_in_block
-from .model import RuleInfo
+from tensorsight.core.rules.fixes import insert_line_before, make_fix, wrap_in_block
+from tensorsight.core.rules.model import RuleInfo
 
 EVAL_WITHOUT_EVAL_MODE = RuleInfo(
     "TS102",

@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
-from .facts import ModuleFacts
-from .model import Fix, TextEdit
+from tensorsight.core.rules.facts import ModuleFacts
+from tensorsight.core.rules.model import Fix, TextEdit
 
 
 def owns_lines(facts: ModuleFacts, stmt: ast.stmt) -> bool:

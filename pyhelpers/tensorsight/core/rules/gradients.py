@@ -10,10 +10,19 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..findings import Finding
-from .facts import LoopFacts, ModuleFacts, backward_call, is_grad_clearing, method, position, receiver, text_of
-from .fixes import insert_line_after, make_fix, move_statement_after
-from .model import RuleInfo
+from tensorsight.core.findings import Finding
+from tensorsight.core.rules.facts import (
+    LoopFacts,
+    ModuleFacts,
+    backward_call,
+    is_grad_clearing,
+    method,
+    position,
+    receiver,
+    text_of,
+)
+from tensorsight.core.rules.fixes import insert_line_after, make_fix, move_statement_after
+from tensorsight.core.rules.model import RuleInfo
 
 GRADIENTS_NEVER_CLEARED = RuleInfo(
     "TS101",

@@ -12,8 +12,8 @@ import ast
 import re
 from collections.abc import Iterator
 
-from ..findings import Finding
-from .facts import (
+from tensorsight.core.findings import Finding
+from tensorsight.core.rules.facts import (
     Assignments,
     ModuleFacts,
     Scope,
@@ -27,8 +27,8 @@ from .facts import (
     text_of,
     words,
 )
-from .fixes import insert_after_node, make_fix, replace_node
-from .model import RuleInfo
+from tensorsight.core.rules.fixes import insert_after_node, make_fix, replace_node
+from tensorsight.core.rules.model import RuleInfo
 
 GRAPH_ACCUMULATED = RuleInfo(
     "TS104",

@@ -7,10 +7,20 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..findings import Finding
-from .facts import ModuleFacts, dotted, last_name, method, names_in, position, receiver, text_of, words
-from .fixes import make_fix, owns_lines, remove_statement
-from .model import RuleInfo, TextEdit
+from tensorsight.core.findings import Finding
+from tensorsight.core.rules.facts import (
+    ModuleFacts,
+    dotted,
+    last_name,
+    method,
+    names_in,
+    position,
+    receiver,
+    text_of,
+    words,
+)
+from tensorsight.core.rules.fixes import make_fix, owns_lines, remove_statement
+from tensorsight.core.rules.model import RuleInfo, TextEdit
 
 BREAKPOINT_LEFT = RuleInfo(
     "TS110",

@@ -11,9 +11,19 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..findings import Finding
-from .facts import ModuleFacts, Scope, last_name, method, names_in, position, receiver, text_of, words
-from .model import RuleInfo
+from tensorsight.core.findings import Finding
+from tensorsight.core.rules.facts import (
+    ModuleFacts,
+    Scope,
+    last_name,
+    method,
+    names_in,
+    position,
+    receiver,
+    text_of,
+    words,
+)
+from tensorsight.core.rules.model import RuleInfo
 
 NORMALISATION_LEAKAGE = RuleInfo(
     "TS106",

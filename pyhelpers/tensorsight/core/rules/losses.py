@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..findings import Finding
-from .facts import ModuleFacts, dotted, last_name, position, receiver, text_of
-from .fixes import make_fix, replace_node
-from .model import RuleInfo
+from tensorsight.core.findings import Finding
+from tensorsight.core.rules.facts import ModuleFacts, dotted, last_name, position, receiver, text_of
+from tensorsight.core.rules.fixes import make_fix, replace_node
+from tensorsight.core.rules.model import RuleInfo
 
 SOFTMAX_INTO_CROSS_ENTROPY = RuleInfo(
     "TS105",

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..findings import Finding
+from tensorsight.core.findings import Finding
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,300 @@
+"""Leakage watch (option ``checkLeakage``, default on): checks the train/val/test splits a script builds, once.
+
+Armed by ``install`` (debugger and doctor). It never runs user code: it reads variables. At the program's first
+optimizer step, and again when the run finishes (for splits made after training, and for scripts that never step),
+it looks through the user's namespaces (the frames of user code on the stack, and the module globals of the script
+that imported numpy/torch) for values whose names say they are splits (``X_train``, ``y_test``, ``train_ds``,
+``val_loader``, ``test_idx``, ``df_test``...; see ``core.leakage.split_role``) and for ``Subset``s of one dataset
+(``random_split`` results). It reads their data without copying where it can (``Dataset.__getitem__`` is never
+called), runs ``core.leakage.check_splits`` within ``leakageBudgetSeconds`` (default 5 s), and publishes each issue as
+a ``leakage`` finding at the line that builds the split. Objects already checked are not checked again.
+"""
+
+from __future__ import annotations
+
+import ast
+import atexit
+import linecache
+import os
+import sys
+from collections.abc import Iterable, Mapping
+from types import FrameType, ModuleType
+from typing import Any
+
+from tensorsight.agent.runtime import events, steps
+from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.agent.runtime.lazy_import import when_imported
+from tensorsight.agent.runtime.options import option
+from tensorsight.agent.runtime.user_code import is_user_file, user_frame
+from tensorsight.core.findings import Finding
+
+DEFAULT_BUDGET_SECONDS = 5.0
+MAX_NAMES_PER_SCOPE = 2000
+MIN_ROWS = 2
+
+_namespaces: list[tuple[str, dict[str, Any]]] = []  # (file, module globals) of user modules seen importing
+_checked: set[tuple[str, str, int]] = set()
+_assignments: dict[str, dict[str, list[int]]] = {}
+_armed = False
+_budget = DEFAULT_BUDGET_SECONDS
+
+
+def arm(origin: str = "debugger") -> None:
+    global _armed, _budget
+    if _armed or not option("checkLeakage", True):
+        return
+    _armed = True
+    budget = option("leakageBudgetSeconds", DEFAULT_BUDGET_SECONDS)
+    if isinstance(budget, (int, float)) and not isinstance(budget, bool) and budget > 0:
+        _budget = float(budget)
+    else:
+        report_once("leakage-budget", f"leakageBudgetSeconds must be a positive number, got {budget!r}; using 5")
+    steps.add_step_listener(_on_step)
+    events.subscribe(_on_event)
+    when_imported("numpy", _remember_importer)
+    when_imported("torch", _remember_importer)
+    if origin != "doctor":
+        atexit.register(_at_exit)
+
+
+@never_raise()
+def _remember_importer(module: ModuleType) -> None:
+    """Keep the globals of the user module whose import brought numpy/torch in (where splits usually live)."""
+    frame = user_frame(sys._getframe(1))
+    if frame is not None:
+        _remember(frame.f_code.co_filename, frame.f_globals)
+
+
+def _remember(file: str, scope: dict[str, Any]) -> None:
+    if not any(existing is scope for _, existing in _namespaces):
+        _namespaces.append((os.path.abspath(file), scope))
+
+
+@never_raise()
+def _on_step(step: int, optimizer: Any) -> None:
+    if step != 1:
+        return
+    scopes: list[tuple[str, Mapping[str, Any], FrameType | None]] = []
+    frame = user_frame(sys._getframe(1))
+    while frame is not None:
+        if is_user_file(frame.f_code.co_filename):
+            file = os.path.abspath(frame.f_code.co_filename)
+            if frame.f_locals is not frame.f_globals:
+                scopes.append((file, frame.f_locals, frame))
+            _remember(file, frame.f_globals)
+        frame = frame.f_back
+    scopes.extend((file, scope, None) for file, scope in _namespaces)
+    check_scopes(scopes)
+
+
+@never_raise()
+def _on_event(event: dict[str, Any]) -> None:
+    if event.get("type") == "run-finished":
+        _at_exit()
+
+
+@never_raise()
+def _at_exit() -> None:
+    if _namespaces:
+        check_scopes([(file, scope, None) for file, scope in _namespaces])
+
+
+# ---- finding the splits --------------------------------------------------------------------------------------------
+
+
+def _candidate_value(value: Any) -> bool:
+    """Values that can hold samples: arrays, tensors, frames, datasets and loaders (not functions, numbers...)."""
+    if (
+        isinstance(value, (str, bytes, int, float, bool))
+        or value is None
+        or (callable(value) and isinstance(value, type))
+    ):
+        return False
+    if isinstance(value, (list, tuple)):
+        return len(value) >= MIN_ROWS
+    module = type(value).__module__ or ""
+    if module.startswith(("numpy", "torch", "pandas")):
+        return hasattr(value, "__len__") or hasattr(value, "shape")
+    return hasattr(value, "__len__") and hasattr(value, "__getitem__") and not isinstance(value, (dict, set))
+
+
+def collect_splits(
+    scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None]],
+) -> tuple[dict[str, dict[str, tuple[str, Any, str]]], list[tuple[str, Any, str]]]:
+    """Split-named values per split and role (innermost scope wins), and ``Subset``s of a shared dataset.
+
+    Returns ``({split: {role: (name, value, file)}}, [(name, subset, file), ...])``.
+    """
+    from tensorsight.core.leakage import split_role
+
+    found: dict[str, dict[str, tuple[str, Any, str]]] = {}
+    subsets: list[tuple[str, Any, str]] = []
+    seen_ids: set[int] = set()
+    for file, scope, _ in scopes:
+        for i, (name, value) in enumerate(list(scope.items())):
+            if i >= MAX_NAMES_PER_SCOPE:
+                break
+            if name.startswith("__") or not _candidate_value(value):
+                continue
+            role = split_role(name)
+            if role is not None:
+                split, kind = role
+                current = found.setdefault(split, {}).get(kind)
+                if current is None or (kind == "data" and _data_priority(value) < _data_priority(current[1])):
+                    found[split][kind] = (name, value, file)
+            if (
+                hasattr(value, "dataset")
+                and hasattr(value, "indices")
+                and not hasattr(value, "batch_size")
+                and id(value) not in seen_ids
+            ):
+                seen_ids.add(id(value))
+                subsets.append((name, value, file))
+    return found, subsets
+
+
+def _data_priority(value: Any) -> int:
+    """Prefer the most direct view of the samples: arrays/frames, then datasets, then loaders."""
+    if hasattr(value, "batch_size") and hasattr(value, "dataset"):
+        return 2
+    if hasattr(value, "shape"):
+        return 0
+    return 1
+
+
+def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None]]) -> list[Finding]:
+    """Find split variables in ``scopes``, check the ones not checked yet, publish and return the findings."""
+    if "numpy" not in sys.modules:
+        return []  # nothing array-like can exist without numpy (torch imports it)
+    from tensorsight.core import leakage
+
+    roles, subsets = collect_splits(scopes)
+    splits: dict[str, leakage.SplitData] = {}
+    origin: dict[str, tuple[str, str]] = {}  # split data name -> (variable name, file)
+    keys: set[tuple[str, str, int]] = set()
+    for split, parts in roles.items():
+        main = parts.get("features")
+        if main is None and "data" in parts:
+            main = parts["data"]
+        labels, ids, times = parts.get("labels"), parts.get("ids"), parts.get("times")
+        if main is None and ids is None:
+            continue
+        anchor = main or ids
+        assert anchor is not None
+        name, _, file = anchor
+        data = leakage.split_from_parts(
+            name,
+            main[1] if main is not None else None,
+            labels=labels[1] if labels is not None else None,
+            ids=ids[1] if ids is not None else None,
+            times=times[1] if times is not None else None,
+        )
+        if data.size() < MIN_ROWS:
+            continue
+        splits[split] = data
+        origin[name] = (name, file)
+        for part in (main, labels, ids, times):
+            if part is not None:
+                keys.add((split, part[0], id(part[1])))
+    named = {key[2] for key in keys}
+    # Subsets of one dataset that the names did not reveal (``a, b = random_split(ds, ...)``): index overlap only.
+    by_base: dict[int, list[tuple[str, Any, str]]] = {}
+    for item in subsets:
+        by_base.setdefault(id(item[1].dataset), []).append(item)
+    extra: list[tuple[leakage.SplitData, leakage.SplitData]] = []
+    for group in by_base.values():
+        for i in range(len(group)):
+            for j in range(i + 1, len(group)):
+                (name_a, a, file_a), (name_b, b, file_b) = group[i], group[j]
+                if id(a) in named and id(b) in named:
+                    continue  # already compared as named splits
+                key_a, key_b = ("subset", name_a, id(a)), ("subset", name_b, id(b))
+                if {key_a, key_b} <= _checked:
+                    continue
+                keys.update((key_a, key_b))
+                origin.setdefault(name_a, (name_a, file_a))
+                origin.setdefault(name_b, (name_b, file_b))
+                extra.append(
+                    (
+                        leakage.SplitData(name_a, base=id(a.dataset), indices=leakage.to_array(list(a.indices))),
+                        leakage.SplitData(name_b, base=id(b.dataset), indices=leakage.to_array(list(b.indices))),
+                    )
+                )
+    if keys <= _checked:
+        return []
+    _checked.update(keys)
+    findings: list[Finding] = []
+    if splits:
+        report = leakage.check_splits(splits, budget_seconds=_budget)
+        findings.extend(_to_findings(report.issues, origin))
+        for note in report.notes:
+            report_once(f"leakage-note-{note}", f"leakage check: {note}")
+    for a, b in extra:
+        issue = leakage.check_id_overlap(a, b)
+        if issue is not None:
+            findings.extend(_to_findings([issue], origin))
+    for finding in findings:
+        events.emit_finding(finding)
+    return findings
+
+
+def _to_findings(issues: Iterable[Any], origin: Mapping[str, tuple[str, str]]) -> list[Finding]:
+    out = []
+    for issue in issues:
+        # a pair issue points at the split that receives the leaked samples (the later one); a label issue at its split
+        subject = issue.splits[-1]
+        name, file = origin.get(subject, (subject, ""))
+        if not file:
+            continue
+        line = assignment_line(file, name)
+        out.append(
+            Finding(
+                "leakage",
+                issue.severity,
+                issue.message,
+                file,
+                line,
+                steps.current_step() or None,
+                None,
+                issue.to_dict(),
+            )
+        )
+    return out
+
+
+# ---- where a split is built ----------------------------------------------------------------------------------------
+
+
+def _assigned_names(node: ast.AST) -> Iterable[str]:
+    targets: list[ast.AST] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+        targets = [node.target]
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    for target in targets:
+        for sub in ast.walk(target):
+            if isinstance(sub, ast.Name):
+                yield sub.id
+
+
+def assignment_line(file: str, name: str) -> int:
+    """The first line of ``file`` that assigns ``name`` (1 when it cannot be found)."""
+    table = _assignments.get(file)
+    if table is None:
+        table = {}
+        try:
+            tree = ast.parse("".join(linecache.getlines(file)))
+        except (SyntaxError, ValueError):
+            tree = None
+        if tree is not None:
+            for node in ast.walk(tree):
+                lineno = getattr(node, "lineno", None)
+                if lineno is None:
+                    continue
+                for assigned in _assigned_names(node):
+                    table.setdefault(assigned, []).append(lineno)
+        _assignments[file] = table
+    lines = table.get(name)
+    return min(lines) if lines else 1

@@ -1,0 +1,355 @@
+"""Memory measurement inside the training process: per-step figures, retained autograd graphs, OOM advice, and
+``tensorsight.memory_top()``.
+
+- ``memory_top()`` (public API, re-exported by the toolbox): the source lines that allocated the most Python memory,
+  from ``tracemalloc`` (started on the first call, or at launch with the ``traceMemory`` option).
+- ``MemoryMonitor.sample()`` (called by the measurement feature after each optimizer step): process RSS, CUDA
+  allocated/reserved/peak when the program uses CUDA, and the device's memory from NVML (``pynvml``) at most once a
+  second. No figure here synchronises the device.
+- ``MemoryMonitor.scan_retained_graphs()``: finds a variable of the training loop that keeps the autograd graph of
+  every step alive (``total_loss += loss``, ``losses.append(loss)``) by following autograd node sequence numbers
+  (never object ids, which Python reuses), and reports a ``memory`` finding at the line that grows it.
+- ``explain_out_of_memory`` (registered with ``tensorsight.agent.runtime.excepthook``): turns an out-of-memory error
+  into a
+  ``memory`` finding with the seed lesson's remedies ranked by the measured numbers (``core.memory``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+import os
+import sys
+import time
+import tracemalloc
+from collections import deque
+from dataclasses import dataclass
+from types import FrameType, TracebackType
+from typing import Any
+
+from tensorsight.agent.runtime import steps
+from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.agent.runtime.user_code import PACKAGE_ROOT, is_user_file
+from tensorsight.core.findings import Finding
+from tensorsight.core.memory import (
+    OomFacts,
+    accumulation_line,
+    format_bytes,
+    oom_summary,
+    parse_oom_message,
+    rank_oom_remedies,
+)
+
+RETAINED_CONFIRMATIONS = 3  # consecutive steps a variable must grow the graph chain before it is reported
+
+
+# ------------------------------------------------------------------------------------------------------ memory_top
+@dataclass(frozen=True)
+class AllocationSite:
+    """One source line and the Python memory still allocated by it."""
+
+    file: str
+    line: int
+    size_bytes: int
+    count: int
+    source: str
+
+
+class MemoryTop(list[AllocationSite]):
+    """The result of ``memory_top()``: a list of ``AllocationSite``, printable as a table."""
+
+    note: str = ""
+
+    def __str__(self) -> str:
+        lines = [f"{'size':>10} {'blocks':>8}  where"]
+        for site in self:
+            where = f"{os.path.basename(site.file)}:{site.line}"
+            lines.append(f"{format_bytes(site.size_bytes):>10} {site.count:>8}  {where}  {site.source}")
+        if self.note:
+            lines.append(self.note)
+        return "\n".join(lines)
+
+
+def memory_top(limit: int = 10, *, user_only: bool = False) -> MemoryTop:
+    """The ``limit`` source lines holding the most Python-allocated memory right now (``tracemalloc``).
+
+    The first call starts tracing if nothing did (launch option ``traceMemory`` starts it at launch), so it only
+    sees allocations made after that; call it again later in the run. ``user_only`` keeps lines of your own files.
+    Tensor storage is allocated by PyTorch's C++ allocator, outside ``tracemalloc``'s view: for tensors look at the
+    ``memory`` events (CUDA allocated/reserved/peak, process RSS).
+    """
+    report = MemoryTop()
+    if not tracemalloc.is_tracing():
+        tracemalloc.start(1)
+        report.note = "tracemalloc was not tracing: started now; call memory_top() again later to see allocations"
+    try:
+        snapshot = tracemalloc.take_snapshot()
+    except Exception as exc:  # noqa: BLE001
+        report.note = f"tracemalloc snapshot failed: {exc}"
+        return report
+    snapshot = snapshot.filter_traces(
+        (
+            tracemalloc.Filter(False, tracemalloc.__file__),
+            tracemalloc.Filter(False, "<frozen importlib._bootstrap*>"),
+            tracemalloc.Filter(False, "<unknown>"),
+            tracemalloc.Filter(False, os.path.join(PACKAGE_ROOT, "*")),
+        )
+    )
+    for stat in snapshot.statistics("lineno"):
+        frame = stat.traceback[0]
+        if user_only and not is_user_file(frame.filename):
+            continue
+        source = linecache.getline(frame.filename, frame.lineno).strip()
+        report.append(AllocationSite(frame.filename, frame.lineno, stat.size, stat.count, source))
+        if len(report) >= max(1, int(limit)):
+            break
+    return report
+
+
+# --------------------------------------------------------------------------------------------- per-step figures
+def _rss_bytes() -> int | None:
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class MemoryMonitor:
+    """Per-step memory figures and the retained-graph watch; one per process (owned by the measurement feature)."""
+
+    def __init__(self, torch: Any) -> None:
+        self._torch = torch
+        self.history: deque[tuple[int, int]] = deque(maxlen=64)  # (step, bytes in use: CUDA allocated or RSS)
+        self._nvml: Any = None
+        self._nvml_handle: Any = None
+        self._nvml_failed = False
+        self._nvml_last = 0.0
+        self._nvml_cached: dict[str, int] = {}
+        self._chains: dict[tuple[int, str], tuple[int, int]] = {}  # (code, name) -> (node sequence nr, links seen)
+        self._lists: dict[tuple[int, str], tuple[int, int]] = {}  # (code, name) -> (length, growths seen)
+        self._first_rss: dict[tuple[int, str], tuple[int, int | None]] = {}
+        self._reported: set[tuple[int, str]] = set()
+        self.retained_name: str | None = None
+        self.parameter_bytes: int | None = None
+
+    def _cuda(self) -> Any:
+        cuda = getattr(self._torch, "cuda", None)
+        try:
+            if cuda is not None and cuda.is_available() and cuda.is_initialized():
+                return cuda
+        except Exception:  # noqa: BLE001
+            return None
+        return None
+
+    @never_raise(fallback={})
+    def sample(self, step: int) -> dict[str, int]:
+        """The ``memory`` event's figures for this step (no device synchronisation)."""
+        figures: dict[str, int] = {}
+        rss = _rss_bytes()
+        if rss is not None:
+            figures["cpu_rss_bytes"] = rss
+        cuda = self._cuda()
+        if cuda is not None:
+            figures["cuda_allocated"] = int(cuda.memory_allocated())
+            figures["cuda_reserved"] = int(cuda.memory_reserved())
+            figures["cuda_peak"] = int(cuda.max_memory_allocated())
+            figures.update(self._nvml_figures(cuda))
+        in_use = figures.get("cuda_allocated", figures.get("cpu_rss_bytes"))
+        if in_use is not None:
+            self.history.append((step, in_use))
+        return figures
+
+    def _nvml_figures(self, cuda: Any) -> dict[str, int]:
+        now = time.monotonic()
+        if self._nvml_failed or now - self._nvml_last < 1.0:
+            return self._nvml_cached
+        self._nvml_last = now
+        try:
+            if self._nvml is None:
+                import pynvml
+
+                pynvml.nvmlInit()
+                self._nvml = pynvml
+                self._nvml_handle = self._device_handle(pynvml, cuda)
+            info = self._nvml.nvmlDeviceGetMemoryInfo(self._nvml_handle)
+            self._nvml_cached = {"nvml_used": int(info.used), "nvml_total": int(info.total)}
+        except Exception as exc:  # noqa: BLE001 - no NVML (driver, container): the CUDA figures still come
+            self._nvml_failed = True
+            report_once("nvml", f"NVML device memory unavailable: {type(exc).__name__}: {exc}")
+            self._nvml_cached = {}
+        return self._nvml_cached
+
+    @staticmethod
+    def _device_handle(pynvml: Any, cuda: Any) -> Any:
+        index = cuda.current_device()
+        bus_id = getattr(cuda.get_device_properties(index), "pci_bus_id", None)
+        if bus_id:
+            try:
+                return pynvml.nvmlDeviceGetHandleByPciBusId(str(bus_id))
+            except Exception:  # noqa: BLE001 - fall back to the index (right unless CUDA_VISIBLE_DEVICES reorders)
+                pass
+        return pynvml.nvmlDeviceGetHandleByIndex(index)
+
+    def growth_per_step(self) -> float | None:
+        """Average bytes gained per step over the recent history when memory kept rising, else None."""
+        if len(self.history) < 3:
+            return None
+        points = list(self.history)
+        rises = sum(1 for a, b in itertools.pairwise(points) if b[1] > a[1])
+        if rises < 0.7 * (len(points) - 1):
+            return None
+        (first_step, first), (last_step, last) = points[0], points[-1]
+        return (last - first) / max(1, last_step - first_step) if last > first else None
+
+    # ----------------------------------------------------------------------------------------- retained graphs
+    @never_raise(fallback=[])
+    def scan_retained_graphs(self, frame: FrameType | None, step: int, max_frames: int = 3) -> list[Finding]:
+        """Look at the training loop's variables (innermost user frames) for graph chains growing step after step."""
+        findings: list[Finding] = []
+        seen = 0
+        while frame is not None and seen < max_frames:
+            if is_user_file(frame.f_code.co_filename):
+                seen += 1
+                findings.extend(self._scan_frame(frame, step))
+            frame = frame.f_back
+        return findings
+
+    def _scan_frame(self, frame: FrameType, step: int) -> list[Finding]:
+        tensor_type = self._torch.Tensor
+        code = frame.f_code
+        found: list[Finding] = []
+        for name, value in list(frame.f_locals.items()):
+            key = (id(code), name)
+            if isinstance(value, tensor_type):
+                links = self._follow_chain(key, value)
+            elif isinstance(value, list) and value:
+                links = self._follow_list(key, value, tensor_type)
+            else:
+                continue
+            if links == 1:
+                self._first_rss[key] = (step, _rss_bytes())
+            if links >= RETAINED_CONFIRMATIONS and key not in self._reported:
+                self._reported.add(key)
+                finding = self._retained_finding(frame, name, links, step, key)
+                if finding is not None:
+                    found.append(finding)
+        return found
+
+    def _follow_chain(self, key: tuple[int, str], value: Any) -> int:
+        node = value.grad_fn
+        if node is None:
+            self._chains.pop(key, None)
+            return 0
+        sequence = int(node._sequence_nr())
+        previous = self._chains.get(key)
+        links = 0
+        if previous is not None and previous[0] != sequence:
+            parents = [n for n, _ in node.next_functions if n is not None]
+            if any(int(parent._sequence_nr()) == previous[0] for parent in parents):
+                links = previous[1] + 1
+        elif previous is not None:
+            links = previous[1]  # same graph as last scan (no step in between): neither growth nor reset
+        self._chains[key] = (sequence, links)
+        return links
+
+    def _follow_list(self, key: tuple[int, str], value: list[Any], tensor_type: Any) -> int:
+        last = value[-1]
+        holds_graph = isinstance(last, tensor_type) and last.grad_fn is not None
+        previous = self._lists.get(key)
+        if not holds_graph:
+            self._lists.pop(key, None)
+            return 0
+        growths = 0
+        if previous is not None:
+            growths = previous[1] + 1 if len(value) > previous[0] else previous[1]
+        self._lists[key] = (len(value), growths)
+        return growths
+
+    def _retained_finding(self, frame: FrameType, name: str, links: int, step: int, key: tuple[int, str]) -> Finding:
+        code = frame.f_code
+        filename = os.path.abspath(code.co_filename)
+        scope = None if code.co_name == "<module>" else code.co_firstlineno
+        source = "".join(linecache.getlines(filename))
+        line = accumulation_line(source, name, scope, frame.f_lineno) or frame.f_lineno
+        self.retained_name = name
+        first_step, first_rss = self._first_rss.get(key, (step, None))
+        now_rss = _rss_bytes()
+        growth = now_rss - first_rss if now_rss is not None and first_rss is not None else None
+        statement = linecache.getline(filename, line).strip()
+        message = (
+            f"`{name}` keeps the autograd graph of every step alive ({links} steps so far, since step {first_step})"
+            f": `{statement}` chains each step's loss into one ever-growing graph, so memory grows every step. "
+            f"Accumulate a number instead: `{name} += loss.item()` (or `loss.detach()`)"
+        )
+        details: dict[str, Any] = {"variable": name, "steps_retained": links, "since_step": first_step}
+        if growth is not None:
+            details["rss_growth_bytes"] = growth
+        return Finding("memory", "warning", message, filename, line, step=step, details=details)
+
+
+# ------------------------------------------------------------------------------------------------ out of memory
+_monitor: MemoryMonitor | None = None
+_eval_with_grad: Any = None  # callable -> bool, set by the measurement feature (the phase clock knows)
+
+
+def set_context(monitor: MemoryMonitor | None, eval_with_grad: Any = None) -> None:
+    """Give the OOM explainer the figures recorded during the run (called by the measurement feature)."""
+    global _monitor, _eval_with_grad
+    _monitor = monitor
+    _eval_with_grad = eval_with_grad
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    torch = sys.modules.get("torch")
+    oom_type = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
+    if oom_type is not None and isinstance(oom_type, type) and isinstance(exc, oom_type):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+
+
+def _user_line_of(tb: TracebackType | None) -> tuple[str, int] | None:
+    where = None
+    while tb is not None:
+        if is_user_file(tb.tb_frame.f_code.co_filename):
+            where = (os.path.abspath(tb.tb_frame.f_code.co_filename), tb.tb_lineno)
+        tb = tb.tb_next
+    return where
+
+
+def explain_out_of_memory(exc: BaseException) -> list[Finding] | None:
+    """A ``memory`` finding with ranked remedies for an out-of-memory error (None for any other exception)."""
+    if not _is_out_of_memory(exc):
+        return None
+    where = _user_line_of(exc.__traceback__)
+    if where is None:
+        return None
+    figures = parse_oom_message(str(exc))
+    monitor = _monitor
+    try:
+        in_eval = bool(_eval_with_grad()) if callable(_eval_with_grad) else False
+    except Exception:  # noqa: BLE001
+        in_eval = False
+    facts = OomFacts(
+        requested=figures.get("requested"),
+        capacity=figures.get("capacity"),
+        allocated=figures.get("allocated"),
+        reserved_unallocated=figures.get("reserved_unallocated"),
+        growth_per_step=monitor.growth_per_step() if monitor else None,
+        steps_completed=steps.current_step(),
+        retained_graph_name=monitor.retained_name if monitor else None,
+        in_eval_with_grad=in_eval,
+        parameter_bytes=monitor.parameter_bytes if monitor else None,
+    )
+    remedies = rank_oom_remedies(facts)
+    device = "CUDA" if "CUDA" in str(exc) else "CPU"
+    summary = oom_summary(facts)
+    top = "; ".join(f"{i}) {r.title} — {r.why}" for i, r in enumerate(remedies[:3], start=1))
+    message = f"{device} out of memory" + (f" ({summary})" if summary else "") + f". Most likely fixes: {top}"
+    details = {
+        "figures": figures,
+        "steps_completed": facts.steps_completed,
+        "remedies": [{"title": r.title, "why": r.why} for r in remedies],
+    }
+    return [Finding("memory", "error", message, where[0], where[1], step=facts.steps_completed, details=details)]

@@ -1,0 +1,495 @@
+"""The phase clock: where each training step's time goes — data, forward, backward, optimizer, other — and the
+training-loop facts the other measurements need (the loss, the model, the user lines of the loop).
+
+Armed by ``tensorsight.agent.measurement.pipeline`` right after the program imports torch. It observes through torch's
+global hooks and thin wrappers around torch's own functions, never through the user's objects:
+
+- data: a wrapper around ``_BaseDataLoaderIter.__next__`` (the DataLoader iterator); ``DataLoader.__init__`` and
+  ``__iter__`` are wrapped only to remember the user line that built each loader and its settings;
+- forward: global module forward pre/post hooks, counting only the top-level call (depth 0), so a model's
+  submodules are not double counted; a top-level call in eval mode or under ``no_grad`` is a validation pass;
+- backward: a wrapper around ``torch.autograd.backward`` (what ``Tensor.backward`` calls); the tensor it receives
+  is the training loss;
+- optimizer: global optimizer step pre/post hooks (the post side through the shared step counter);
+- other: the rest of the step's wall time, minus the clock's own bookkeeping.
+
+One step is the time between two ``optimizer.step()`` returns. On a GPU the device is synchronised at each phase
+boundary, so a phase's time includes the kernels it launched (only when the program has initialised CUDA; on CPU
+nothing is synchronised). Every wrapper calls the original first-class and re-raises what it raises; the clock's own
+work is guarded so it can never break the program.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from types import FrameType, ModuleType
+from typing import Any
+
+from tensorsight.agent.runtime import steps
+from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.agent.runtime.user_code import is_user_file
+from tensorsight.core.phases import PHASES, LoaderSettings
+
+Location = tuple[str, int]
+_WRAPPED_MARK = "__tensorsight_wrapped__"
+
+
+@dataclass
+class StepRecord:
+    """What the clock saw during one optimizer step."""
+
+    step: int
+    seconds: dict[str, float]
+    eval_seconds: float
+    losses: list[float]
+    optimizer: Any
+    loop_at: Location | None
+
+    @property
+    def loss(self) -> float | None:
+        """Mean of the losses backpropagated in this step (several with gradient accumulation)."""
+        return sum(self.losses) / len(self.losses) if self.losses else None
+
+
+@dataclass
+class Capture:
+    """References the overfit command needs (first training forward and loss call); filled only when asked."""
+
+    enabled: bool = False
+    model: Any = None
+    model_args: tuple[Any, ...] = ()
+    model_kwargs: dict[str, Any] = field(default_factory=dict)
+    loss_module: Any = None
+    loss_args: tuple[Any, ...] = ()
+    loss_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+_user_file_cache: dict[str, bool] = {}
+_quiet = 0  # > 0 while TensorSight itself trains something (overfit_one_batch): the clock looks away
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Hide the forward/backward passes run inside this block from the phase clock (our own work, not the run's)."""
+    global _quiet
+    _quiet += 1
+    try:
+        yield
+    finally:
+        _quiet -= 1
+
+
+def caller_location(frame: FrameType | None) -> Location | None:
+    """``(file, line)`` of the innermost user frame from ``frame`` outwards (file checks cached by name)."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        known = _user_file_cache.get(name)
+        if known is None:
+            known = _user_file_cache[name] = is_user_file(name)
+        if known:
+            return os.path.abspath(name), frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
+def caller_frame(frame: FrameType | None) -> FrameType | None:
+    while frame is not None:
+        name = frame.f_code.co_filename
+        known = _user_file_cache.get(name)
+        if known is None:
+            known = _user_file_cache[name] = is_user_file(name)
+        if known:
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _has_parameters(module: Any) -> bool:
+    try:
+        return next(iter(module.parameters()), None) is not None
+    except Exception:  # noqa: BLE001 - an odd module must not break the user's forward
+        return False
+
+
+class PhaseClock:
+    """Global hooks and wrappers that time each phase; see the module docstring. One instance per process."""
+
+    def __init__(self, torch: ModuleType) -> None:
+        self._torch = torch
+        self._clock = time.perf_counter
+        self._owner: int | None = None  # the thread that trains (first to fetch data or call a model)
+        self._depth = 0
+        self._top_start = 0.0
+        self._top_split = "train"
+        self._last_model_split = "train"
+        self._sync: Callable[[], None] | None = None
+        self._seconds = dict.fromkeys(PHASES, 0.0)
+        self._eval_seconds = 0.0
+        self._pending_data = 0.0
+        self._pending_loader: LoaderSettings | None = None
+        self._pending_loop: Location | None = None
+        self._optimizer_start: float | None = None
+        self._window_start = self._clock()
+        self._bookkeeping = 0.0
+        self._losses: list[float] = []
+        self._val_losses: list[float] = []
+        self._loaders: weakref.WeakKeyDictionary[Any, LoaderSettings] = weakref.WeakKeyDictionary()
+        self._iterators: weakref.WeakKeyDictionary[Any, LoaderSettings | None] = weakref.WeakKeyDictionary()
+        self._iterator_loop: weakref.WeakKeyDictionary[Any, Location | None] = weakref.WeakKeyDictionary()
+        self._optimizers: dict[int, Location] = {}
+        self._models: list[weakref.ReferenceType[Any]] = []
+        self.model_at: Location | None = None
+        self.loop_at: Location | None = None
+        self.loss_at: Location | None = None
+        self.validation_at: Location | None = None
+        self.data_seconds_by_loader: dict[LoaderSettings, float] = {}
+        self.capture = Capture()
+        self.step_listeners: list[Callable[[StepRecord], None]] = []
+        self.before_step_listeners: list[Callable[[Any, int], None]] = []
+        self.validation_listeners: list[Callable[[int, float, int], None]] = []
+        self.in_eval_forward_with_grad = False
+        self._handles: list[Any] = []
+        self._wrapped: list[tuple[Any, str, Any, Any]] = []
+        self._installed = False
+
+    # ----------------------------------------------------------------------------------------------- installation
+    def install(self) -> None:
+        torch = self._torch
+        from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+        from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+        self._installed = True
+        self._handles.append(register_module_forward_pre_hook(self._forward_pre))
+        self._handles.append(register_module_forward_hook(self._forward_post, with_kwargs=True, always_call=True))
+        self._handles.append(register_optimizer_step_pre_hook(self._optimizer_pre))
+        steps.add_step_listener(self._optimizer_post)
+        self._wrap(torch.autograd, "backward", self._make_backward)
+        import torch.utils.data.dataloader as dataloader
+
+        self._wrap(dataloader._BaseDataLoaderIter, "__next__", self._make_next)
+        self._wrap(dataloader.DataLoader, "__init__", self._make_loader_init)
+        self._wrap(dataloader.DataLoader, "__iter__", self._make_loader_iter)
+        self._wrap(torch.optim.Optimizer, "__init__", self._make_optimizer_init)
+
+    def _wrap(self, owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+        original = getattr(owner, name)
+        if getattr(original, _WRAPPED_MARK, False):
+            return
+        wrapper = functools.wraps(original)(make(original))
+        setattr(wrapper, _WRAPPED_MARK, True)
+        setattr(owner, name, wrapper)
+        self._wrapped.append((owner, name, original, wrapper))
+
+    def uninstall(self) -> None:
+        """Remove every hook and wrapper (the benchmark compares armed and unarmed steps in one process)."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        for owner, name, original, wrapper in reversed(self._wrapped):
+            if getattr(owner, name, None) is wrapper:
+                setattr(owner, name, original)
+        self._wrapped.clear()
+        self._installed = False  # the shared step counter has no removal: our listener stays but does nothing
+
+    # ------------------------------------------------------------------------------------------------------ timing
+    def _now(self) -> float:
+        if self._sync is not None:
+            try:
+                self._sync()
+            except Exception:  # noqa: BLE001 - a broken device must not break timing
+                self._sync = None
+        return self._clock()
+
+    def _is_owner(self) -> bool:
+        ident = threading.get_ident()
+        if self._owner is None:
+            self._owner = ident
+        return ident == self._owner
+
+    def _grad_enabled(self) -> bool:
+        return bool(self._torch.is_grad_enabled())
+
+    # ------------------------------------------------------------------------------------------------- forward
+    def _forward_pre(self, module: Any, args: Any) -> None:
+        if _quiet or (threading.get_ident() != self._owner and not self._is_owner()):
+            return None
+        if self._depth:
+            self._depth += 1
+            return None
+        self._depth = 1
+        try:
+            self._top_level_begins(module, args)
+        except Exception as exc:  # noqa: BLE001
+            report_once("phases-forward-pre", f"phase clock (forward) failed: {exc!r}")
+        self._top_start = self._now()
+        return None
+
+    def _top_level_begins(self, module: Any, args: Any) -> None:
+        grad = self._grad_enabled()
+        if _has_parameters(module):
+            split = "train" if (module.training and grad) else "val"
+            self._last_model_split = split
+            self.in_eval_forward_with_grad = grad and not module.training
+            if split == "train":
+                self._flush_validation()
+                self._remember_model(module)
+                if self.capture.enabled and self.capture.model is None:
+                    self.capture.model = module
+                    self.capture.model_args = tuple(args)
+                if self._pending_loop is not None:
+                    self.loop_at = self._pending_loop
+        else:
+            # a loss module (CrossEntropyLoss, ...): its split is that of the model pass it scores
+            split = self._last_model_split if grad else "val"
+        self._top_split = split
+        if self._pending_data:
+            if split == "train":
+                self._seconds["data"] += self._pending_data
+                if self._pending_loader is not None:
+                    by_loader = self.data_seconds_by_loader
+                    by_loader[self._pending_loader] = by_loader.get(self._pending_loader, 0.0) + self._pending_data
+            else:
+                self._eval_seconds += self._pending_data
+            self._pending_data = 0.0
+
+    def _remember_model(self, module: Any) -> None:
+        for ref in self._models:
+            if ref() is module:
+                return
+        try:
+            self._models.append(weakref.ref(module))
+        except TypeError:
+            return
+        if self.model_at is None:
+            self.model_at = caller_location(sys._getframe(1))
+
+    def models(self) -> list[Any]:
+        """The top-level modules with parameters seen in training passes (alive ones, first seen first)."""
+        return [m for m in (ref() for ref in self._models) if m is not None]
+
+    def _forward_post(self, module: Any, args: Any, *rest: Any) -> None:
+        # rest is (kwargs, output) normally, (output,) when torch calls an always-call hook after forward raised
+        if _quiet or threading.get_ident() != self._owner or self._depth <= 0:
+            return None
+        self._depth -= 1
+        if self._depth:
+            return None
+        elapsed = self._now() - self._top_start
+        if self._top_split == "train":
+            self._seconds["forward"] += elapsed
+        else:
+            self._eval_seconds += elapsed
+        try:
+            if len(rest) == 2:
+                self._top_level_ends(module, args, rest[0], rest[1])
+        except Exception as exc:  # noqa: BLE001
+            report_once("phases-forward-post", f"phase clock (forward) failed: {exc!r}")
+        return None
+
+    def _top_level_ends(self, module: Any, args: Any, kwargs: Any, output: Any) -> None:
+        tensor_type = self._torch.Tensor
+        scalar = isinstance(output, tensor_type) and output.numel() == 1 and output.is_floating_point()
+        if self.capture.enabled and module is self.capture.model and not self.capture.model_kwargs:
+            self.capture.model_kwargs = dict(kwargs or {})
+        if not scalar or _has_parameters(module):
+            return
+        if self._top_split == "val":
+            self._val_losses.append(float(output.detach()))
+            if self.validation_at is None:
+                self.validation_at = caller_location(sys._getframe(1))
+        elif self.capture.enabled and self.capture.loss_module is None and self.capture.model is not None:
+            self.capture.loss_module = module
+            self.capture.loss_args = tuple(args)
+            self.capture.loss_kwargs = dict(kwargs or {})
+
+    # ----------------------------------------------------------------------------------------------- validation
+    def _flush_validation(self) -> None:
+        if not self._val_losses:
+            return
+        losses, self._val_losses = self._val_losses, []
+        mean = sum(losses) / len(losses)
+        for listener in list(self.validation_listeners):
+            try:
+                listener(steps.current_step(), mean, len(losses))
+            except Exception as exc:  # noqa: BLE001
+                report_once(f"validation-listener-{id(listener)}", f"validation listener failed: {exc!r}")
+
+    @never_raise()
+    def finish(self) -> None:
+        """End of run: publish a validation pass still pending."""
+        self._flush_validation()
+
+    # ------------------------------------------------------------------------------------------------ backward
+    def _make_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        clock = self
+
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            if _quiet or (threading.get_ident() != clock._owner and not clock._is_owner()):
+                return original(*args, **kwargs)
+            start = clock._now()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                clock._seconds["backward"] += clock._now() - start
+                clock._after_backward(args[0] if args else kwargs.get("tensors"))
+
+        return backward
+
+    @never_raise()
+    def _after_backward(self, tensors: Any) -> None:
+        self._flush_validation()
+        self.in_eval_forward_with_grad = False
+        if isinstance(tensors, self._torch.Tensor) and tensors.numel() == 1 and tensors.is_floating_point():
+            self._losses.append(float(tensors.detach()))
+        where = caller_location(sys._getframe(1))
+        if where is not None:
+            self.loss_at = where
+
+    # ------------------------------------------------------------------------------------------------------ data
+    def _make_next(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        clock = self
+
+        def __next__(iterator: Any) -> Any:
+            if threading.get_ident() != clock._owner and not clock._is_owner():
+                return original(iterator)
+            start = clock._clock()
+            try:
+                return original(iterator)
+            finally:
+                clock._pending_data += clock._clock() - start
+                clock._after_next(iterator)
+
+        return __next__
+
+    @never_raise()
+    def _after_next(self, iterator: Any) -> None:
+        settings = self._iterators.get(iterator)
+        self._pending_loader = settings
+        if iterator not in self._iterator_loop:
+            self._iterator_loop[iterator] = caller_location(sys._getframe(1))
+        self._pending_loop = self._iterator_loop.get(iterator)
+
+    def _make_loader_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        clock = self
+
+        def __init__(loader: Any, *args: Any, **kwargs: Any) -> None:
+            original(loader, *args, **kwargs)
+            clock._remember_loader(loader)
+
+        return __init__
+
+    @never_raise()
+    def _remember_loader(self, loader: Any) -> None:
+        where = caller_location(sys._getframe(1))
+        if where is None:
+            return
+        self._loaders[loader] = LoaderSettings(
+            file=where[0],
+            line=where[1],
+            num_workers=int(getattr(loader, "num_workers", 0) or 0),
+            pin_memory=bool(getattr(loader, "pin_memory", False)),
+            persistent_workers=bool(getattr(loader, "persistent_workers", False)),
+            batch_size=getattr(loader, "batch_size", None),
+        )
+
+    def _make_loader_iter(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        clock = self
+
+        def __iter__(loader: Any) -> Any:
+            iterator = original(loader)
+            clock._remember_iterator(loader, iterator)
+            return iterator
+
+        return __iter__
+
+    @never_raise()
+    def _remember_iterator(self, loader: Any, iterator: Any) -> None:
+        self._iterators[iterator] = self._loaders.get(loader)
+
+    def _make_optimizer_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        clock = self
+
+        def __init__(optimizer: Any, *args: Any, **kwargs: Any) -> None:
+            original(optimizer, *args, **kwargs)
+            clock._remember_optimizer(optimizer)
+
+        return __init__
+
+    @never_raise()
+    def _remember_optimizer(self, optimizer: Any) -> None:
+        where = caller_location(sys._getframe(1))
+        if where is not None and id(optimizer) not in self._optimizers:
+            self._optimizers[id(optimizer)] = where
+            weakref.finalize(optimizer, self._optimizers.pop, id(optimizer), None)
+
+    def optimizer_at(self, optimizer: Any = None) -> Location | None:
+        """The user line that built ``optimizer`` (default: the first optimizer built)."""
+        if optimizer is not None:
+            return self._optimizers.get(id(optimizer))
+        return next(iter(self._optimizers.values()), None)
+
+    def loader_settings(self) -> LoaderSettings | None:
+        """The loader that cost the most data time, else the first loader built."""
+        if self.data_seconds_by_loader:
+            return max(self.data_seconds_by_loader.items(), key=lambda item: item[1])[0]
+        return next(iter(self._loaders.values()), None)
+
+    # ------------------------------------------------------------------------------------------------ optimizer
+    def _optimizer_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if threading.get_ident() != self._owner and not self._is_owner():
+            return None
+        begin = self._clock()
+        for listener in list(self.before_step_listeners):
+            try:
+                listener(optimizer, steps.current_step() + 1)
+            except Exception as exc:  # noqa: BLE001
+                report_once(f"before-step-{id(listener)}", f"before-step listener failed: {exc!r}")
+        self._optimizer_start = self._now()
+        self._bookkeeping += self._optimizer_start - begin
+        return None
+
+    @never_raise()
+    def _optimizer_post(self, step: int, optimizer: Any) -> None:
+        if not self._installed or threading.get_ident() != self._owner:
+            return
+        end = self._now()
+        if self._optimizer_start is not None:
+            self._seconds["optimizer"] += end - self._optimizer_start
+        self._optimizer_start = None
+        seconds = self._seconds
+        known = sum(seconds[name] for name in PHASES if name != "other")
+        window = end - self._window_start - self._bookkeeping - self._eval_seconds
+        seconds["other"] = max(0.0, window - known)
+        record = StepRecord(step, seconds, self._eval_seconds, self._losses, optimizer, self.loop_at or self.model_at)
+        self._seconds = dict.fromkeys(PHASES, 0.0)
+        self._eval_seconds = 0.0
+        self._losses = []
+        self._bookkeeping = 0.0
+        self._depth = 0  # a forward that raised and was caught must not skew the next step
+        for listener in list(self.step_listeners):
+            try:
+                listener(record)
+            except Exception as exc:  # noqa: BLE001
+                report_once(f"step-record-{id(listener)}", f"step listener failed: {exc!r}")
+        self._refresh_sync()
+        self._window_start = self._clock()
+
+    def _refresh_sync(self) -> None:
+        cuda = getattr(self._torch, "cuda", None)
+        try:
+            uses_cuda = cuda is not None and cuda.is_available() and cuda.is_initialized()
+        except Exception:  # noqa: BLE001
+            uses_cuda = False
+        self._sync = cuda.synchronize if uses_cuda and cuda is not None else None
+
+    @property
+    def uses_cuda(self) -> bool:
+        return self._sync is not None

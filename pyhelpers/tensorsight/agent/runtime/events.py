@@ -1,0 +1,73 @@
+"""In-process event bus: features publish what they observe; the hub client and the doctor subscribe.
+
+Publishing never blocks and never raises. An event is a plain JSON-able dict with at least ``type``; the bus adds
+``pid``, ``time`` and (under torch.distributed) ``rank``. Event types used across the product:
+``hello``, ``finding`` (data: a Finding wire dict), ``nonfinite``, ``shape``, ``scalars``, ``phases``, ``memory``,
+``log``, ``condition-error``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.core.findings import Finding
+
+Listener = Callable[[dict[str, Any]], None]
+
+_listeners: list[Listener] = []
+
+
+def subscribe(listener: Listener) -> Callable[[], None]:
+    """Add a listener; returns a function that removes it."""
+    _listeners.append(listener)
+
+    def unsubscribe() -> None:
+        if listener in _listeners:
+            _listeners.remove(listener)
+
+    return unsubscribe
+
+
+def current_rank() -> int | None:
+    """The torch.distributed rank of this process, or None when not distributed.
+
+    The launcher's ``RANK`` variable answers first (no torch import); otherwise ``agent.distributed`` asks an
+    already-initialised torch.distributed (e.g. under ``torch.multiprocessing.spawn``).
+    """
+    raw = os.environ.get("RANK")
+    if raw is not None and raw.isdigit():
+        return int(raw)
+    if "torch.distributed" not in sys.modules:
+        return None
+    from tensorsight.agent.distributed.ranks import rank
+
+    return rank()
+
+
+@never_raise()
+def emit(event_type: str, **data: Any) -> None:
+    """Publish one event to every listener; a failing listener is reported once and skipped."""
+    event: dict[str, Any] = {"type": event_type, "pid": os.getpid(), "time": time.time(), **data}
+    rank = current_rank()
+    if rank is not None and "rank" not in event:
+        event["rank"] = rank
+    for listener in list(_listeners):
+        try:
+            listener(event)
+        except Exception as exc:  # noqa: BLE001
+            report_once(f"listener-{id(listener)}", f"event listener failed: {type(exc).__name__}: {exc}")
+
+
+def emit_finding(finding: Finding) -> None:
+    """Publish a finding (the doctor prints it, the hub turns it into a diagnostic)."""
+    data = finding.to_dict()
+    if finding.rank is None:
+        rank = current_rank()
+        if rank is not None:
+            data["rank"] = rank
+    emit("finding", finding=data)

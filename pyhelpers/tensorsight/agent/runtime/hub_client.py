@@ -1,0 +1,315 @@
+"""Sends every agent event to the language server's runtime hub, without ever slowing or blocking the program.
+
+Armed by ``install`` (first feature, so later features' events reach the editor). When ``TENSORSIGHT_HUB`` is unset
+nothing happens at all: the agent works alone. Otherwise ``arm`` subscribes a listener to the event bus; the listener
+only puts the event on a bounded queue (drops, counted, when full) and a daemon thread started on the first event
+does everything else: connects lazily, writes, reconnects with back-off, and gives up quietly while the hub is gone.
+At exit the queue is flushed for at most ``FLUSH_SECONDS``. Stdlib only.
+
+Wire protocol (newline-delimited JSON over TCP to the loopback address in ``TENSORSIGHT_HUB``, "127.0.0.1:PORT"):
+
+1. the client's first line is ``{"type": "hello", "protocol": 1, "token": TENSORSIGHT_TOKEN, "pid", "rank"?,
+   "script", "argv", "origin"}``;
+2. the hub answers one line: ``{"type": "welcome", "sessionId"}``, or ``{"type": "rejected", "reason"}`` and closes
+   (a rejected client stops for good: it drops, and counts, every later event);
+3. every further line is one event as the bus published it (``type``, ``pid``, ``time``, ``rank``?, data); the client
+   adds ``{"type": "dropped", "count"}`` after it had to drop events, and ``{"type": "bye", "dropped"}`` at exit.
+
+Values JSON cannot carry are sent as their ``str``; NaN and infinities as the JSON extensions ``NaN``/``Infinity``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+from tensorsight.agent.runtime import events
+from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.agent.runtime.install import installed_origin
+from tensorsight.agent.runtime.options import hub_address, hub_token
+
+PROTOCOL = 1
+QUEUE_LIMIT = 10_000  # events waiting to be sent; beyond this they are dropped (and counted)
+CONNECT_TIMEOUT = 2.0
+SEND_TIMEOUT = 5.0  # a hub that stops reading for this long counts as gone
+RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0)  # back-off between connection attempts, then every 5 s
+FLUSH_SECONDS = 1.0  # at most this long at exit
+
+
+def parse_address(address: str) -> tuple[str, int] | None:
+    """``"127.0.0.1:5000"`` -> ``("127.0.0.1", 5000)``; ``"[::1]:5000"`` works too; None when malformed."""
+    host, sep, port = address.strip().rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    number = int(port)
+    if not host or not 0 < number < 65536:
+        return None
+    return host, number
+
+
+def encode(event: dict[str, Any]) -> bytes:
+    """One protocol line; anything JSON cannot carry becomes its ``str`` (never raises on odd values)."""
+    return (json.dumps(event, default=_fallback, separators=(",", ":")) + "\n").encode("utf-8", "replace")
+
+
+def _fallback(value: Any) -> Any:
+    item = getattr(value, "item", None)  # numpy / torch scalars
+    if callable(item):
+        try:
+            result = item()
+            if isinstance(result, (int, float, bool, str)):
+                return result
+        except Exception:  # noqa: BLE001 - a non-scalar tensor: fall through to str
+            pass
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist) and getattr(value, "size", 1) in (0, 1, 2, 3, 4):
+        try:
+            return tolist()
+        except Exception:  # noqa: BLE001
+            pass
+    return str(value)
+
+
+class HubClient:
+    """The queue, the sender thread and the counters of one process's connection to the hub."""
+
+    def __init__(self, address: tuple[str, int], token: str) -> None:
+        self.address = address
+        self.token = token
+        self._queue: collections.deque[dict[str, Any]] = collections.deque()
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._thread: threading.Thread | None = None
+        self._sending = False  # the thread holds an event it is writing
+        self._closing = False
+        self.dropped = 0  # events dropped and not yet reported to the hub
+        self.dropped_total = 0
+        self.sent = 0
+        self.state = "idle"  # idle -> connecting -> connected -> closed (at exit) | retrying | rejected
+        self._pid = os.getpid()
+
+    # ------------------------------------------------------------------ program side (must never block)
+    def offer(self, event: dict[str, Any]) -> None:
+        """Queue one event; called from any thread of the program, returns at once."""
+        if os.getpid() != self._pid:
+            self._after_fork()
+        with self._lock:
+            if self._closing or self.state == "rejected" or len(self._queue) >= QUEUE_LIMIT:
+                self.dropped += 1
+                self.dropped_total += 1
+                return
+            self._queue.append(event)
+            if self._thread is None:
+                self._start_thread()
+            self._wake.notify()
+
+    def flush(self, timeout: float = FLUSH_SECONDS) -> bool:
+        """Wait (bounded) until the queue is sent; then send ``bye``. True when everything went out."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            if self._thread is None:
+                return not self._queue
+            self._queue.append({"type": "bye", "pid": os.getpid(), "time": time.time(), "dropped": self.dropped_total})
+            self._closing = True
+            self._wake.notify()
+            while (self._queue or self._sending) and self.state in ("connecting", "connected"):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._wake.wait(remaining)
+            return not self._queue and not self._sending
+
+    def _after_fork(self) -> None:
+        """In a forked child (DataLoader workers): fresh state, its own lazy connection, nothing inherited."""
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._queue = collections.deque()
+        self._thread = None
+        self._sending = False
+        self._closing = False
+        self.state = "idle"
+        self.dropped = 0
+        self.dropped_total = 0
+        self._pid = os.getpid()
+
+    def _start_thread(self) -> None:
+        self.state = "connecting"
+        thread = threading.Thread(target=self._run, name="tensorsight-hub-client", daemon=True)
+        # pydevd leaves threads marked like its own alone: not listed, not paused with the program, not traced
+        thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]
+        thread.pydev_do_not_trace = True  # type: ignore[attr-defined]
+        self._thread = thread
+        thread.start()
+
+    # ------------------------------------------------------------------ sender thread
+    def _run(self) -> None:
+        attempt = 0
+        while True:
+            self._set_state("connecting")
+            sock = self._connect()
+            if sock is None:
+                if self.state == "rejected":
+                    self._discard_while_waiting(0.0)
+                    return
+                self._set_state("retrying")
+                delay = RETRY_SECONDS[min(attempt, len(RETRY_SECONDS) - 1)]
+                attempt += 1
+                if not self._discard_while_waiting(delay):
+                    return
+                continue
+            attempt = 0
+            try:
+                self._pump(sock)
+            except OSError:
+                pass  # the hub went away: reconnect (events meanwhile are dropped and counted)
+            finally:
+                self._set_state("closed" if self._closing and not self._queue else "retrying")
+                try:
+                    sock.close()
+                except OSError:
+                    pass
+                with self._lock:
+                    self._sending = False
+                    self._wake.notify_all()
+            with self._lock:
+                if self._closing and not self._queue:
+                    return
+
+    def _set_state(self, state: str) -> None:
+        with self._lock:
+            if self.state != "rejected":
+                self.state = state
+            self._wake.notify_all()
+
+    def _connect(self) -> socket.socket | None:
+        sock: socket.socket | None = None
+        try:
+            sock = socket.create_connection(self.address, timeout=CONNECT_TIMEOUT)
+            sock.sendall(encode(self._hello()))
+            answer = _read_line(sock, CONNECT_TIMEOUT)
+            sock.settimeout(SEND_TIMEOUT)
+        except OSError as exc:
+            if sock is not None:
+                sock.close()
+            report_once("hub-connect", f"runtime hub at {self.address[0]}:{self.address[1]} unreachable ({exc})")
+            return None
+        if answer.get("type") == "rejected":
+            report_once("hub-rejected", f"runtime hub refused this process: {answer.get('reason', 'no reason given')}")
+            with self._lock:
+                self.state = "rejected"
+            sock.close()
+            return None
+        self._set_state("connected")
+        return sock
+
+    def _hello(self) -> dict[str, Any]:
+        hello: dict[str, Any] = {
+            "type": "hello",
+            "protocol": PROTOCOL,
+            "token": self.token,
+            "pid": os.getpid(),
+            "time": time.time(),
+            "script": os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else None,
+            "argv": list(sys.argv[:16]),
+            "origin": installed_origin(),
+        }
+        rank = events.current_rank()
+        if rank is not None:
+            hello["rank"] = rank
+        return hello
+
+    def _pump(self, sock: socket.socket) -> None:
+        while True:
+            with self._lock:
+                while not self._queue and not self._closing:
+                    self._wake.wait(1.0)
+                if not self._queue:
+                    return  # closing and drained
+                batch = list(self._queue)
+                self._queue.clear()
+                dropped, self.dropped = self.dropped, 0
+                self._sending = True
+            if dropped:
+                batch.insert(0, {"type": "dropped", "pid": os.getpid(), "time": time.time(), "count": dropped})
+            payload = b"".join(encode(event) for event in batch)
+            sock.sendall(payload)
+            with self._lock:
+                self.sent += len(batch)
+                self._sending = False
+                self._wake.notify_all()
+
+    def _discard_while_waiting(self, delay: float) -> bool:
+        """While the hub is unreachable: drop what is queued (counted) and wait. False when it is time to stop."""
+        deadline = time.monotonic() + delay
+        with self._lock:
+            while True:
+                if self._queue:
+                    self.dropped += len(self._queue)
+                    self.dropped_total += len(self._queue)
+                    self._queue.clear()
+                    self._wake.notify_all()
+                if self._closing:
+                    return False
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return True
+                self._wake.wait(remaining)
+
+
+def _read_line(sock: socket.socket, timeout: float) -> dict[str, Any]:
+    """The hub's one-line answer to the hello ({} when it says nothing in time or nothing readable)."""
+    sock.settimeout(timeout)
+    data = b""
+    try:
+        while not data.endswith(b"\n") and len(data) < 4096:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except TimeoutError:
+        return {}
+    try:
+        answer = json.loads(data.decode("utf-8", "replace").strip() or "{}")
+    except ValueError:
+        return {}
+    return answer if isinstance(answer, dict) else {}
+
+
+_client: HubClient | None = None
+
+
+def client() -> HubClient | None:
+    """This process's hub client (None when no hub was given)."""
+    return _client
+
+
+@never_raise()
+def arm(origin: str = "debugger") -> None:
+    """Subscribe the client when the environment names a hub; cheap, no connection until the first event."""
+    global _client
+    if _client is not None:
+        return
+    raw_address, token = hub_address(), hub_token()
+    if not raw_address:
+        return
+    address = parse_address(raw_address)
+    if address is None:
+        report_once("hub-address", f"ignoring TENSORSIGHT_HUB={raw_address!r}: expected HOST:PORT")
+        return
+    _client = HubClient(address, token or "")
+    events.subscribe(_client.offer)
+    atexit.register(_flush_at_exit)
+
+
+@never_raise()
+def _flush_at_exit() -> None:
+    if _client is not None:
+        _client.flush()

@@ -1,0 +1,54 @@
+"""Tells the user's code apart from ours, torch's and the debugger's, to point findings at the user's line.
+
+Findings and stops must name the user's source line that is the cause, never a frame inside torch, numpy, debugpy
+or TensorSight itself.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from types import FrameType
+
+# the installed ``tensorsight`` package folder: every file below it is ours
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_LIBRARY_ROOTS = tuple(
+    {os.path.abspath(p) for p in (sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("purelib")) if p}
+)
+_LIBRARY_MARKERS = (
+    os.sep + "site-packages" + os.sep,
+    os.sep + "dist-packages" + os.sep,
+    os.sep + "debugpy" + os.sep,
+    os.sep + "pydevd_plugins" + os.sep,
+)
+
+
+def is_user_file(path: str) -> bool:
+    """True for a file the user wrote: not ours, not a library, not stdlib, not ``<frozen ...>`` or ``<string>``."""
+    if not path or path.startswith("<"):
+        return False
+    full = os.path.abspath(path)
+    if full.startswith(PACKAGE_ROOT + os.sep):
+        return False
+    if any(marker in full for marker in _LIBRARY_MARKERS):
+        return False
+    return not any(full.startswith(root + os.sep) for root in _LIBRARY_ROOTS)
+
+
+def user_frame(start: FrameType | None = None) -> FrameType | None:
+    """The innermost frame, from ``start`` (default: the caller) outwards, that runs user code."""
+    frame: FrameType | None = start if start is not None else sys._getframe(1)
+    while frame is not None:
+        if is_user_file(frame.f_code.co_filename):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def user_location(start: FrameType | None = None) -> tuple[str, int] | None:
+    """``(file, line)`` of the innermost user frame, or None when no user code is on the stack."""
+    frame = user_frame(start if start is not None else sys._getframe(1))
+    if frame is None:
+        return None
+    return os.path.abspath(frame.f_code.co_filename), frame.f_lineno

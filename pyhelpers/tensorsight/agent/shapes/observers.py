@@ -1,0 +1,604 @@
+"""Observers (option ``observeShapes``, default on): shapes per user line, silent broadcasting, device mistakes.
+
+Armed by ``install`` (debugger and doctor). Everything heavy happens only inside *observation windows*: from the
+program's ``import torch`` until its third optimizer step (or ``MAX_WINDOW_OPS`` torch calls, for programs that never
+step), then for one step every ``observeShapesEvery`` steps (default 500), and once for the first evaluation pass
+(a module called under ``torch.no_grad()`` or in eval mode, until the next step or ``MAX_EVAL_OPS`` calls; a
+global forward pre-hook watches for it until then). Outside a window nothing else of ours is on the torch call
+path. Inside a window:
+- a ``TorchFunctionMode`` sees each torch call; the tensor it returns is attributed to the innermost frame of user
+  code, whose statement names it (``x = self.fc1(x)`` -> ``x``), and published as a ``shape`` event
+  ``{file, line, name, text: "f32[64, 16]", shape, dtype, device}`` for the language server's inlay hints; a line is
+  published when its frame moves on to another line, at each step end and when the window closes, and again only if
+  its shape changes;
+- binary elementwise ops and elementwise losses are checked for silent broadcasting (``[N, 1]`` against ``[N]``
+  makes ``[N, N]``): a ``shape`` finding at the line;
+- global module forward hooks give module outputs to the line that called the module (``out = model(x)``), check that
+  tensors fed to a module are on its device, record the first model forward as a ``shape-map`` event, and track the
+  module depth so that data moved with ``.to()`` in the training loop itself is told apart from ``.to()`` inside
+  ``forward``;
+- ``.to()``/``.cuda()``/``.cpu()`` on the same live tensor in two or more steps is a ``device`` finding (the
+  transfer belongs before the loop).
+Shape and device *errors* are explained from the traceback by ``shape_errors`` (registered here); in a debug session
+an exception hook publishes that explanation too. Nothing here reads tensor values, so nothing syncs a device.
+"""
+
+from __future__ import annotations
+
+import collections
+import linecache
+import os
+import sys
+import threading
+import weakref
+from types import FrameType, ModuleType
+from typing import Any
+
+from tensorsight.agent.runtime import events, steps
+from tensorsight.agent.runtime import excepthook as exceptions
+from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.agent.runtime.lazy_import import when_imported
+from tensorsight.agent.runtime.options import option
+from tensorsight.agent.runtime.user_code import PACKAGE_ROOT, is_user_file
+from tensorsight.agent.shapes import shape_errors
+from tensorsight.agent.shapes.shape_map import (
+    ShapeMapRecorder,
+    has_parameters,
+    is_loss_module,
+    tensor_bytes,
+    tensors_in,
+)
+from tensorsight.core.devices import TransferLog, device_issues, repeated_transfer_message
+from tensorsight.core.findings import Finding
+from tensorsight.core.shapes import (
+    StatementTargets,
+    elementwise_broadcast_problem,
+    human_bytes,
+    loss_broadcast_problem,
+    shape_text,
+    statement_targets,
+)
+
+FIRST_STEPS = 3
+DEFAULT_EVERY = 500
+MAX_WINDOW_OPS = 100_000
+MAX_EVAL_OPS = 20_000
+
+_PACKAGE_ROOT = PACKAGE_ROOT + os.sep
+# torch code whose tensors are not the user's values: optimizer internals, autograd plumbing, weight init, printing
+_SKIP_PATH_PARTS = tuple(
+    os.sep.join(("torch", *part.split("/")))
+    for part in ("optim/", "autograd/", "nn/init.py", "_tensor_str.py", "nn/utils/clip_grad.py", "utils/hooks.py")
+)
+_SKIP_FUNCTIONS = {
+    "_apply", "reset_parameters", "_load_from_state_dict", "load_state_dict", "state_dict", "__repr__", "__format__",
+    "__str__", "__init__",
+}  # fmt: skip
+_USER, _OURS, _LIB, _SKIP = 0, 1, 2, 3
+_DEBUGGER_MARK = os.sep + "debugpy" + os.sep
+
+_ELEMENTWISE = {
+    "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "rsub", "atan2",
+    "maximum", "minimum", "hypot", "eq", "ne", "lt", "le", "gt", "ge", "subtract", "multiply", "divide",
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+    "__floordiv__", "__rfloordiv__", "__mod__", "__pow__", "__rpow__", "__eq__", "__ne__", "__lt__", "__le__",
+    "__gt__", "__ge__",
+}  # fmt: skip
+_LOSSES = {
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "soft_margin_loss", "poisson_nll_loss", "gaussian_nll_loss", "kl_div",
+    "hinge_embedding_loss",
+}  # fmt: skip
+_TRANSFERS = {"to", "cuda", "cpu"}
+
+
+class _LineRecord:
+    __slots__ = ("emitted", "file", "line", "names", "outputs")
+
+    def __init__(self, file: str, line: int, names: tuple[str | None, ...]) -> None:
+        self.file = file
+        self.line = line
+        self.names = names
+        self.outputs: collections.deque[tuple[tuple[int, ...], str, str]] = collections.deque(maxlen=max(1, len(names)))
+        self.emitted: str | None = None
+
+
+class _State:
+    def __init__(self) -> None:
+        self.torch: ModuleType | None = None
+        self.pid = os.getpid()
+        self.every = DEFAULT_EVERY
+        self.window = False
+        self.window_ops = 0
+        self.window_limit = MAX_WINDOW_OPS
+        self.initial = True
+        self.eval_watch: list[Any] = []
+        self.eval_seen = False
+        self.mode: Any = None
+        self.mode_thread: int | None = None
+        self.handles: list[Any] = []
+        self.busy = False
+        self.depth = 0
+        self.file_kinds: dict[str, int] = {}
+        self.targets: dict[str, dict[int, StatementTargets]] = {}
+        self.lines: dict[tuple[str, int], _LineRecord] = {}
+        self.last_line_of_code: dict[Any, tuple[str, int]] = {}
+        self.reported: set[tuple[str, str, int]] = set()
+        self.transfers = TransferLog()
+        self.sources: dict[int, tuple[Any, int]] = {}
+        self.generation = 0
+        self.device_checked: set[int] = set()
+        self.map_recorder: ShapeMapRecorder | None = None
+        self.mapped_roots: set[int] = set()
+
+
+_state = _State()
+
+
+# ---- arming --------------------------------------------------------------------------------------------------------
+
+
+def arm(origin: str = "debugger") -> None:
+    """Register the shape/device error explainer; open the first window once the program imports torch."""
+    exceptions.register_explainer(shape_errors.explain)
+    if not option("observeShapes", True):
+        return
+    every = option("observeShapesEvery", DEFAULT_EVERY)
+    if isinstance(every, int) and not isinstance(every, bool) and every > 0:
+        _state.every = every
+    else:
+        report_once("observe-every", f"observeShapesEvery must be a positive integer, got {every!r}; using 500")
+    steps.add_step_listener(_on_step)  # before torch is imported: its hook is armed by the same import
+    events.subscribe(_on_event)
+    when_imported("torch", _on_torch)
+
+
+@never_raise()
+def _on_torch(torch: ModuleType) -> None:
+    _state.torch = torch
+    _open_window()
+
+
+# ---- windows -------------------------------------------------------------------------------------------------------
+
+
+def _make_mode(torch: ModuleType) -> Any:
+    class ObserverMode(torch.overrides.TorchFunctionMode):  # type: ignore[name-defined,misc]
+        """Sees each torch call while a window is open; pass-through otherwise."""
+
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            result = func(*args, **(kwargs or {}))  # (TensorSight observing shapes: this frame is not the cause)
+            if _state.window and not _state.busy and os.getpid() == _state.pid:
+                _state.busy = True
+                try:
+                    _observe_call(func, args, kwargs or {}, result)
+                except Exception as exc:  # noqa: BLE001 - never break the user's op
+                    report_once("observers-op", f"shape observer failed: {type(exc).__name__}: {exc}")
+                finally:
+                    _state.busy = False
+            return result
+
+    return ObserverMode()
+
+
+def _foreign_modes(torch: ModuleType) -> bool:
+    """True when the program (or a library) has its own TorchFunctionMode active: we then stay off the stack."""
+    from torch.overrides import _get_current_function_mode_stack
+
+    return any(not type(mode).__module__.startswith("tensorsight") for mode in _get_current_function_mode_stack())
+
+
+def _open_window(limit: int = MAX_WINDOW_OPS) -> None:
+    torch = _state.torch
+    if torch is None or _state.window:
+        return
+    _state.window = True
+    _state.window_ops = 0
+    _state.window_limit = limit
+    _state.depth = 0
+    _state.device_checked.clear()
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+    _state.handles = [
+        register_module_forward_pre_hook(_before_module),
+        register_module_forward_hook(_after_module, always_call=True),
+    ]
+    if _foreign_modes(torch):
+        report_once("observers-foreign-mode", "another TorchFunctionMode is active: per-line shapes limited to modules")
+        return
+    if _state.mode is None:
+        _state.mode = _make_mode(torch)
+    from torch.overrides import _push_mode
+
+    _push_mode(_state.mode)
+    _state.mode_thread = threading.get_ident()
+
+
+def _close_window() -> None:
+    if not _state.window:
+        return
+    _flush_lines()
+    _state.window = False
+    _state.initial = False
+    for handle in _state.handles:
+        handle.remove()
+    _state.handles = []
+    _state.map_recorder = None
+    if _state.mode_thread is not None and _state.mode_thread == threading.get_ident():
+        _remove_mode(_state.mode)
+        _state.mode_thread = None
+    if not _state.eval_seen and not _state.eval_watch:
+        # Global, not on the user's model: a hook stored on the model would travel into torch.save(model) pickles.
+        from torch.nn.modules.module import register_module_forward_pre_hook
+
+        _state.eval_watch.append(register_module_forward_pre_hook(_watch_for_evaluation))
+
+
+@never_raise()
+def _watch_for_evaluation(module: Any, args: Any) -> None:
+    """Until the first evaluation pass: open a window for it (validation code runs rarely, often with bugs)."""
+    torch = _state.torch
+    if _state.window or torch is None or (module.training and torch.is_grad_enabled()):
+        return
+    _state.eval_seen = True
+    for handle in _state.eval_watch:
+        handle.remove()
+    _state.eval_watch = []
+    _open_window(MAX_EVAL_OPS)
+    _before_module(module, args)  # the global hooks just registered do not see this call
+
+
+def _remove_mode(mode: Any) -> None:
+    """Take our mode off this thread's stack even if modes were pushed above it (they are put back in order)."""
+    from torch.overrides import _get_current_function_mode_stack, _pop_mode, _push_mode
+
+    if not any(m is mode for m in _get_current_function_mode_stack()):
+        return
+    above = []
+    while True:
+        top = _pop_mode()
+        if top is mode:
+            break
+        above.append(top)
+    for other in reversed(above):
+        _push_mode(other)
+
+
+@never_raise()
+def _on_step(step: int, optimizer: Any) -> None:
+    if _state.window:
+        _flush_lines()
+        _report_transfers()
+        if not _state.initial or step >= FIRST_STEPS:
+            _close_window()
+    elif step % _state.every == 0:
+        _open_window()
+
+
+@never_raise()
+def _on_event(event: dict[str, Any]) -> None:
+    if event.get("type") == "run-finished":
+        _flush_lines()
+        _report_transfers()
+        if _state.window:
+            _close_window()
+
+
+# ---- attribution to user lines -------------------------------------------------------------------------------------
+
+
+def _file_kind(filename: str) -> int:
+    kind = _state.file_kinds.get(filename)
+    if kind is None:
+        full = os.path.abspath(filename) if filename and not filename.startswith("<") else filename
+        if full.startswith(_PACKAGE_ROOT) or _DEBUGGER_MARK in full or "pydevd" in os.path.basename(full):
+            kind = _OURS  # our code and the debugger's (console evaluations, variable views) are not the program
+        elif is_user_file(filename):
+            kind = _USER
+        elif any(part in full for part in _SKIP_PATH_PARTS):
+            kind = _SKIP
+        else:
+            kind = _LIB
+        _state.file_kinds[filename] = kind
+    return kind
+
+
+def _locate(frame: FrameType | None, from_hook: bool = False, func: Any = None) -> tuple[FrameType | None, bool]:
+    """(innermost user frame, whether torch internals such as optimizers/init sit in between).
+
+    (None, True) when our code or the debugger's made the call. ``from_hook``: the walk starts inside our own hook,
+    whose frames are skipped until torch's. ``func``: the torch function being observed; another TensorSight mode
+    stacked above ours (the sentinel's) that is just passing this same call on is looked through, while the ops it
+    runs for itself are not the user's.
+    """
+    skipped = False
+    leading = from_hook
+    while frame is not None:
+        code = frame.f_code
+        kind = _file_kind(code.co_filename)
+        if kind == _OURS:
+            passing_on = (
+                func is not None and code.co_name == "__torch_function__" and frame.f_locals.get("func") is func
+            )
+            if not leading and not passing_on:
+                return None, True
+        else:
+            leading = False
+            if kind == _USER:
+                return frame, skipped
+            if kind == _SKIP or code.co_name in _SKIP_FUNCTIONS:
+                skipped = True
+        frame = frame.f_back
+    return None, skipped
+
+
+def _statement(filename: str, line: int) -> StatementTargets:
+    table = _state.targets.get(filename)
+    if table is None:
+        table = statement_targets("".join(linecache.getlines(filename)))
+        _state.targets[filename] = table
+    return table.get(line) or StatementTargets(line, ())
+
+
+def _record_output(frame: FrameType, value: Any) -> None:
+    torch = _state.torch
+    assert torch is not None
+    outs = [value] if isinstance(value, torch.Tensor) else tensors_in(value, limit=4)
+    outs = [t for t in outs if not isinstance(t, torch.nn.Parameter)]
+    if not outs:
+        return
+    filename = frame.f_code.co_filename
+    statement = _statement(filename, frame.f_lineno)
+    key = (os.path.abspath(filename), statement.anchor)
+    record = _state.lines.get(key)
+    if record is None:
+        record = _state.lines[key] = _LineRecord(key[0], key[1], statement.names)
+    for t in outs:
+        record.outputs.append((tuple(t.shape), str(t.dtype), str(t.device)))
+    previous = _state.last_line_of_code.get(frame.f_code)
+    if previous is not None and previous != key:
+        done = _state.lines.get(previous)
+        if done is not None:
+            _emit_line(done)
+    _state.last_line_of_code[frame.f_code] = key
+
+
+def _emit_line(record: _LineRecord) -> None:
+    outputs = list(record.outputs)
+    if not outputs:
+        return
+    names = record.names
+    values: list[dict[str, Any]] = []
+    label: str | None
+    if len(names) > 1 and len(outputs) == len(names):
+        values = [
+            {"name": name, "text": shape_text(shape, dtype), "shape": list(shape), "dtype": dtype[6:], "device": dev}
+            for name, (shape, dtype, dev) in zip(names, outputs, strict=False)
+        ]
+        text = ", ".join(v["text"] for v in values)
+        label = ", ".join(n or "_" for n in names)
+        first = outputs[0]
+    else:
+        first = outputs[-1]
+        text = shape_text(first[0], first[1])
+        label = names[0] if len(names) == 1 else None
+    if text == record.emitted:
+        return
+    record.emitted = text
+    data: dict[str, Any] = {
+        "file": record.file,
+        "line": record.line,
+        "text": text,
+        "shape": list(first[0]),
+        "dtype": first[1][6:] if first[1].startswith("torch.") else first[1],
+        "device": first[2],
+        "step": steps.current_step(),
+    }
+    if label:
+        data["name"] = label
+    if values:
+        data["values"] = values
+    events.emit("shape", **data)
+
+
+def _flush_lines() -> None:
+    for record in list(_state.lines.values()):
+        _emit_line(record)
+
+
+def _report(kind: str, frame: FrameType, message: str, details: dict[str, Any], severity: str = "warning") -> None:
+    file = os.path.abspath(frame.f_code.co_filename)
+    key = (kind, file, frame.f_lineno)
+    if key in _state.reported:
+        return
+    _state.reported.add(key)
+    events.emit_finding(Finding(kind, severity, message, file, frame.f_lineno, steps.current_step(), None, details))
+
+
+# ---- per torch call ------------------------------------------------------------------------------------------------
+
+
+def _observe_call(func: Any, args: Any, kwargs: dict[str, Any], result: Any) -> None:
+    _state.window_ops += 1
+    if _state.window_ops > _state.window_limit:
+        # A program that never steps (or a long evaluation): stop observing now; the window closes at the next module
+        # call or step, since our mode cannot leave the stack from inside its own __torch_function__.
+        return
+    name = getattr(func, "__name__", "")
+    frame, through_internals = _locate(sys._getframe(2), func=func)
+    if frame is None:
+        return
+    torch = _state.torch
+    assert torch is not None
+    if name in _TRANSFERS:
+        _observe_transfer(frame, name, args, kwargs, result, through_internals)
+    if through_internals:
+        return
+    if name in _ELEMENTWISE:
+        operands = [a for a in args[:2] if isinstance(a, torch.Tensor)]
+        if len(operands) == 2:
+            problem = elementwise_broadcast_problem(tuple(operands[0].shape), tuple(operands[1].shape))
+            if problem is not None:
+                _report_broadcast(frame, name, problem)
+    elif name in _LOSSES:
+        prediction = args[0] if args else kwargs.get("input")
+        target = args[1] if len(args) > 1 else kwargs.get("target")
+        if isinstance(prediction, torch.Tensor) and isinstance(target, torch.Tensor):
+            problem = loss_broadcast_problem(tuple(prediction.shape), tuple(target.shape))
+            if problem is not None:
+                _report_broadcast(frame, name, problem)
+    if name.endswith("_") and not name.endswith("__"):
+        return  # in-place ops return their input: not a new value of this line
+    _record_output(frame, result)
+
+
+def _report_broadcast(frame: FrameType, op: str, problem: Any) -> None:
+    _report(
+        "shape",
+        frame,
+        f"silent broadcasting in {op.strip('_')}: {problem.message}",
+        {"op": op, "shapes": [list(problem.first), list(problem.second)], "result": list(problem.result)},
+    )
+
+
+def _is_device_call(name: str, args: Any, kwargs: dict[str, Any]) -> bool:
+    torch = _state.torch
+    assert torch is not None
+    if name in ("cuda", "cpu"):
+        return True
+    if "device" in kwargs:
+        return True
+    for arg in args[1:]:
+        if isinstance(arg, (torch.device, torch.Tensor)):
+            return True
+        if isinstance(arg, str):
+            return True
+    return False
+
+
+def _source_key(t: Any) -> tuple[Any, ...]:
+    """Identity of the data moved: the same live tensor object with the same ``_version`` is the same data."""
+    ref_and_gen = _state.sources.get(id(t))
+    if ref_and_gen is None or ref_and_gen[0]() is not t:
+        _state.generation += 1
+        try:
+            ref_and_gen = (weakref.ref(t), _state.generation)
+        except TypeError:
+            return (id(t), -1, 0)
+        _state.sources[id(t)] = ref_and_gen
+    return (id(t), ref_and_gen[1], int(getattr(t, "_version", 0)))
+
+
+def _observe_transfer(frame: FrameType, name: str, args: Any, kwargs: dict[str, Any], result: Any, inner: bool) -> None:
+    torch = _state.torch
+    assert torch is not None
+    source = args[0] if args else None
+    if not isinstance(source, torch.Tensor) or not isinstance(result, torch.Tensor):
+        return
+    if not _is_device_call(name, args, kwargs):
+        return
+    src, dst = str(source.device), str(result.device)
+    if src == dst and _state.depth > 0:
+        return  # ``.to(x.device)`` inside forward: a no-op that stays a no-op once the model is on the accelerator
+    _state.transfers.record(
+        os.path.abspath(frame.f_code.co_filename),
+        frame.f_lineno,
+        _source_key(source),
+        steps.current_step(),
+        tensor_bytes(source),
+        src,
+        dst,
+    )
+
+
+def _report_transfers() -> None:
+    for file, line, info in _state.transfers.repeated(min_steps=2):
+        key = ("device", file, line)
+        if key in _state.reported:
+            continue
+        _state.reported.add(key)
+        message = repeated_transfer_message(info, human_bytes(info["nbytes"]))
+        events.emit_finding(Finding("device", "warning", message, file, line, steps.current_step(), None, dict(info)))
+
+
+# ---- module hooks --------------------------------------------------------------------------------------------------
+
+
+@never_raise()
+def _before_module(module: Any, args: Any) -> None:
+    if _state.busy:
+        return
+    if _state.window_ops > _state.window_limit:
+        _close_window()
+        return
+    _state.busy = True
+    try:
+        depth = _state.depth
+        _state.depth += 1
+        if depth == 0 and _state.map_recorder is None and id(module) not in _state.mapped_roots:
+            if not is_loss_module(module) and has_parameters(module):
+                _state.mapped_roots.add(id(module))
+                _state.map_recorder = ShapeMapRecorder(module)
+        recorder = _state.map_recorder
+        if recorder is not None:
+            recorder.before(module, args)
+        if id(module) not in _state.device_checked:
+            _state.device_checked.add(id(module))
+            _check_module_devices(module, args)
+    finally:
+        _state.busy = False
+
+
+@never_raise()
+def _after_module(module: Any, args: Any, output: Any) -> None:
+    if _state.busy:
+        return
+    _state.busy = True
+    try:
+        _state.depth = max(0, _state.depth - 1)
+        recorder = _state.map_recorder
+        if recorder is not None:
+            recorder.after(module, output)
+            if module is recorder.root:
+                _state.map_recorder = None
+                if output is not None:  # a forward that raised is explained by shape_errors instead
+                    _emit_shape_map(recorder)
+        if output is None:
+            return  # the forward raised: the explainer handles it
+        frame, internals = _locate(sys._getframe(0), from_hook=True)
+        if frame is not None and not internals:
+            _record_output(frame, output)
+    finally:
+        _state.busy = False
+
+
+def _emit_shape_map(recorder: ShapeMapRecorder) -> None:
+    rows = recorder.finish()
+    root_row = rows[0] if rows else None
+    data: dict[str, Any] = {"model": type(recorder.root).__name__, "rows": [r.to_dict() for r in rows]}
+    if root_row is not None and root_row.file is not None:
+        data["file"], data["line"] = root_row.file, root_row.line
+    events.emit("shape-map", **data)
+
+
+def _check_module_devices(module: Any, args: Any) -> None:
+    own = {name: str(p.device) for name, p in module.named_parameters(recurse=False)}
+    if not own:
+        own = {name: str(b.device) for name, b in module.named_buffers(recurse=False)}
+    if not own:
+        return
+    inputs = [(f"input {i}", str(t.device)) for i, t in enumerate(tensors_in(args, limit=8))]
+    issues = [i for i in device_issues(own, inputs, model_name=type(module).__name__) if i.subject.startswith("input")]
+    if not issues:
+        return
+    frame, _ = _locate(sys._getframe(0), from_hook=True)
+    if frame is None:
+        return
+    first = issues[0]
+    _report(
+        "device",
+        frame,
+        f"{first.message} ({len(issues)} input(s) affected)" if len(issues) > 1 else first.message,
+        {"module": type(module).__name__, "input_device": first.device, "module_device": first.expected},
+        severity="error",
+    )
