@@ -52,3 +52,12 @@ test('the .vsix holds everything an offline install needs', () => {
   );
   assert.deepEqual(forbidden, []);
 });
+
+test('the .vsix carries the user guide as its README, not the developers guide', () => {
+  const script = 'import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read("extension/readme.md").decode())';
+  const readme = execFileSync('python3', ['-c', script, vsix], { encoding: 'utf8' });
+  const userGuide = fs.readFileSync(path.join(REPO, 'extension', 'README.md'), 'utf8');
+  assert.equal(readme.trim(), userGuide.trim());
+  assert.match(readme, /^## Settings$/m);
+  assert.doesNotMatch(readme, /developers' guide/);
+});
