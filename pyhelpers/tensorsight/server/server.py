@@ -355,5 +355,5 @@ def _read_lines(path: str) -> Sequence[str]:
 
 
 def main() -> None:
-    logging.basicConfig(level=os.environ.get("TENSORSIGHT_LOG_LEVEL", "WARNING"))
+    logging.basicConfig(level=os.environ.get(protocol.ENV_LOG_LEVEL, "WARNING"))
     server.start_io()
