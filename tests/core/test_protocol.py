@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import pathlib
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -229,3 +232,18 @@ def test_every_interface_a_request_or_notification_names_exists():
         assert name in protocol.INTERFACES_BY_NAME
     for notification in protocol.NOTIFICATIONS:
         assert notification.params in protocol.INTERFACES_BY_NAME
+
+
+def test_the_contract_imports_nothing_but_the_stdlib_and_core():
+    """The agent imports the contract inside the user's process: it must pull in no torch, numpy, pygls or server."""
+    code = (
+        "import sys, tensorsight.core.protocol\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'pygls', 'lsprotocol')\n"
+        "             or m.startswith(('tensorsight.server', 'tensorsight.agent', 'tensorsight.cli')))\n"
+        "print(','.join(bad))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": PYHELPERS}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
