@@ -3,7 +3,8 @@
 Pure state with no I/O and no LSP types: ``server`` feeds it the events the hub accepted (``apply``) and asks it what
 to show for a file; it converts to LSP itself. A new debug session replaces what the previous (ended) sessions left,
 so the editor always shows one run. Events are validated here: a malformed one is rejected with a reason (the server
-logs it) and changes nothing.
+logs it) and changes nothing. The event types handled here are those ``core.protocol.EVENTS`` routes to the view
+(``HANDLED_EVENT_TYPES``; tests/core/test_protocol.py keeps the two equal).
 
 Distributed runs (torchrun, DDP): every rank of a session reports to the same hub. Each session's ``RankBook``
 (``rank_book``) keeps the ranks' heartbeats and train series; ``check_ranks`` (the server calls it on its timer and
