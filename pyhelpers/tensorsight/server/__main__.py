@@ -10,10 +10,12 @@ from __future__ import annotations
 import os
 import sys
 
+from tensorsight.core.protocol import ENV_BUNDLED_LIBS  # stdlib only: safe before the bundled libraries are in place
+
 
 def add_bundled_libs(environ: dict[str, str] | None = None) -> list[str]:
     """Insert each existing directory of ``TENSORSIGHT_BUNDLED_LIBS`` at the front of sys.path (in order)."""
-    raw = (environ if environ is not None else os.environ).get("TENSORSIGHT_BUNDLED_LIBS", "")
+    raw = (environ if environ is not None else os.environ).get(ENV_BUNDLED_LIBS, "")
     added = [entry for entry in raw.split(os.pathsep) if entry and os.path.isdir(entry)]
     for entry in reversed(added):
         if entry in sys.path:

@@ -7,7 +7,8 @@ admits a connection only when its first line is a hello carrying the session's t
 Every later line is one JSON event handed to ``on_event``; a line that is not a JSON object with a ``type`` is
 rejected, counted and logged, and the connection stays up. Nothing a client sends can raise out of here.
 
-Wire protocol (newline-delimited UTF-8 JSON; see also the agent's ``hub_client``):
+Wire protocol (newline-delimited UTF-8 JSON; declared in ``tensorsight.core.protocol``, the agent's side is
+``hub_client``):
   client: ``{"type": "hello", "protocol": 1, "token", "pid", "rank"?, "script", "argv", "origin"}``
   hub:    ``{"type": "welcome", "sessionId"}``  or  ``{"type": "rejected", "reason"}`` then close
   client: one event object per line, ``{"type", "pid", "time", ...}``, until it closes.
@@ -22,9 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-HOST = "127.0.0.1"
-HELLO_TIMEOUT = 10.0  # seconds a new connection has to say hello
-MAX_LINE = 1 << 20  # bytes; a longer line is rejected as malformed
+from tensorsight.core import protocol
+
+HOST = protocol.HUB_HOST
+HELLO_TIMEOUT = protocol.HELLO_TIMEOUT_SECONDS  # seconds a new connection has to say hello
+MAX_LINE = protocol.MAX_LINE_BYTES  # bytes; a longer line is rejected as malformed
 MALFORMED_LOGGED_PER_CONNECTION = 5
 
 EventHandler = Callable[[str, dict[str, Any]], None]
@@ -129,12 +132,12 @@ class Hub:
         except ValueError:
             return self._reject(session, writer, "hello line too long")
         hello, problem = parse_line(line)
-        if hello is None or hello.get("type") != "hello":
+        if hello is None or hello.get("type") != protocol.HELLO:
             return self._reject(session, writer, f"first line is not a hello ({problem or 'wrong type'})")
         token = hello.get("token")
         if not isinstance(token, str) or not secrets.compare_digest(token.encode(), session.token.encode()):
             return self._reject(session, writer, f"bad token from pid {hello.get('pid')}")
-        writer.write(_line({"type": "welcome", "sessionId": session.session_id}))
+        writer.write(_line({"type": protocol.WELCOME, "sessionId": session.session_id}))
         await writer.drain()
         return hello
 
@@ -143,7 +146,7 @@ class Hub:
         session.rejected_connections += 1
         self._log("warning", f"hub: rejected a connection to session {session.session_id}: {reason}")
         try:
-            writer.write(_line({"type": "rejected", "reason": reason.split(" from pid")[0]}))
+            writer.write(_line({"type": protocol.REJECTED, "reason": reason.split(" from pid")[0]}))
         except (ConnectionError, OSError):
             pass
         return None
@@ -193,7 +196,7 @@ def parse_line(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
     if not isinstance(value, dict):
         return None, f"a JSON {type(value).__name__}, not an object"
     kind = value.get("type")
-    if not isinstance(kind, str) or not kind or len(kind) > 64:
+    if not isinstance(kind, str) or not kind or len(kind) > protocol.MAX_TYPE_LENGTH:
         return None, "no 'type'"
     return value, None
 
