@@ -3,6 +3,7 @@ environment per Python version with that wheel installed (3.11 with torch, 3.12 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,14 @@ def user_env(request: pytest.FixtureRequest, wheel: tuple[Path, str]) -> UserEnv
     env = user_environment(request.param, *wheel)
     if isinstance(env, str):
         pytest.skip(env)
+    return env
+
+
+@pytest.fixture(scope="session")
+def dev_version_env(wheel: tuple[Path, str]) -> UserEnvironment:
+    """The environment of the Python running the tests (always available): for checks that one version suffices."""
+    env = user_environment(f"{sys.version_info.major}.{sys.version_info.minor}", *wheel)
+    assert not isinstance(env, str), env
     return env
 
 

@@ -54,7 +54,7 @@ def test_torch_tensor_summary(torch_env: UserEnvironment, tmp_path: Path) -> Non
         assert {"shape", "dtype", "device", "stats"} <= set(session.children(weights))
 
 
-def test_another_plugin_distribution_loads_beside_ours(user_env: UserEnvironment, tmp_path: Path) -> None:
+def test_another_plugin_distribution_loads_beside_ours(dev_version_env: UserEnvironment, tmp_path: Path) -> None:
     """A second distribution shipping its own pkgutil-style ``pydevd_plugins/extensions`` portion (here ahead of
     site-packages on the path) neither hides ours nor is hidden by it."""
     other = tmp_path / "other"
@@ -70,7 +70,7 @@ def test_another_plugin_distribution_loads_beside_ours(user_env: UserEnvironment
         path,
         breakpoints=[(path, marked_lines(path)[""], "tensorsight.nan(roots)")],
         inject=False,
-        python=user_env.python,
+        python=dev_version_env.python,
         env={"PYTHONPATH": str(other)},
     ) as session:
         frame_id = session.top_frame_id(session.wait_for_stop())

@@ -1,12 +1,13 @@
 """``%load_ext tensorsight`` in IPython and Jupyter kernels: the ``tensorsight`` builtin and the armed agent in the
-kernel process, without a debugger having to start first.
+process, whether or not a debugger has loaded our plugin yet.
 
 IPython calls ``tensorsight.load_ipython_extension`` (a thin forwarder in the package's ``__init__``), which calls
-``load``. A kernel is debugged through ipykernel's embedded debugpy ("Debug Cell", "Run by Line", JupyterLab's
-debugger), so the agent is installed as for a debugger session: when a debug client attaches, pydevd loads our plugin
-(``pydevd_plugins``, installed with the package), which puts our Variables providers first and finds the agent
-already armed; a NaN/Inf stop armed from a cell (``tensorsight.break_on_nonfinite()``) then pauses in the cell's
-frame. With no client attached, stops degrade to a ``[tensorsight]`` line in the cell's output.
+``load``. ipykernel imports its embedded debugpy when the kernel starts, so with the package installed in the kernel's
+environment pydevd has already loaded our plugin and the agent is armed: ``%load_ext`` then only confirms it. It
+matters where no debugger is loaded (a terminal IPython, a kernel without debugpy). Either way the agent is installed
+as for a debugger session, because that is how a kernel is debugged ("Debug Cell", "Run by Line", JupyterLab's
+debugger): a NaN/Inf stop armed from a cell (``tensorsight.break_on_nonfinite()``) pauses in the cell's frame when a
+debug client is attached, and degrades to a ``[tensorsight]`` line in the cell's output otherwise.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ def load(ipython: Any = None) -> None:
     install("debugger")
     armed = hasattr(builtins, "tensorsight")
     sys.stdout.write(
-        "[tensorsight] agent armed in this kernel: tensor summaries in the debugger's Variables, "
+        "[tensorsight] agent armed: tensor summaries in the debugger's Variables, "
         "conditions such as tensorsight.nan(x), tensorsight.break_on_nonfinite() to stop at the first NaN/Inf\n"
         if armed
-        else "[tensorsight] the agent could not install its builtin in this kernel\n"
+        else "[tensorsight] the agent could not install its builtin here\n"
     )
