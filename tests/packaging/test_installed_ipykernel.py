@@ -124,6 +124,10 @@ out = layer(torch.full((1, 2), 3e38))
 
 def test_break_on_nonfinite_from_a_cell_stops_at_the_cell_line(torch_env: UserEnvironment, tmp_path: Path) -> None:
     with Kernel.start(torch_env.python, tmp_path) as kernel:
+        # torch imported before the debugger attaches, as in a notebook whose first cell ran already (importing it
+        # under the debugger's tracing costs tens of seconds on a busy machine)
+        reply, _ = kernel.execute("import torch", timeout=180)
+        assert reply["status"] == "ok"
         start_debugging(kernel)
         kernel.debug("configurationDone")
         reply, _ = kernel.execute("%load_ext tensorsight")
@@ -132,7 +136,7 @@ def test_break_on_nonfinite_from_a_cell_stops_at_the_cell_line(torch_env: UserEn
         assert reply["status"] == "ok"
         source = kernel.debug("dumpCell", {"code": INF_CELL})["body"]["sourcePath"]
         cell = kernel.submit(INF_CELL)
-        stopped = kernel.wait_for_debug_event("stopped")
+        stopped = kernel.wait_for_debug_event("stopped", timeout=180)
         thread = stopped["body"]["threadId"]
         frame = kernel.debug("stackTrace", {"threadId": thread})["body"]["stackFrames"][0]
         assert (frame["source"]["path"], frame["line"]) == (source, 6)
