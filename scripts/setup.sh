@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Idempotent set-up for a fresh machine. Usage: scripts/setup.sh [python|node|e2e|all]  (default: all)
+# Idempotent set-up for a fresh machine. Usage: scripts/setup.sh [python|numpy-only|node|e2e|all]  (default: all)
 #   python: .venv with the pinned test/check requirements (torch pinned to the local CPU build)
+#   numpy-only: .venvs/py3.10, py3.12, py3.13 (each Python found on the machine) for the tests that need no torch
 #   node:   npm dependencies and the built extension (out/, extension/bundled/libs, the .vsix)
 #   e2e:    Debian Chromium, Node 24 and code-server under .tools/ for the real-VS-Code tests and the demo
 set -euo pipefail
@@ -36,6 +37,39 @@ setup_python() {
   fi
 }
 
+# Prints a working python<version> (a pyenv shim of an unselected version fails, so each candidate must run).
+find_python() {
+  local version=$1 candidate
+  for candidate in "$(command -v "python$version" 2>/dev/null)" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/"python$version"; do
+    [ -n "$candidate" ] && [ -x "$candidate" ] || continue
+    if [ "$("$candidate" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = "$version" ]; then
+      echo "$candidate"
+      return 0
+    fi
+  done
+  return 1
+}
+
+NUMPY_ONLY_VERSIONS="3.10 3.12 3.13"
+
+setup_numpy_only() {
+  local version python venv want
+  want=$(sha256sum scripts/requirements-numpy-only.txt | cut -d' ' -f1)
+  for version in $NUMPY_ONLY_VERSIONS; do
+    venv=.venvs/py$version
+    if ! python=$(find_python "$version"); then
+      log "python$version not found: its numpy-only test tier will be skipped"
+      continue
+    fi
+    [ -x "$venv/bin/python" ] || { log "creating $venv"; "$python" -m venv "$venv"; }
+    if [ "$(cat "$venv/.requirements.sha" 2>/dev/null)" != "$want" ]; then
+      log "pip install -r scripts/requirements-numpy-only.txt ($venv)"
+      "$venv/bin/python" -m pip install -q --disable-pip-version-check -r scripts/requirements-numpy-only.txt
+      echo "$want" > "$venv/.requirements.sha"
+    fi
+  done
+}
+
 setup_node() {
   if [ -f package.json ]; then
     if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
@@ -56,8 +90,9 @@ setup_e2e() {
 
 case "$what" in
   python) setup_python ;;
+  numpy-only) setup_numpy_only ;;
   node) setup_node ;;
   e2e) setup_e2e ;;
-  all) setup_python; setup_node; setup_e2e ;;
-  *) echo "usage: scripts/setup.sh [python|node|e2e|all]" >&2; exit 2 ;;
+  all) setup_python; setup_numpy_only; setup_node; setup_e2e ;;
+  *) echo "usage: scripts/setup.sh [python|numpy-only|node|e2e|all]" >&2; exit 2 ;;
 esac

@@ -2,8 +2,12 @@
 # The one test command (README, .ci/run): sets everything up, runs the check, then every test tier.
 #   1. scripts/check.sh          formatter, linter and type checker for Python and TypeScript
 #   2. npm run test:unit         TypeScript unit tests (node's test runner, vscode mocked at one seam)
-#   3. pytest                    core, agent (real debugpy sessions), server (pytest-lsp over stdio), doctor, benchmarks smoke
-#   4. npm run test:e2e          real VS Code (code-server) in headless Chromium, with the built .vsix installed
+#   3. pytest                    core, agent (real debugpy sessions), server (pytest-lsp over stdio), doctor, packaging
+#                                (the wheel in fresh venvs of 3.11/3.12/3.13), benchmarks smoke; Python 3.11 with torch
+#   4. pytest -m numpy_only      the agent and core tests that need no torch, under Python 3.10, 3.12 and 3.13 (each
+#                                found on the machine; scripts/setup.sh numpy-only makes .venvs/py3.X); a missing one
+#                                is skipped with a message
+#   5. npm run test:e2e          real VS Code (code-server) in headless Chromium, with the built .vsix installed
 # Prints one closing line "N passed, N failed" over all tiers; exits non-zero if any tier failed or ran no test.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +21,13 @@ tally() { # tally NAME RC PASSED FAILED
   if [ "$3" -eq 0 ] && [ "$4" -eq 0 ]; then status=1; echo "[test] $1 ran no test"; fi
 }
 count() { grep -Eo "[0-9]+ $2" "$1" | tail -1 | grep -Eo '^[0-9]+' || echo 0; }
+# pytest's closing line ("3 passed, 1 failed, 2 errors in 9.1s"), so a number in a test's own output is never counted
+pytest_summary() { grep -E '[0-9]+ (passed|failed|errors?|skipped|deselected|xfailed|xpassed).* in [0-9.]+s' "$1" | tail -1; }
+tally_pytest() { # tally_pytest NAME RC LOG: errors count as failures
+  local line; line=$(pytest_summary "$3")
+  tally "$1" "$2" "$(count <(echo "$line") passed)" \
+    "$(( $(count <(echo "$line") failed) + $(count <(echo "$line") error) ))"
+}
 
 mkdir -p test-output
 
@@ -32,7 +43,19 @@ fi
 
 echo "== pytest"
 .venv/bin/python -m pytest -p no:cacheprovider 2>&1 | tee test-output/pytest.log; rc=${PIPESTATUS[0]}
-tally pytest "$rc" "$(count test-output/pytest.log passed)" "$(count test-output/pytest.log failed)"
+tally_pytest pytest "$rc" test-output/pytest.log
+
+for version in 3.10 3.12 3.13; do
+  if [ ! -x ".venvs/py$version/bin/python" ]; then
+    echo "[test] no Python $version on this machine: its numpy-only tier is skipped"
+    continue
+  fi
+  echo "== pytest, Python $version (numpy-only tests)"
+  log="test-output/pytest-py$version.log"
+  ".venvs/py$version/bin/python" -m pytest -p no:cacheprovider -m numpy_only tests/agent tests/core 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  tally_pytest "pytest-py$version" "$rc" "$log"
+done
 
 if has_npm_script test:e2e; then
   echo "== end-to-end (code-server + Chromium)"

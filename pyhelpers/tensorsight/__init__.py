@@ -9,7 +9,8 @@ Public names, by concern:
 - stop at the first NaN/Inf: ``break_on_nonfinite(True|False)`` and ``last_nonfinite()``;
 - the lesson's toolbox: ``summarize``, ``debug_print``, ``Timer``, ``check_shapes``, ``detect_nan``,
   ``check_data_leakage``, ``check_devices``, ``invalid_values``, ``setup_logging``, ``memory_top``,
-  ``overfit_one_batch``, and the Spanish aliases ``Cronometro``, ``fuga_de_datos``, ``valores_invalidos``.
+  ``overfit_one_batch``, and the Spanish aliases ``Cronometro``, ``fuga_de_datos``, ``valores_invalidos``;
+- notebooks: ``%load_ext tensorsight`` (``load_ipython_extension``) arms the agent in an IPython/Jupyter kernel.
 """
 
 from __future__ import annotations
@@ -59,6 +60,13 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = sorted(_LAZY)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext tensorsight`` in IPython/Jupyter: install the builtin and arm the agent in the kernel."""
+    from tensorsight.agent.notebook import load
+
+    load(ipython)
 
 
 def __getattr__(name: str) -> Any:

@@ -18,6 +18,8 @@ import pytest
 from support.paths import PYHELPERS
 from tensorsight.agent.runtime import hub_client
 
+pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13 (scripts/test.sh)
+
 
 class Listener:
     """A minimal hub: accepts one connection, answers the hello, records every line (optionally reads nothing)."""

@@ -4,11 +4,21 @@ and a stop can be shown on an earlier line of a still-running frame."""
 
 import sys
 
+import pytest
+
 from support.dap import DebugSession
 from support.paths import marked_lines, program
 from tensorsight.agent.debugger import pause
 
+pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13 (scripts/test.sh)
 
+
+@pytest.mark.xfail(
+    sys.version_info >= (3, 12),
+    strict=True,
+    reason="pydevd's sys.monitoring path (3.12+) suspends at the first stdlib line run after set_suspend "
+    "(contextlib, inside do_wait_suspend), so the stop shows 'exception: type unknown' in contextlib.py",
+)
 def test_stop_in_frame_in_a_real_session():
     path = program("pause_in_frame.py")
     lines = marked_lines(path)

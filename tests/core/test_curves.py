@@ -2,7 +2,11 @@
 
 import math
 
+import pytest
+
 from tensorsight.core.curves import Series, TrainingCurves, diagnose_curves, is_spike, loss_trend
+
+pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13 (scripts/test.sh)
 
 LOSS_AT = ("/work/train.py", 40)
 OPTIMIZER_AT = ("/work/train.py", 20)

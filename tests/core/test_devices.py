@@ -1,5 +1,7 @@
 """core.devices: where a model lives, inputs elsewhere, torch's device errors, data moved at every step."""
 
+import pytest
+
 from tensorsight.core.devices import (
     TransferLog,
     device_issues,
@@ -8,6 +10,8 @@ from tensorsight.core.devices import (
     parse_device_error,
     repeated_transfer_message,
 )
+
+pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13 (scripts/test.sh)
 
 
 def test_normalize_device():

@@ -1,5 +1,7 @@
 """Phase shares, the phase table and the data-loading verdict (pure)."""
 
+import pytest
+
 from tensorsight.core.phases import (
     PHASES,
     LoaderSettings,
@@ -9,6 +11,8 @@ from tensorsight.core.phases import (
     phase_shares,
     phase_verdicts,
 )
+
+pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13 (scripts/test.sh)
 
 LOADER = LoaderSettings(file="/work/train.py", line=12, num_workers=0)
 

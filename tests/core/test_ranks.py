@@ -15,6 +15,8 @@ from tensorsight.core.ranks import (
     series_from_scalars,
 )
 
+pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13 (scripts/test.sh)
+
 WHERE: dict[str, Any] = {"file": "/w/train.py", "line": 42}
 
 

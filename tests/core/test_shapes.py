@@ -14,6 +14,8 @@ from tensorsight.core.shapes import (
     statement_targets,
 )
 
+pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13 (scripts/test.sh)
+
 
 @pytest.mark.parametrize(
     ("shape", "dtype", "text"),

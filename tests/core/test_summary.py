@@ -20,6 +20,8 @@ from tensorsight.core.summary import (
     tensor_line,
 )
 
+pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13 (scripts/test.sh)
+
 
 def stats(**overrides) -> Stats:
     base = dict(numel=1024, kind="float", counted=1024, finite=1024, total=12.3, sumsq=1040.0, min=-3.2, max=2.9)

@@ -60,10 +60,15 @@ class DebugSession:
         inject: bool = True,
         timeout: float = DEFAULT_TIMEOUT,
         extra_launch: dict[str, Any] | None = None,
+        python: str = PYTHON,
     ) -> DebugSession:
-        """Start the adapter, launch ``program`` and set breakpoints ``(file, line, condition)``."""
+        """Start the adapter, launch ``program`` and set breakpoints ``(file, line, condition)``.
+
+        ``python`` runs both the adapter and the debuggee (its environment must hold debugpy); ``inject=False`` leaves
+        PYTHONPATH alone, so the plugin loads only if that environment has TensorSight installed.
+        """
         adapter = subprocess.Popen(
-            [PYTHON, "-m", "debugpy.adapter"],
+            [python, "-m", "debugpy.adapter"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -97,7 +102,7 @@ class DebugSession:
                 "cwd": os.path.dirname(program),
                 "console": "internalConsole",
                 "justMyCode": False,
-                "python": [PYTHON],
+                "python": [python],
                 "env": launch_env,
                 **(extra_launch or {}),
             }

@@ -16,8 +16,8 @@ SUBCOMMANDS = {
 }
 
 
-def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tensorsight", description="TensorSight command line")
+def main(argv: Sequence[str], prog: str = "python -m tensorsight") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description="TensorSight command line")
     sub = parser.add_subparsers(dest="command", required=True)
     modules = {}
     for name, (module_name, help_text) in SUBCOMMANDS.items():
@@ -38,4 +38,4 @@ def console_main() -> int:
     """Entry point of the ``tensorsight`` console script."""
     import sys
 
-    return main(sys.argv[1:])
+    return main(sys.argv[1:], prog="tensorsight")
