@@ -9,8 +9,8 @@ import subprocess
 from support.paths import PYHELPERS, PYTHON, example
 
 
-def run_doctor(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": PYHELPERS}
+def run_doctor(*args: str, timeout: float = 240, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **(env or {}), "PYTHONPATH": PYHELPERS}
     return subprocess.run(
         [PYTHON, "-m", "tensorsight", "doctor", *args], capture_output=True, text=True, env=env, timeout=timeout
     )
@@ -136,8 +136,10 @@ def test_max_steps_and_timeout_stop_the_script_with_a_partial_report(tmp_path):
 def test_a_log_file_that_cannot_be_opened_keeps_the_measurement(tmp_path):
     blocker = tmp_path / "not_a_folder"
     blocker.write_text("")
-    with_log = run_doctor("--json", f"--set=logFile={blocker / 'train.log'}", example("slow_dataloader.py"))
-    without = run_doctor("--json", example("slow_dataloader.py"))
+    one_thread = {"OMP_NUM_THREADS": "1"}  # the data-loading share is measured: no oversubscription on a shared box
+    log_file = f"--set=logFile={blocker / 'train.log'}"
+    with_log = run_doctor("--json", log_file, example("slow_dataloader.py"), env=one_thread)
+    without = run_doctor("--json", example("slow_dataloader.py"), env=one_thread)
     measured = [f for f in json.loads(with_log.stdout)["findings"] if "rule" not in f.get("details", {})]
     baseline = [f for f in json.loads(without.stdout)["findings"] if "rule" not in f.get("details", {})]
     assert [(f["kind"], f["line"]) for f in measured] == [(f["kind"], f["line"]) for f in baseline]
