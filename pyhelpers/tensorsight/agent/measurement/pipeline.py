@@ -348,8 +348,7 @@ def _open_log(settings: MeasureSettings, setup_logging: Any) -> Any:
     except OSError as exc:
         report_once(
             "measure-log-file",
-            f"cannot write the training log to {settings.log_file} ({exc}); "
-            "measuring goes on without the log file",
+            f"cannot write the training log to {settings.log_file} ({exc}); measuring goes on without the log file",
         )
         return None
 
