@@ -60,9 +60,15 @@ def test_a_script_that_cannot_compile_is_reported_not_crashed(tmp_path):
     assert "SyntaxError" in document["error"] and "was never closed" in document["error"]
 
 
-def test_a_folder_is_named_as_a_folder(tmp_path):
+def test_a_folder_is_named_as_a_folder_by_every_command(tmp_path):
     done = run_doctor(str(tmp_path))
     assert done.returncode == 2 and "is a directory" in done.stderr and "no such script" not in done.stderr
+    env = {**os.environ, "PYTHONPATH": PYHELPERS}
+    for command in ("shapes", "profile", "overfit"):  # one prelude checks the script for all of them
+        other = subprocess.run(
+            [PYTHON, "-m", "tensorsight", command, str(tmp_path)], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert other.returncode == 2 and f"tensorsight {command}: is a directory" in other.stderr, command
 
 
 def test_a_pep_263_encoding_is_honoured_as_python_does(tmp_path):
