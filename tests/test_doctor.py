@@ -128,6 +128,11 @@ def test_max_steps_and_timeout_stop_the_script_with_a_partial_report(tmp_path):
     timed = run_doctor("--timeout", "1", str(spinning), timeout=60)
     assert timed.returncode == 0
     assert "(PARTIAL)" in timed.stdout and "stopped after 1 s (--timeout)" in timed.stdout
+    # a script that catches the stop and ends by itself: still a partial run
+    catching = tmp_path / "catching.py"
+    catching.write_text("try:\n    while True:\n        pass\nexcept BaseException:\n    print('caught')\n")
+    caught = run_doctor("--json", "--timeout", "1", str(catching), timeout=60)
+    assert caught.returncode == 0 and json.loads(caught.stdout)["partial"]["reason"] == "timeout"
     # a script that will not unwind (asleep in C, then swallowing the stop) is ended for it, report first
     stubborn = tmp_path / "stubborn.py"
     stubborn.write_text("import time\ntry:\n    time.sleep(3600)\nexcept BaseException:\n    time.sleep(3600)\n")

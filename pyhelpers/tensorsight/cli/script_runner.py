@@ -140,6 +140,8 @@ def run_script(
             del sys.path[0]
         if saved_main is not None:
             sys.modules["__main__"] = saved_main
+    if watch.timed_out and not outcome.limit:  # the script caught the stop and then ended by itself
+        outcome.stopped, outcome.limit = True, "timeout"
     outcome.steps = steps.current_step()
     return outcome
 
@@ -160,6 +162,10 @@ class _Watch:
         self._pid = os.getpid()
         self._real_exit: Callable[[int], Any] | None = None
         self._ending = False
+
+    @property
+    def timed_out(self) -> bool:
+        return self._timed_out
 
     def start(self) -> None:
         self._running = True
