@@ -56,7 +56,8 @@ def bench_frames(rows: int) -> None:
     except ImportError:
         print("frames  skipped: pandas not installed")
         return
-    from tensorsight.core.leakage import check_splits, describe
+    from tensorsight.agent.leakage.splits import describe
+    from tensorsight.core.leakage import check_splits
 
     rng = np.random.default_rng(1)
     frame = pd.DataFrame(

@@ -9,8 +9,8 @@ import subprocess
 from support.paths import PYHELPERS, PYTHON, example
 
 
-def run_doctor(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": PYHELPERS}
+def run_doctor(*args: str, timeout: float = 240, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **(env or {}), "PYTHONPATH": PYHELPERS}
     return subprocess.run(
         [PYTHON, "-m", "tensorsight", "doctor", *args], capture_output=True, text=True, env=env, timeout=timeout
     )
@@ -58,3 +58,101 @@ def test_a_script_that_cannot_compile_is_reported_not_crashed(tmp_path):
     document = json.loads(done.stdout)
     assert done.returncode == 1
     assert "SyntaxError" in document["error"] and "was never closed" in document["error"]
+
+
+def test_a_folder_is_named_as_a_folder_by_every_command(tmp_path):
+    done = run_doctor(str(tmp_path))
+    assert done.returncode == 2 and "is a directory" in done.stderr and "no such script" not in done.stderr
+    env = {**os.environ, "PYTHONPATH": PYHELPERS}
+    for command in ("shapes", "profile", "overfit"):  # one prelude checks the script for all of them
+        other = subprocess.run(
+            [PYTHON, "-m", "tensorsight", command, str(tmp_path)], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert other.returncode == 2 and f"tensorsight {command}: is a directory" in other.stderr, command
+
+
+def test_a_pep_263_encoding_is_honoured_as_python_does(tmp_path):
+    script = tmp_path / "latin.py"
+    source = '# -*- coding: latin-1 -*-\nlabel = "café"\nprint(label)\nif label == "tea":\n    breakpoint()\n'
+    script.write_bytes(source.encode("latin-1"))
+    plain = subprocess.run([PYTHON, str(script)], capture_output=True, text=True, timeout=60)
+    done = run_doctor("--json", str(script))
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert "error" not in document
+    assert plain.stdout == "café\n" and "café\n" in done.stderr  # the script's print, as plain Python printed it
+    # the static rules read the same text: the leftover breakpoint() at line 5
+    assert any(f["line"] == 5 and f["kind"] == "training-logic" for f in document["findings"])
+
+
+def test_os_exit_still_gets_the_report_of_what_was_found_before_it(tmp_path):
+    script = tmp_path / "hard_exit.py"
+    script.write_text(
+        "import multiprocessing, os, sys\n"
+        "import torch\n"
+        "x, y = torch.ones(4, 1), torch.ones(4)\n"
+        "loss = ((x - y) ** 2).mean()  # silent broadcasting: [4, 1] - [4] is [4, 4]\n"
+        "worker = multiprocessing.get_context('fork').Process(target=print, args=('worker',))\n"
+        "worker.start(); worker.join()  # a forked child ends with os._exit too: no report from it\n"
+        "os._exit(int(sys.argv[1]))\n"
+    )
+    failed = run_doctor("--json", str(script), "3")
+    document = json.loads(failed.stdout)  # exactly one document: the worker printed none
+    assert failed.returncode == 1
+    assert document["error"] == "script ended the process with os._exit(3)"
+    assert [(f["kind"], f["line"]) for f in document["findings"] if f["kind"] == "shape"] == [("shape", 4)]
+    clean = run_doctor(str(script), "0")
+    assert clean.returncode == 0 and "TensorSight doctor: 1 finding(s)" in clean.stdout and "[shape]" in clean.stdout
+
+
+def test_max_steps_and_timeout_stop_the_script_with_a_partial_report(tmp_path):
+    training = tmp_path / "forever.py"
+    training.write_text(
+        "import torch\n"
+        "model = torch.nn.Linear(2, 1)\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+        "while True:\n"
+        "    try:\n"
+        "        optimizer.zero_grad()\n"
+        "        model(torch.ones(4, 2)).pow(2).mean().backward()\n"
+        "        optimizer.step()\n"
+        "    except Exception:\n"
+        "        pass  # a script's own catch-all must not swallow the stop\n"
+    )
+    stepped = run_doctor("--json", "--max-steps", "3", str(training))
+    document = json.loads(stepped.stdout)
+    assert stepped.returncode == 0 and "error" not in document
+    assert document["partial"]["reason"] == "max-steps" and document["partial"]["steps"] == 3
+    spinning = tmp_path / "spin.py"
+    spinning.write_text("while True:\n    pass\n")
+    timed = run_doctor("--timeout", "1", str(spinning), timeout=60)
+    assert timed.returncode == 0
+    assert "(PARTIAL)" in timed.stdout and "stopped after 1 s (--timeout)" in timed.stdout
+    # a script that catches the stop and ends by itself: still a partial run
+    catching = tmp_path / "catching.py"
+    catching.write_text("try:\n    while True:\n        pass\nexcept BaseException:\n    print('caught')\n")
+    caught = run_doctor("--json", "--timeout", "1", str(catching), timeout=60)
+    assert caught.returncode == 0 and json.loads(caught.stdout)["partial"]["reason"] == "timeout"
+    # a script that will not unwind (asleep in C, then swallowing the stop) is ended for it, report first
+    stubborn = tmp_path / "stubborn.py"
+    stubborn.write_text("import time\ntry:\n    time.sleep(3600)\nexcept BaseException:\n    time.sleep(3600)\n")
+    ended = run_doctor("--json", "--timeout", "1", str(stubborn), timeout=60)
+    document = json.loads(ended.stdout)
+    assert ended.returncode == 1 and document["partial"]["reason"] == "timeout"
+    assert "did not stop" in document["error"]
+    bad = run_doctor("--max-steps", "0", str(spinning))
+    assert bad.returncode == 2 and "--max-steps" in bad.stderr
+
+
+def test_a_log_file_that_cannot_be_opened_keeps_the_measurement(tmp_path):
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("")
+    one_thread = {"OMP_NUM_THREADS": "1"}  # the data-loading share is measured: no oversubscription on a shared box
+    log_file = f"--set=logFile={blocker / 'train.log'}"
+    with_log = run_doctor("--json", log_file, example("slow_dataloader.py"), env=one_thread)
+    without = run_doctor("--json", example("slow_dataloader.py"), env=one_thread)
+    measured = [f for f in json.loads(with_log.stdout)["findings"] if "rule" not in f.get("details", {})]
+    baseline = [f for f in json.loads(without.stdout)["findings"] if "rule" not in f.get("details", {})]
+    assert [(f["kind"], f["line"]) for f in measured] == [(f["kind"], f["line"]) for f in baseline]
+    assert any(f["kind"] == "performance" for f in measured)
+    assert "cannot write the training log to" in with_log.stderr and "measuring goes on" in with_log.stderr

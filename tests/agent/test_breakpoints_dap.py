@@ -1,8 +1,12 @@
 """Tensor breakpoints in a real debugpy session: each predicate stops at the step where it first holds; a condition
-on an undefined name (which debugpy ignores silently) is flagged by core.conditions; misuse shows in the console."""
+on an undefined name (which debugpy ignores silently) is flagged by core.conditions and, at run time, said once in
+the Debug Console, as are a syntax error, an unknown helper and a condition that raises; misuse shows in the console;
+a tensor subclass's ``__torch_function__`` is never run by a predicate."""
+
+import subprocess
 
 from support.dap import DebugSession
-from support.paths import marked_lines, program
+from support.paths import PYTHON, marked_lines, program
 from tensorsight.core.conditions import validate_condition
 
 # marker -> (condition, loop step at which it must first stop)
@@ -19,10 +23,15 @@ CONDITIONS = {
     "changed": ("tensorsight.changed(phase)", 5),
     "grad_missing": ("tensorsight.grad_missing(model)", 6),
     "on_rank": ("tensorsight.on_rank(0) and tensorsight.step() > 2", 2),  # step(): completed steps + 1
+    "subclass": ("tensorsight.nan(masked)", 3),  # its __torch_function__ would hide the NaN
 }
 NEVER = {
     "undefined": "tensorsight.nan(los)",  # a typo: NameError inside debugpy, silently false
     "misuse": 'tensorsight.nan("probe")',  # a string, not a tensor: False, and one line in the Debug Console
+    "misused_number": "tensorsight.grad_norm(42)",  # a bare numeric predicate on misuse: falsy, never stops
+    "syntax": "tensorsight.nan(probe) and",
+    "helper": "tensorsight.nann(probe)",
+    "raises": "1 / (step - step) > 0",
 }
 
 
@@ -50,9 +59,25 @@ def test_each_predicate_stops_at_its_step_in_a_real_session():
         output = session.stdout()
     assert stopped_at == {name: step for name, (_, step) in CONDITIONS.items()}
     assert "done" in output
-    # the misused predicate explained itself once, at its line, instead of silently never firing
+    # the misused predicates explained themselves once, at their line, instead of silently never firing
     assert output.count("tensorsight.nan(...) at conditions_training.py:") == 1
     assert f"conditions_training.py:{lines['misuse']}: expected a tensor" in output
+    assert output.count(f"tensorsight.grad_norm(...) at conditions_training.py:{lines['misused_number']}:") == 1
+    # a condition that cannot run is said once in the editor validator's words, not as a traceback at every hit
+    said = {
+        "undefined": f"`los` is not defined at line {lines['undefined']}",
+        "syntax": "The condition is not a valid Python expression: invalid syntax",
+        "helper": "`tensorsight.nann` is not a TensorSight helper",
+        "raises": "it raised ZeroDivisionError: division by zero",
+    }
+    for name, words in said.items():
+        intro = f"breakpoint condition `{NEVER[name]}` at conditions_training.py:{lines[name]}: "
+        assert output.count(intro) == 1, (name, output)
+        assert intro + words in output, (name, output)
+    assert "Error while evaluating expression" not in output and "Traceback" not in output
+    # the predicates never ran the subclass's __torch_function__: the count is the plain run's
+    plain = subprocess.run([PYTHON, path], capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "torch_function calls: 0" in plain and "torch_function calls: 0" in output
 
 
 def test_condition_on_an_undefined_name_is_flagged():

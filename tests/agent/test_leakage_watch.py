@@ -85,3 +85,47 @@ def test_assignment_line_finds_tuple_targets_and_loops(tmp_path):
     assert leakage_watch.assignment_line(str(path), "X_val") == 3
     assert leakage_watch.assignment_line(str(path), "batch") == 2
     assert leakage_watch.assignment_line(str(path), "missing") == 1
+
+
+class Counting:
+    """A user global whose ``__getattr__`` (and one property) count every call: the watch must make none."""
+
+    calls = 0
+
+    def __getattr__(self, name):
+        Counting.calls += 1
+        return 1  # answers every name: `hasattr(x, "dataset")` would say yes to anything
+
+    @property
+    def shape(self):
+        Counting.calls += 1
+        return (10, 2)
+
+
+class Exploding:
+    """A user global whose attribute access raises something other than AttributeError."""
+
+    def __getattr__(self, name):
+        raise RuntimeError(f"{name}: not now")
+
+    def __len__(self):
+        raise RuntimeError("no length either")
+
+
+def test_the_watch_runs_no_user_code_and_a_raising_global_does_not_stop_it(tmp_path):
+    path = tmp_path / "script.py"
+    path.write_text("X_train = load()\nX_test = X_train[:5]\nweird_train = Counting()\nodd_test = Exploding()\n")
+    rows = np.arange(40.0).reshape(20, 2)
+    Counting.calls = 0
+    scope = {
+        "counting": Counting(),
+        "weird_train": Counting(),
+        "exploding": Exploding(),
+        "odd_test": Exploding(),
+        "X_train": rows,
+        "X_test": rows[:5].copy(),
+    }
+    findings = collect([(str(path), scope, None)])
+    assert Counting.calls == 0
+    duplicates = [f for f in findings if f["details"]["check"] == "duplicates"]
+    assert len(duplicates) == 1 and duplicates[0]["details"]["count"] == 5 and duplicates[0]["line"] == 2

@@ -197,24 +197,62 @@ def test_misuse_returns_false_and_never_raises(call, fallback):
     assert call() is fallback
 
 
-def test_grad_norm_misuse_is_nan_which_compares_false_with_any_threshold():
-    value = tensorsight.grad_norm("model")
-    assert math.isnan(value)
+@pytest.mark.parametrize("misuse", ["model", 42, object()])
+def test_grad_norm_misuse_is_falsy_and_compares_false_with_any_threshold(misuse):
+    value = tensorsight.grad_norm(misuse)
+    assert math.isnan(value) and isinstance(value, float)
+    assert not value  # a bare `tensorsight.grad_norm(42)` condition is False, as the report says
     assert not (value > 1e3) and not (value < 1e-7) and not (value == 0)
 
 
+def test_grad_norm_of_a_real_model_keeps_its_truth_value():
+    assert tensorsight.grad_norm(model_with_grads()) > 0 and bool(tensorsight.grad_norm(model_with_grads()))
+    assert not tensorsight.grad_norm(nn.Linear(2, 2))  # no backward yet: 0.0
+
+
+class Masking(torch.Tensor):
+    """A subclass whose reductions hide NaN and that counts its ``__torch_function__`` calls."""
+
+    calls = 0
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        Masking.calls += 1
+        if getattr(func, "__name__", "") in ("sum", "isnan", "isfinite", "isinf", "norm", "_foreach_norm", "any"):
+            return torch.tensor(0.0)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
 class Refusing(torch.Tensor):
-    """A tensor subclass that refuses every op: the predicates must still not raise."""
+    """A tensor subclass that refuses every op."""
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         raise RuntimeError("this tensor refuses to be read")
 
 
+def test_predicates_never_run_a_subclass_torch_function():
+    masked = torch.tensor([1.0, NAN, 3.0]).as_subclass(Masking)
+    clean = torch.tensor([1.0, 2.0]).as_subclass(Masking)
+    Masking.calls = 0
+    assert tensorsight.nan(masked) and tensorsight.nonfinite([masked]) and not tensorsight.nan(clean)
+    assert tensorsight.exploding(masked) and not tensorsight.zero(clean) and tensorsight.grad_norm(clean) > 1
+    assert tensorsight.shape_is(masked, (3,)) and not tensorsight.wrong_device(masked, clean)
+    tensorsight.spike(clean)
+    tensorsight.changed(clean)
+    assert Masking.calls == 0
+    # a subclass that refuses every op is read all the same, as the plain tensor it wraps
+    refusing = torch.tensor([1.0, NAN]).as_subclass(Refusing)
+    assert tensorsight.nan(refusing) and tensorsight.grad_norm(refusing) == math.inf
+
+
 def test_an_exception_inside_a_predicate_becomes_false_and_a_report(capsys, reported):
-    strange = torch.ones(3).as_subclass(Refusing)
-    assert tensorsight.nan(strange) is False
-    assert math.isnan(tensorsight.grad_norm(strange))
+    def refusing_parameters():
+        yield torch.ones(2)
+        raise RuntimeError("this iterator refuses to go on")
+
+    assert tensorsight.nan(refusing_parameters()) is False
+    assert not tensorsight.grad_norm(refusing_parameters())
     err = capsys.readouterr().err
     assert "tensorsight.nan(...)" in err and "refuses" in err and "the condition is False" in err
     assert any("refuses" in e["message"] for e in reported)

@@ -156,7 +156,8 @@ def test_check_devices(capsys):
 
 
 def test_measurement_tools_are_reachable_from_the_toolbox():
-    timer = pytest.importorskip("tensorsight.agent.measurement.timer")
+    from tensorsight.agent.measurement import timer
+
     assert toolbox.Timer is timer.Timer
     with pytest.raises(AttributeError):
         _ = toolbox.no_such_tool

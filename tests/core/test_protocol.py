@@ -178,7 +178,8 @@ def test_an_undeclared_option_name_fails_loudly():
 
 
 def test_the_doctors_options_are_declared_and_a_mistyped_set_is_refused():
-    from tensorsight.cli.doctor import DOCTOR_OPTIONS, parse_overrides
+    from tensorsight.cli.doctor import DOCTOR_OPTIONS
+    from tensorsight.cli.prelude import parse_overrides
 
     assert set(DOCTOR_OPTIONS) <= set(protocol.OPTIONS_BY_NAME)
     assert parse_overrides(["histogramEvery=40", "logFile=run.log"]) == {"histogramEvery": 40, "logFile": "run.log"}

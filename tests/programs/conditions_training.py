@@ -7,6 +7,20 @@ step; the test puts `tensorsight.NAME(...)` conditions on those lines and checks
 import torch
 from torch import nn
 
+
+class Masking(torch.Tensor):
+    """A subclass whose reductions hide NaN: a predicate that ran its ``__torch_function__`` would miss it."""
+
+    calls = 0
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        Masking.calls += 1
+        if getattr(func, "__name__", "") in ("sum", "isnan", "isfinite", "isinf", "norm", "_foreach_norm", "any"):
+            return torch.tensor(0.0)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
 torch.manual_seed(0)
 model = nn.Linear(4, 2)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.0)  # weights stay put: gradients depend on the batch only
@@ -27,6 +41,7 @@ for step in range(1, 11):
     placed = torch.zeros(2, device="meta" if step == 8 else "cpu")
     dead = torch.zeros(3) if step == 9 else torch.ones(3)
     phase = torch.ones(2) * (step // 5)
+    masked = probe.as_subclass(Masking)
     pass  # @bp nan
     pass  # @bp inf
     pass  # @bp nonfinite
@@ -41,4 +56,10 @@ for step in range(1, 11):
     pass  # @bp on_rank
     pass  # @bp undefined
     pass  # @bp misuse
+    pass  # @bp subclass
+    pass  # @bp misused_number
+    pass  # @bp syntax
+    pass  # @bp helper
+    pass  # @bp raises
 print("done")
+print(f"torch_function calls: {Masking.calls}")

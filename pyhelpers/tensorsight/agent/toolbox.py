@@ -375,6 +375,7 @@ def check_data_leakage(
     ``target``, datetime columns) or given with ``label=``/``id_column=``/``time_column=``. Returns a
     ``LeakageReport`` (truthy when leakage was found; ``.issues`` with counts and examples) and prints it.
     """
+    from tensorsight.agent.leakage.splits import split_from_parts
     from tensorsight.core import leakage
 
     names = ["train", "test", "val"]
@@ -387,7 +388,7 @@ def check_data_leakage(
     }
     splits: dict[str, Any] = {}
     for i in range(count):
-        splits[names[i]] = leakage.split_from_parts(
+        splits[names[i]] = split_from_parts(
             names[i],
             objects[i],
             labels=per["labels"][i],

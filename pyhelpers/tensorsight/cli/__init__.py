@@ -21,12 +21,7 @@ def main(argv: Sequence[str], prog: str = "python -m tensorsight") -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     modules = {}
     for name, (module_name, help_text) in SUBCOMMANDS.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue
+        module = importlib.import_module(module_name)  # a missing command module is a broken build: fail loudly
         modules[name] = module
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(sub_parser)

@@ -3,14 +3,12 @@
 The lesson's toolbox demo, grown up. All data is made here, in code, with a seeded local generator (nothing is
 downloaded); the whole run takes a few seconds on a CPU. Each section prints the tool's own output, and the demo
 ends with a one-line verdict per tool, so the output doubles as a smoke test (tests/test_demo.py reads it).
-Tools of the measurement features (``Timer``, ``setup_logging``, ``memory_top``, ``overfit_one_batch``) are shown
-when this build ships them and named as missing otherwise.
+A tool that fails (a module renamed, a check broken) shows as ``FAILED`` and the demo exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import io
 import os
 import runpy
@@ -27,13 +25,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _section(title: str) -> None:
     print(f"\n=== {title} " + "=" * max(3, 100 - len(title)))
-
-
-def _optional(module: str, name: str) -> Any:
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return None
 
 
 def _small_cnn(torch: Any) -> Any:
@@ -88,11 +79,10 @@ def run(args: argparse.Namespace) -> int:
 
     # ---- Timer
     def demo_timer() -> str:
-        timer_cls = _optional("tensorsight.agent.measurement.timer", "Timer")
-        if timer_cls is None:
-            return "not in this build (tensorsight.agent.measurement.timer)"
+        from tensorsight.agent.measurement.timer import Timer
+
         a = torch.randn(512, 512, generator=gen)
-        with timer_cls("512x512 matmul x20") as timer:
+        with Timer("512x512 matmul x20") as timer:
             for _ in range(20):
                 a @ a
         return f"timed a block: {timer.elapsed * 1000:.1f} ms"
@@ -160,11 +150,12 @@ def run(args: argparse.Namespace) -> int:
     tool("check_data_leakage: duplicates across splits and a label-copy feature", demo_leakage)
 
     def demo_leakage_frame() -> str:
-        pd = _optional("pandas", "DataFrame")
-        if pd is None:
+        try:  # pandas is the user's optional dependency, not part of TensorSight
+            from pandas import DataFrame
+        except ImportError:
             return "skipped: pandas is not installed"
         days = np.datetime64("2024-01-01") + np.arange(600).astype("timedelta64[D]")
-        frame = pd(
+        frame = DataFrame(
             {
                 "customer_id": np.arange(600) % 450,
                 "date": days,
@@ -207,12 +198,11 @@ def run(args: argparse.Namespace) -> int:
 
     # ---- setup_logging
     def demo_logging() -> str:
-        setup = _optional("tensorsight.agent.measurement.training_log", "setup_logging")
-        if setup is None:
-            return "not in this build (tensorsight.agent.measurement.training_log)"
+        from tensorsight.agent.measurement.training_log import setup_logging
+
         with tempfile.TemporaryDirectory() as folder:
             path = os.path.join(folder, "training.log")
-            logger = setup(path, name="tensorsight.demo")
+            logger = setup_logging(path, name="tensorsight.demo")
             logger.info("step 1 loss 0.693")
             for handler in list(logger.handlers):
                 handler.flush()
@@ -227,10 +217,9 @@ def run(args: argparse.Namespace) -> int:
 
     # ---- memory_top
     def demo_memory() -> str:
-        top = _optional("tensorsight.agent.measurement.memory", "memory_top")
-        if top is None:
-            return "not in this build (tensorsight.agent.measurement.memory)"
         import tracemalloc
+
+        from tensorsight.agent.measurement.memory import memory_top
 
         was_tracing = tracemalloc.is_tracing()
         if not was_tracing:
@@ -240,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
             with open(script, "w", encoding="utf-8") as handle:
                 handle.write("cache = [bytearray(256 * 1024) for _ in range(8)]  # 2 MiB held here\n")
             kept = runpy.run_path(script)
-            sites = top(5)
+            sites = memory_top(5)
             print(str(sites))
             del kept
         if not was_tracing:
@@ -251,13 +240,12 @@ def run(args: argparse.Namespace) -> int:
 
     # ---- overfit_one_batch
     def demo_overfit() -> str:
-        overfit = _optional("tensorsight.agent.measurement.overfit", "overfit_one_batch")
-        if overfit is None:
-            return "not in this build (tensorsight.agent.measurement.overfit)"
+        from tensorsight.agent.measurement.overfit import overfit_one_batch
+
         model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 3))
         xb = torch.randn(16, 8, generator=gen)
         yb = torch.randint(0, 3, (16,), generator=gen)
-        result = overfit(model, torch.nn.CrossEntropyLoss(), (xb, yb))
+        result = overfit_one_batch(model, torch.nn.CrossEntropyLoss(), (xb, yb))
         print(f"  {result}")
         verdict = "passed" if result.passed else "did not pass"
         return f"{verdict}: loss {result.initial_loss:.3g} -> {result.final_loss:.3g}"

@@ -1,25 +1,27 @@
 """Headless doctor: run a training script with the agent armed (no debugger), add the static rules, print findings.
 
-``python -m tensorsight doctor [--json] [--set KEY=JSON ...] script.py [args...]``
+``python -m tensorsight doctor [--json] [--set KEY=JSON ...] [--timeout S] [--max-steps N] script.py [args...]``
 
 The script runs in this process as ``__main__`` (like ``python script.py``) with the same agent hooks a debug
 session gets; its own output goes to stderr when ``--json`` is asked, so stdout stays one JSON document. Exit status:
 0 when no finding is an error, 1 when one is or the script failed (an exception, a syntax error, a non-zero
-exit), 2 when the doctor itself was misused (no such script, a bad ``--set``). Besides findings, the
+exit), 2 when the doctor itself was misused (no such script, a folder, a bad ``--set``). Besides findings, the
 report carries the shape map of the model's first forward pass (``shapeMap`` in ``--json``).
+
+The report is printed however the run ends: ``--timeout`` and ``--max-steps`` stop a script that would run on and give
+a report marked partial (``partial`` in ``--json``: reason, limit, steps); a script that ends the process itself with
+``os._exit(n)`` gets the report of what was found before it.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import difflib
-import json
 import os
 import sys
-from typing import Any
+from typing import IO, Any
 
-from tensorsight.core import protocol
+from tensorsight.cli import prelude, script_runner
+from tensorsight.cli.script_runner import Limits, ScriptOutcome
 from tensorsight.core.findings import Finding, findings_document, format_finding
 
 # Launch options the doctor arms by default: everything that observes without stopping.
@@ -33,129 +35,156 @@ DOCTOR_OPTIONS: dict[str, Any] = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document {findings: [...]}")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=JSON",
-        help="override a launch option, e.g. --set measure=false",
-    )
+    prelude.add_set_argument(parser)
     parser.add_argument("--no-run", action="store_true", help="static rules only; do not execute the script")
-    parser.add_argument("script", help="the training script to run")
-    parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    parser.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="stop the script after SECONDS and print a partial report"
+    )
+    parser.add_argument(
+        "--max-steps", type=int, metavar="N", help="stop the script after N optimizer steps; partial report"
+    )
+    prelude.add_script_arguments(parser, "the training script to run")
 
 
-def parse_overrides(pairs: list[str]) -> dict[str, Any]:
-    """``["a=1", "b=true", "c=text"]`` -> ``{"a": 1, "b": True, "c": "text"}``; raises ValueError on a bad pair or
-    on a key that is not a launch option (``core.protocol.LAUNCH_OPTIONS``): a typo would otherwise do nothing."""
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--set expects KEY=VALUE, got {pair!r}")
-        if key not in protocol.OPTIONS_BY_NAME:
-            close = difflib.get_close_matches(key, list(protocol.OPTIONS_BY_NAME), n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise ValueError(f"--set {key}: no such launch option{hint}")
-        try:
-            out[key] = json.loads(raw)
-        except ValueError:
-            out[key] = raw
-    return out
+def limits_of(args: argparse.Namespace) -> Limits:
+    """``--timeout`` and ``--max-steps`` as limits of the run; raises ValueError on a non-positive value."""
+    if args.timeout is not None and not args.timeout > 0:
+        raise ValueError(f"--timeout expects a positive number of seconds, got {args.timeout:g}")
+    if args.max_steps is not None and args.max_steps < 1:
+        raise ValueError(f"--max-steps expects a positive number of steps, got {args.max_steps}")
+    return Limits(timeout=args.timeout, max_steps=args.max_steps)
 
 
 def static_findings(path: str) -> list[Finding]:
-    """Findings of the static rules on the script's source (none when the rules are not shipped)."""
+    """Findings of the static rules on the script's source (decoded as Python does, PEP 263); none when the source
+    cannot be decoded (the run then reports why)."""
+    from tensorsight.core import rules
+
     try:
-        from tensorsight.core import rules  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
+        source = script_runner.read_source(path)
+    except (OSError, SyntaxError):
         return []
-    with open(path, encoding="utf-8") as handle:
-        source = handle.read()
     return list(rules.analyze(source, os.path.abspath(path)))
 
 
-class RunReport:
-    """What one doctored run produced besides findings: the model's shape map (first forward), if any."""
+class DoctoredRun:
+    """One run of the script under the agent: the findings it produced, and the shape map of its first forward."""
 
     def __init__(self) -> None:
+        self.findings: list[Finding] = []
         self.shape_map: dict[str, Any] | None = None
+        self._unsubscribe: Any = None
+        self._finished = False
 
-
-def run_script(
-    path: str, args: list[str], options: dict[str, Any], quiet_stdout: bool, report: RunReport | None = None
-) -> tuple[list[Finding], str]:
-    """Run ``path`` under the agent; returns (runtime findings, error text or "")."""
-    from tensorsight.agent.runtime import events, install
-    from tensorsight.agent.runtime import excepthook as exceptions
-    from tensorsight.agent.runtime import options as agent_options
-    from tensorsight.cli import script_runner
-
-    agent_options.set_options(options)
-    collected: list[Finding] = []
-    error = ""
-
-    def collect(event: dict[str, Any]) -> None:
+    def _collect(self, event: dict[str, Any]) -> None:
         if event.get("type") == "finding":
-            collected.append(Finding.from_dict(event["finding"]))
-        elif event.get("type") == "shape-map" and report is not None and report.shape_map is None:
-            report.shape_map = {k: v for k, v in event.items() if k not in ("type", "pid", "time")}
+            self.findings.append(Finding.from_dict(event["finding"]))
+        elif event.get("type") == "shape-map" and self.shape_map is None:
+            self.shape_map = {k: v for k, v in event.items() if k not in ("type", "pid", "time")}
 
-    unsubscribe = events.subscribe(collect)
-    install.install("doctor")
-    redirect = contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext()
-    try:
-        with redirect:
-            outcome = script_runner.run_script(path, args)
-        if outcome.exception is not None:
-            collected.extend(exceptions.explain(outcome.exception))
-        error = outcome.error
-    finally:
-        events.emit("run-finished", error=error)
-        unsubscribe()
-    return collected, error
+    def start(self, options: dict[str, Any]) -> None:
+        from tensorsight.agent.runtime import events
+
+        self._unsubscribe = events.subscribe(self._collect)
+        prelude.install_agent(options, "doctor")
+
+    def finish(self, outcome: ScriptOutcome) -> list[Finding]:
+        """Explain the script's exception, let every feature flush (``run-finished``); idempotent."""
+        if not self._finished:
+            self._finished = True
+            from tensorsight.agent.runtime import events
+            from tensorsight.agent.runtime import excepthook as exceptions
+
+            try:
+                if outcome.exception is not None:
+                    self.findings.extend(exceptions.explain(outcome.exception))
+            finally:
+                events.emit("run-finished", error=outcome.error)
+                if self._unsubscribe is not None:
+                    self._unsubscribe()
+        return self.findings
+
+
+def build_document(
+    static: list[Finding], doctored: DoctoredRun | None, outcome: ScriptOutcome | None, limits: Limits
+) -> dict[str, Any]:
+    """The report: ``{findings, shapeMap?, error?, partial?}`` (see the module docstring)."""
+    findings = list(static)
+    if doctored is not None and outcome is not None:
+        findings.extend(doctored.finish(outcome))
+    document = findings_document(findings)
+    if doctored is not None and doctored.shape_map is not None:
+        document["shapeMap"] = doctored.shape_map
+    if outcome is not None and outcome.error:
+        document["error"] = outcome.error
+    if outcome is not None and outcome.limit:
+        document["partial"] = _partial(outcome, limits)
+    return document
+
+
+def _partial(outcome: ScriptOutcome, limits: Limits) -> dict[str, Any]:
+    if outcome.limit == "timeout":
+        limit: float | int | None = limits.timeout
+        why = f"stopped after {limits.timeout:g} s (--timeout), at step {outcome.steps}"
+    else:
+        limit = limits.max_steps
+        why = f"stopped after {outcome.steps} optimizer step(s) (--max-steps)"
+    message = f"partial report: the script was {why}; the findings cover only what ran until then"
+    return {"reason": outcome.limit, "limit": limit, "steps": outcome.steps, "message": message}
+
+
+def publish(document: dict[str, Any], as_json: bool, stream: IO[str]) -> int:
+    """Print the report (JSON or text) on ``stream``; the doctor's exit status."""
+    if as_json:
+        prelude.write_json(document, stream)
+    else:
+        print_report(document, stream)
+    stream.flush()
+    severities = {f["severity"] for f in document["findings"]}
+    return 1 if "error" in severities or document.get("error") else 0
 
 
 def run(args: argparse.Namespace) -> int:
     path = args.script
-    if not os.path.isfile(path):
-        print(f"tensorsight doctor: no such script: {path}", file=sys.stderr)
-        return 2
+    refused = prelude.check_script("doctor", path)
+    if refused is not None:
+        return refused
     try:
-        options = {**DOCTOR_OPTIONS, **parse_overrides(args.set)}
+        options = {**DOCTOR_OPTIONS, **prelude.parse_overrides(args.set)}
+        limits = limits_of(args)
     except ValueError as exc:
-        print(f"tensorsight doctor: {exc}", file=sys.stderr)
-        return 2
-    findings = static_findings(path)
-    error = ""
-    report = RunReport()
-    if not args.no_run:
-        runtime, error = run_script(path, list(args.args), options, quiet_stdout=args.json, report=report)
-        findings.extend(runtime)
-    document = findings_document(findings)
-    if report.shape_map is not None:
-        document["shapeMap"] = report.shape_map
-    if error:
-        document["error"] = error
-    if args.json:
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
-    else:
-        print_report(document)
-    severities = {f["severity"] for f in document["findings"]}
-    return 1 if "error" in severities or error else 0
+        return prelude.refuse("doctor", str(exc))
+    stdout = sys.stdout  # the report's stream, also while the script's prints go to stderr
+    static = static_findings(path)
+    if args.no_run:
+        return publish(build_document(static, None, None, limits), args.json, stdout)
+    doctored = DoctoredRun()
+
+    def report_before_exit(outcome: ScriptOutcome) -> int:
+        return publish(build_document(static, doctored, outcome, limits), args.json, stdout)
+
+    doctored.start(options)
+    with prelude.script_output(args.json):
+        outcome = script_runner.run_script(path, list(args.args), limits=limits, on_hard_exit=report_before_exit)
+    return publish(build_document(static, doctored, outcome, limits), args.json, stdout)
 
 
-def print_report(document: dict[str, Any]) -> None:
+def print_report(document: dict[str, Any], stream: IO[str] | None = None) -> None:
+    out = stream if stream is not None else sys.stdout
     findings = [Finding.from_dict(f) for f in document["findings"]]
-    print(f"TensorSight doctor: {len(findings)} finding(s)")
+    partial = document.get("partial")
+    print(f"TensorSight doctor: {len(findings)} finding(s){' (PARTIAL)' if partial else ''}", file=out)
+    if partial:
+        print(f"  {partial['message']}", file=out)
     for finding in findings:
-        print("  " + format_finding(finding))
+        print("  " + format_finding(finding), file=out)
     if document.get("error"):
-        print(f"  the script stopped with: {document['error']}")
+        print(f"  the script stopped with: {document['error']}", file=out)
     shape_map = document.get("shapeMap")
     if shape_map and shape_map.get("rows"):
         from tensorsight.core.shapes import ShapeRow, format_shape_table
 
         rows = [ShapeRow(**row) for row in shape_map["rows"]]
-        print()
-        print(format_shape_table(rows, title=f"Shape map of {shape_map.get('model', 'the model')} (first forward)"))
+        title = f"Shape map of {shape_map.get('model', 'the model')} (first forward)"
+        print(file=out)
+        print(format_shape_table(rows, title=title), file=out)

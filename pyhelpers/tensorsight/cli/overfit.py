@@ -15,14 +15,13 @@ not, 2 when the script could not be run or showed no model/loss.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
-import json
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from tensorsight.cli import prelude
 
 FUNCTIONAL_LOSSES = (
     "cross_entropy",
@@ -57,8 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, default=200, help="training steps on the small batch (default 200)")
     parser.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
     parser.add_argument("--samples", type=int, default=8, help="samples taken from the first batch (default 8)")
-    parser.add_argument("script", help="the training script")
-    parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    prelude.add_script_arguments(parser, "the training script")
 
 
 def _bind_loss(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
@@ -142,13 +140,12 @@ def _watch_functional(original: Callable[..., Any], clock: Any, state: dict[str,
 
 
 def run(args: argparse.Namespace) -> int:
-    if not os.path.isfile(args.script):
-        print(f"tensorsight overfit: no such script: {args.script}", file=sys.stderr)
-        return 2
+    refused = prelude.check_script("overfit", args.script)
+    if refused is not None:
+        return refused
     from tensorsight.agent.measurement.overfit import train_copy
 
-    redirect = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
-    with redirect:
+    with prelude.script_output(args.json):
         captured = capture_training(args.script, list(args.args))
     document: dict[str, Any] = {"script": os.path.abspath(args.script)}
     if captured.model is not None:
@@ -160,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     status = 2
     if not captured.error and captured.loss_call is not None:
         try:
-            with redirect:
+            with prelude.script_output(args.json):
                 result = train_copy(
                     captured.model,
                     captured.loss_call,
@@ -178,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     if captured.error:
         document["error"] = captured.error
     if args.json:
-        sys.stdout.write(json.dumps(document, indent=1) + "\n")
+        prelude.write_json(document)
     else:
         where = f" ({os.path.relpath(captured.model_at[0])}:{captured.model_at[1]})" if captured.model_at else ""
         print(f"TensorSight overfit: model {document.get('model', '?')}{where}, loss {document.get('loss', '?')}")

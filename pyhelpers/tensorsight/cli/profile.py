@@ -13,12 +13,10 @@ Exit status: 0 on success, 1 when the script failed, 2 when it could not be run.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import os
-import sys
 from typing import Any
 
+from tensorsight.cli import prelude
 from tensorsight.core.phases import format_phase_table
 
 
@@ -35,18 +33,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--top", type=int, default=40, help="functions to list by cumulative and by own time")
     parser.add_argument("--no-phases", action="store_true", help="do not measure the phase breakdown")
-    parser.add_argument("script", help="the training script to profile")
-    parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    prelude.add_script_arguments(parser, "the training script to profile")
 
 
 def run(args: argparse.Namespace) -> int:
-    if not os.path.isfile(args.script):
-        print(f"tensorsight profile: no such script: {args.script}", file=sys.stderr)
-        return 2
+    refused = prelude.check_script("profile", args.script)
+    if refused is not None:
+        return refused
     from tensorsight.agent.measurement.profiling import profile_script
 
-    redirect = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
-    with redirect:
+    with prelude.script_output(args.json):
         result = profile_script(
             args.script,
             list(args.args),
@@ -58,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         )
     document = result.to_dict()
     if args.json:
-        sys.stdout.write(json.dumps(document, indent=1) + "\n")
+        prelude.write_json(document)
     else:
         print_report(document)
     return 1 if result.error else 0

@@ -15,14 +15,12 @@ Exit status: 0 with a shape map, 1 when the script ended or failed before one wa
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import os
 import sys
 from types import FrameType, ModuleType
 from typing import Any
 
-from tensorsight.cli import script_runner
+from tensorsight.cli import prelude, script_runner
 from tensorsight.core.shapes import format_shape_table
 
 
@@ -33,8 +31,9 @@ class _MapCaptured(script_runner.StopScript):
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document with the rows")
     parser.add_argument("--model", metavar="NAME", help="class name or variable name of the model to map")
-    parser.add_argument("script", help="the training script to run until its model's first forward")
-    parser.add_argument("args", nargs="*", help="arguments passed to the script (put them after --)")
+    prelude.add_script_arguments(
+        parser, "the training script to run until its model's first forward", args_after_dashes=True
+    )
 
 
 def _holds(frame: FrameType | None, name: str, module: Any) -> bool:
@@ -143,9 +142,8 @@ def capture(path: str, args: list[str], model_name: str | None, quiet_stdout: bo
     steps.add_step_listener(cap.on_step)  # armed before torch is imported, so the same import arms its hook
     when_imported("torch", cap.arm)
     document: dict[str, Any] = {"script": os.path.abspath(path)}
-    redirect = contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext()
     try:
-        with redirect:
+        with prelude.script_output(quiet_stdout):
             outcome = script_runner.run_script(path, args)
     finally:
         cap.remove()
@@ -170,16 +168,16 @@ def capture(path: str, args: list[str], model_name: str | None, quiet_stdout: bo
 
 
 def run(args: argparse.Namespace) -> int:
-    if not os.path.isfile(args.script):
-        print(f"tensorsight shapes: no such script: {args.script}", file=sys.stderr)
-        return 2
+    refused = prelude.check_script("shapes", args.script)
+    if refused is not None:
+        return refused
     from tensorsight.agent.runtime import options
 
     options.set_options({})
     document = capture(args.script, list(args.args), args.model, quiet_stdout=args.json)
     rows = document.pop("_rows")
     if args.json:
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        prelude.write_json(document)
     else:
         if rows:
             print(format_shape_table(rows, title=f"Shape map of {document['model']} ({args.script})"))

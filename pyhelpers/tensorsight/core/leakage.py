@@ -1,7 +1,8 @@
 """Data-leakage checks between train/val/test splits, vectorised so 1e6 rows take about a second.
 
-Called by ``tensorsight.check_data_leakage`` (the toolbox), by the agent's ``leakage_watch`` (automatic, on the
-splits a script builds) and by the demo. The checks:
+Called by ``tensorsight.check_data_leakage`` (the toolbox), by the agent's leakage watch (automatic, on the splits a
+script builds) and by the demo, on ``SplitData`` of plain numpy arrays: reading a split out of the user's live objects
+(tensors, DataFrames, datasets) is ``agent.leakage.splits``. The checks:
 - **id overlap**: the same sample id (an id column, index arrays such as ``train_idx``, or the indices of two
   ``Subset``s of one dataset) in two splits;
 - **duplicates**: the same sample content in two splits, found by a 64-bit hash per row (numpy row bytes mixed word by
@@ -10,8 +11,8 @@ splits a script builds) and by the demo. The checks:
   it (each value maps to one label);
 - **temporal leakage**: test (or val) samples dated before the latest training sample.
 
-Everything here reads its inputs and never writes them; torch and pandas are used only when the caller already
-imported them (looked up in ``sys.modules``). Work is bounded: at most ``MAX_ROWS`` rows per split (a deterministic
+Pure: numpy arrays in, issues out; no I/O, no user object touched, numpy imported only when a check runs (the caller
+already has it). Work is bounded: at most ``MAX_ROWS`` rows per split (a deterministic
 stride beyond that), at most ``MAX_HASH_WORDS`` words hashed per row (wider rows are confirmed by a full compare),
 label checks on a strided sample of ``LABEL_SAMPLE_ROWS`` rows, and a time budget after which remaining checks are
 skipped with a note.
@@ -21,13 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 MAX_ROWS = 5_000_000
 MAX_HASH_WORDS = 64
@@ -36,10 +34,11 @@ MAX_LABEL_COLUMNS = 256
 MAX_ITERATED_ITEMS = 100_000
 EXAMPLES = 5
 
-_PRIME = np.uint64(0x100000001B3)
-_SEED = np.uint64(0xCBF29CE484222325)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
+# FNV-1a prime and offset basis, then the splitmix64 finaliser's multipliers (as uint64 at hashing time)
+_PRIME = 0x100000001B3
+_SEED = 0xCBF29CE484222325
+_MIX1 = 0xBF58476D1CE4E5B9
+_MIX2 = 0x94D049BB133111EB
 
 SPLIT_ORDER = ("train", "val", "test")
 
@@ -133,210 +132,32 @@ class SplitData:
         return 0
 
 
-def _module(name: str) -> Any:
-    return sys.modules.get(name)
-
-
-def _is_tensor(value: Any) -> bool:
-    torch = _module("torch")
-    return torch is not None and isinstance(value, torch.Tensor)
-
-
-def _tensor_to_numpy(t: Any) -> Any:
-    """A read-only numpy view/copy of a tensor, or None (meta, sparse, quantized tensors have no plain data)."""
-    torch = _module("torch")
-    if t.device.type == "meta" or t.is_sparse or t.is_quantized or t.layout != torch.strided:
-        return None
-    with torch.no_grad():
-        t = t.detach()
-        if t.is_conj():
-            t = t.resolve_conj()
-        if t.is_neg():
-            t = t.resolve_neg()
-        if t.dtype in (torch.bfloat16,) or "float8" in str(t.dtype):
-            t = t.float()
-        if t.device.type != "cpu":
-            t = t.cpu()
-        return t.numpy()
-
-
-def to_array(value: Any) -> Any:
-    """numpy array for a tensor, ndarray, pandas object or sequence; None when that is not possible."""
-    if value is None:
-        return None
-    if isinstance(value, np.ndarray):
-        return value
-    if _is_tensor(value):
-        return _tensor_to_numpy(value)
-    pd = _module("pandas")
-    if pd is not None and isinstance(value, (pd.Series, pd.Index)):
-        return value.to_numpy()
-    if pd is not None and isinstance(value, pd.DataFrame):
-        return value.to_numpy()
-    if isinstance(value, (list, tuple, range)):
-        try:
-            array = np.asarray(value)
-        except (ValueError, TypeError):
-            array = np.empty(len(value), dtype=object)
-            array[:] = list(value)
-        return array
-    return None
-
-
 def _object_key(item: Any) -> bytes:
+    import numpy as np
+
     if isinstance(item, str):
         return item.encode("utf-8", "surrogatepass")
     if isinstance(item, bytes):
         return item
-    array = to_array(item) if not isinstance(item, (int, float)) else None
+    array = item if isinstance(item, np.ndarray) else None
+    if isinstance(item, (list, tuple)):
+        try:
+            array = np.asarray(item)
+        except (ValueError, TypeError):  # ragged: its repr is its key
+            array = None
     if array is not None and array.dtype.kind != "O":
         return str(array.dtype).encode() + str(array.shape).encode() + np.ascontiguousarray(array).tobytes()
     return repr(item).encode("utf-8", "surrogatepass")
 
 
 def object_keys(items: Iterable[Any]) -> Any:
-    """64-bit content hashes of arbitrary items (strings, nested lists, arrays) via blake2b."""
+    """64-bit content hashes of plain items (strings, bytes, numbers, nested lists, numpy arrays) via blake2b."""
+    import numpy as np
+
     return np.fromiter(
         (int.from_bytes(hashlib.blake2b(_object_key(x), digest_size=8).digest(), "little") for x in items),
         dtype=np.uint64,
     )
-
-
-_ID_NAMES = {"id", "ids", "uid", "uuid", "key", "sample_id", "record_id", "guid"}
-_TIME_NAMES = {"time", "timestamp", "date", "datetime", "ts", "created", "created_at", "event_time"}
-_LABEL_NAMES = {"label", "labels", "target", "targets", "y", "class", "outcome"}
-
-
-def _frame_split(df: Any, name: str, label: str | None, id_column: str | None, time_column: str | None) -> SplitData:
-    pd = _module("pandas")
-    columns = [str(c) for c in df.columns]
-    by_name = dict(zip(columns, df.columns, strict=False))
-
-    def pick(explicit: str | None, test: Callable[[str], bool]) -> str | None:
-        if explicit is not None:
-            return explicit if explicit in by_name else None
-        return next((c for c in columns if test(c)), None)
-
-    id_col = pick(id_column, lambda c: c.lower() in _ID_NAMES or c.lower().endswith("_id"))
-    time_col = pick(
-        time_column,
-        lambda c: (
-            c.lower() in _TIME_NAMES
-            or c.lower().endswith(("_time", "_date", "_at"))
-            or str(df[by_name[c]].dtype).startswith("datetime64")
-        ),
-    )
-    label_col = pick(label, lambda c: c.lower() in _LABEL_NAMES)
-    feature_cols = [c for c in columns if c not in {id_col, time_col, label_col}]
-    split = SplitData(name)
-    if feature_cols:
-        features = df[[by_name[c] for c in feature_cols]]
-        split.row_keys = pd.util.hash_pandas_object(features, index=False).to_numpy()
-        split.columns = {c: df[by_name[c]].to_numpy() for c in feature_cols[:MAX_LABEL_COLUMNS]}
-    if id_col is not None:
-        split.ids = df[by_name[id_col]].to_numpy()
-    if time_col is not None:
-        split.times = df[by_name[time_col]].to_numpy()
-    if label_col is not None:
-        split.labels = df[by_name[label_col]].to_numpy()
-    return split
-
-
-def describe(
-    obj: Any,
-    name: str,
-    *,
-    allow_iteration: bool = False,
-    label: str | None = None,
-    id_column: str | None = None,
-    time_column: str | None = None,
-) -> SplitData | None:
-    """What the checks can use from one split object; None when nothing is readable without running user code.
-
-    Understood: tensors, ndarrays, lists, pandas DataFrames/Series, ``(features, labels)`` tuples, torch
-    ``TensorDataset``/``Subset``/``DataLoader``, datasets exposing ``.data``/``.targets`` arrays, and (only with
-    ``allow_iteration``, since ``__getitem__`` is user code) any sized dataset, up to ``MAX_ITERATED_ITEMS`` items.
-    """
-    pd = _module("pandas")
-    if pd is not None and isinstance(obj, pd.DataFrame):
-        return _frame_split(obj, name, label, id_column, time_column)
-    if hasattr(obj, "dataset") and hasattr(obj, "batch_size") and hasattr(obj, "sampler"):  # a DataLoader
-        inner = describe(obj.dataset, name, allow_iteration=allow_iteration)
-        return inner
-    if hasattr(obj, "dataset") and hasattr(obj, "indices") and not isinstance(obj, (np.ndarray, list, tuple)):
-        base = describe(obj.dataset, name, allow_iteration=allow_iteration)
-        indices = to_array(list(obj.indices) if not hasattr(obj.indices, "__array__") else obj.indices)
-        split = SplitData(name, base=id(obj.dataset), indices=indices)
-        if base is not None and indices is not None and indices.size:
-            index = indices.astype(np.int64, copy=False)
-            for attr in ("rows", "row_keys", "labels", "ids", "times"):
-                value = getattr(base, attr)
-                if value is not None and len(value) > int(index.max()):
-                    setattr(split, attr, value[index])
-            split.notes.extend(base.notes)
-        return split
-    tensors = getattr(obj, "tensors", None)
-    if isinstance(tensors, tuple) and tensors and all(_is_tensor(t) for t in tensors):  # TensorDataset
-        split = SplitData(name, rows=to_array(tensors[0]))
-        if len(tensors) > 1:
-            split.labels = to_array(tensors[1])
-        return split
-    if isinstance(obj, tuple) and len(obj) == 2 and all(_arraylike(v) for v in obj):
-        features, labels = to_array(obj[0]), to_array(obj[1])
-        if features is not None and labels is not None and len(features) == len(labels):
-            return SplitData(name, rows=features, labels=labels)
-    if _arraylike(obj) or isinstance(obj, (list, tuple, range)):
-        array = to_array(obj)
-        if array is None:
-            return None
-        if array.ndim == 0:
-            return None
-        if array.dtype.kind == "O":
-            return SplitData(name, row_keys=object_keys(array))
-        return SplitData(name, rows=array)
-    data = getattr(obj, "data", None)
-    if data is not None and _arraylike(data) and hasattr(obj, "__len__"):
-        split = SplitData(name, rows=to_array(data))
-        targets = getattr(obj, "targets", None)
-        if targets is not None:
-            split.labels = to_array(targets)
-        return split
-    if allow_iteration and hasattr(obj, "__getitem__") and hasattr(obj, "__len__"):
-        return _iterate_dataset(obj, name)
-    return None
-
-
-def _arraylike(value: Any) -> bool:
-    pd = _module("pandas")
-    return (
-        isinstance(value, np.ndarray)
-        or _is_tensor(value)
-        or (pd is not None and isinstance(value, (pd.Series, pd.Index, pd.DataFrame)))
-    )
-
-
-def _iterate_dataset(dataset: Any, name: str) -> SplitData:
-    total = len(dataset)
-    count = min(total, MAX_ITERATED_ITEMS)
-    inputs, labels = [], []
-    for i in range(count):
-        item = dataset[i]
-        if isinstance(item, (tuple, list)) and len(item) >= 2:
-            inputs.append(item[0])
-            labels.append(item[1])
-        else:
-            inputs.append(item)
-    split = SplitData(name, row_keys=object_keys(inputs))
-    if labels and all(np.ndim(to_array(v) if _arraylike(v) else v) == 0 for v in labels[:100]):
-        try:
-            split.labels = np.asarray([v.item() if hasattr(v, "item") else v for v in labels])
-        except (TypeError, ValueError):
-            pass
-    split.notes.append(
-        f"{name}: read {count:,} of {total:,} items through __getitem__"
-        + (" (random augmentations hide duplicates)" if count else "")
-    )
-    return split
 
 
 # ---- hashing -------------------------------------------------------------------------------------------------------
@@ -344,6 +165,8 @@ def _iterate_dataset(dataset: Any, name: str) -> SplitData:
 
 def _row_bytes(rows: Any) -> Any:
     """``rows`` as a C-contiguous ``[N, bytes]`` uint8 array (a view when already contiguous)."""
+    import numpy as np
+
     array = np.asarray(rows)
     n = array.shape[0] if array.ndim else 1
     flat = np.ascontiguousarray(array.reshape(n, -1))
@@ -358,6 +181,8 @@ def row_hashes(rows: Any) -> Any:
     Rows wider than ``MAX_HASH_WORDS`` words hash an evenly spaced subset of words, so the cost per row is bounded;
     callers confirm equal hashes with a full byte compare.
     """
+    import numpy as np
+
     array = np.asarray(rows)
     if array.dtype.kind == "O":
         return object_keys(array)
@@ -375,24 +200,27 @@ def row_hashes(rows: Any) -> Any:
         columns: Iterable[int] = range(count)
     else:
         columns = np.unique(np.linspace(0, count - 1, MAX_HASH_WORDS).round().astype(np.int64)).tolist()
-    h = np.full(n, _SEED, dtype=np.uint64)
+    prime, mix1, mix2 = np.uint64(_PRIME), np.uint64(_MIX1), np.uint64(_MIX2)
+    h = np.full(n, np.uint64(_SEED), dtype=np.uint64)
     word = np.empty(n, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for j in columns:
             np.copyto(word, words[:, j], casting="unsafe")
             h ^= word
-            h *= _PRIME
+            h *= prime
         h ^= np.uint64(width)
         h ^= h >> np.uint64(30)
-        h *= _MIX1
+        h *= mix1
         h ^= h >> np.uint64(27)
-        h *= _MIX2
+        h *= mix2
         h ^= h >> np.uint64(31)
     return h
 
 
 def _match_keys(keys_a: Any, keys_b: Any) -> tuple[Any, Any]:
     """For each key of b, the index of an equal key in a: (indices into b, matching indices into a)."""
+    import numpy as np
+
     if len(keys_a) == 0 or len(keys_b) == 0:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty
@@ -459,6 +287,8 @@ class LeakageReport:
 
 
 def _plain(value: Any) -> Any:
+    import numpy as np
+
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
@@ -493,6 +323,8 @@ def _cap(split: SplitData) -> SplitData:
 
 def check_id_overlap(a: SplitData, b: SplitData) -> LeakageIssue | None:
     """Ids (or Subset indices of one dataset) that appear in both splits; counted over ``b``."""
+    import numpy as np
+
     if a.ids is not None and b.ids is not None:
         ids_a, ids_b, what = np.asarray(a.ids), np.asarray(b.ids), "ids"
     elif a.base is not None and a.base == b.base and a.indices is not None and b.indices is not None:
@@ -522,6 +354,8 @@ def check_id_overlap(a: SplitData, b: SplitData) -> LeakageIssue | None:
 
 def check_duplicates(a: SplitData, b: SplitData) -> LeakageIssue | None:
     """Samples of ``b`` whose content exactly equals a sample of ``a`` (hash, then a byte compare for arrays)."""
+    import numpy as np
+
     if a.rows is not None and b.rows is not None:
         rows_a, rows_b = np.asarray(a.rows), np.asarray(b.rows)
         if rows_a.shape[1:] != rows_b.shape[1:] or rows_a.dtype != rows_b.dtype:
@@ -567,6 +401,8 @@ def check_duplicates(a: SplitData, b: SplitData) -> LeakageIssue | None:
 
 def check_temporal(train: SplitData, other: SplitData) -> LeakageIssue | None:
     """``other`` samples dated before the latest training sample (a random split of time-ordered data)."""
+    import numpy as np
+
     if train.times is None or other.times is None or len(train.times) == 0 or len(other.times) == 0:
         return None
     t_train, t_other = np.asarray(train.times), np.asarray(other.times)
@@ -593,12 +429,16 @@ def check_temporal(train: SplitData, other: SplitData) -> LeakageIssue | None:
 
 
 def _as_codes(values: Any) -> tuple[Any, int]:
+    import numpy as np
+
     uniques, codes = np.unique(values, return_inverse=True)
     return codes.reshape(-1), len(uniques)
 
 
 def check_label_columns(split: SplitData) -> list[LeakageIssue]:
     """Feature columns that copy the label, are an exact linear function of it, or determine it value by value."""
+    import numpy as np
+
     if split.labels is None:
         return []
     labels = np.asarray(split.labels)
@@ -731,33 +571,3 @@ def check_splits(splits: Mapping[str, SplitData], budget_seconds: float = 10.0) 
             report.issues.extend(check_label_columns(target))
     report.seconds = time.perf_counter() - start
     return report
-
-
-def split_from_parts(
-    name: str,
-    data: Any = None,
-    *,
-    labels: Any = None,
-    ids: Any = None,
-    times: Any = None,
-    allow_iteration: bool = False,
-    label: str | None = None,
-    id_column: str | None = None,
-    time_column: str | None = None,
-) -> SplitData:
-    """Assemble one split from a data object and optional separate labels/ids/timestamps."""
-    split = None
-    if data is not None:
-        split = describe(
-            data, name, allow_iteration=allow_iteration, label=label, id_column=id_column, time_column=time_column
-        )
-        if split is None:
-            split = SplitData(name, notes=[f"{name}: {type(data).__name__} has no readable data; skipped"])
-    if split is None:
-        split = SplitData(name)
-    for attr, value in (("labels", labels), ("ids", ids), ("times", times)):
-        if value is not None:
-            array = to_array(value)
-            if array is not None:
-                setattr(split, attr, array.reshape(len(array), -1)[:, 0] if array.ndim > 1 else array)
-    return split

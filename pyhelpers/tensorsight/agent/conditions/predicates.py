@@ -2,9 +2,14 @@
 
 debugpy evaluates a breakpoint condition on every hit and treats an exception as "false" (a NameError silently), so
 a predicate that raises on odd input is a breakpoint that never fires. Every predicate here therefore never raises:
-misuse (a string, an object array, a bad ``factor``) makes it return False (``grad_norm``: NaN, which compares False
-with every threshold) and is reported once per call site, visibly: a ``[tensorsight]`` line on stderr (the Debug
-Console) and a ``condition-error`` event (the editor, through the hub).
+misuse (a string, an object array, a bad ``factor``) makes it return False (``grad_norm``: ``NO_NUMBER``, a NaN that is
+falsy, so both a bare ``grad_norm(42)`` and every comparison with it are False) and is reported once per call site,
+visibly: a ``[tensorsight]`` line on stderr (the Debug Console) and a ``condition-error`` event (the editor, through
+the hub).
+
+A predicate never runs the user's ``__torch_function__`` (nor a torch-function mode): a tensor subclass could count the
+calls, or answer ``sum`` with something that hides the NaN. Each predicate runs with torch functions disabled, so its
+reductions reach the real values; ``__torch_dispatch__`` subclasses still compute, as they must to have values.
 
 ``x`` may be a tensor, a numpy array, a Python number, an ``nn.Module`` (its parameters, buffers and gradients), an
 optimizer (its parameters and their gradients), or a list/tuple/dict/generator of these (``model.parameters()``).
@@ -31,6 +36,7 @@ from tensorsight.agent.runtime import events, steps
 from tensorsight.agent.runtime.guard import report_once
 from tensorsight.agent.runtime.tensor_walk import (
     Gathered,
+    _torch,
     exact_counts,
     gather,
     gradients_of,
@@ -57,7 +63,12 @@ _fingerprints: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
 
 def arm(origin: str = "debugger") -> None:
-    """Nothing to prepare: the predicates are plain functions reached through the builtin (cheap by design)."""
+    """The predicates are plain functions reached through the builtin; under the debugger, a condition that cannot
+    run (a typo, a syntax error) is also reported once, in words (``agent.debugger.conditions``)."""
+    if origin == "debugger":
+        from tensorsight.agent.debugger.conditions import watch_conditions
+
+        watch_conditions()
 
 
 # ---- reporting -------------------------------------------------------------------------------------------------------
@@ -117,15 +128,27 @@ def _misuse(predicate: str, problem: str) -> None:
     events.emit("condition-error", expression=expression, message=message, location=label)
 
 
+class _NoNumber(float):
+    """NaN that is falsy: every comparison with it is False (NaN) and so is the value itself (``__bool__``)."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NO_NUMBER: float = _NoNumber("nan")  # what a numeric predicate answers on misuse
+
+
 def _predicate(fallback: Any) -> Callable[[F], F]:
-    """Make a predicate total: any exception (a tensor subclass refusing an op, a device error) becomes ``fallback``
-    plus one visible report, instead of a breakpoint that silently never fires."""
+    """Make a predicate total and invisible to the program's torch-function overrides: any exception (a device error,
+    an iterator that raises) becomes ``fallback`` plus one visible report, instead of a breakpoint that silently never
+    fires; no subclass ``__torch_function__`` or torch-function mode sees the predicate's own ops."""
 
     def decorate(fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
-                return fn(*args, **kwargs)
+                with _torch_functions_off():
+                    return fn(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - the contract: never raise into debugpy's condition eval
                 _misuse(fn.__name__, f"failed ({type(exc).__name__}: {exc})")
                 return fallback
@@ -143,8 +166,11 @@ def _gathered(predicate: str, x: Any, with_grads: bool = True) -> Gathered | Non
     return found
 
 
-def _torch() -> Any:
-    return sys.modules.get("torch")
+def _torch_functions_off() -> Any:
+    """``torch._C.DisableTorchFunction()`` when torch is loaded: ops (and property reads) on a subclass then skip its
+    ``__torch_function__`` and return plain tensors; the user's modes are skipped too, and restored on exit."""
+    disable = getattr(getattr(_torch(), "_C", None), "DisableTorchFunction", None)
+    return disable() if disable is not None else contextlib.nullcontext()
 
 
 # ---- NaN / Inf -------------------------------------------------------------------------------------------------------
@@ -293,17 +319,18 @@ def _grad_norm_of(found: Gathered) -> float:
     return math.inf if math.isnan(total) else total
 
 
-@_predicate(math.nan)
+@_predicate(NO_NUMBER)
 def grad_norm(model_or_params: Any) -> float:
     """The total L2 norm of the gradients: ``grad_norm(model) > 1e3`` catches exploding gradients.
 
     Accepts a module, an optimizer, parameters (a list or ``model.parameters()``) or gradient tensors. 0.0 before any
-    backward. A NaN or Inf gradient gives ``inf`` (so ``> threshold`` fires); misuse gives NaN, which compares False.
+    backward. A NaN or Inf gradient gives ``inf`` (so ``> threshold`` fires). Misuse gives ``NO_NUMBER``: falsy, and
+    NaN, so ``grad_norm(42)``, ``grad_norm(42) > 1e3`` and ``grad_norm(42) < 1e-7`` are all False, as the report says.
     """
     found = gradients_of(model_or_params)
     if found.problems:
         _misuse("grad_norm", found.problems[0])
-        return math.nan
+        return NO_NUMBER
     return _grad_norm_of(found)
 
 

@@ -1,13 +1,16 @@
 """Leakage watch (option ``checkLeakage``, default on): checks the train/val/test splits a script builds, once.
 
-Armed by ``install`` (debugger and doctor). It never runs user code: it reads variables. At the program's first
-optimizer step, and again when the run finishes (for splits made after training, and for scripts that never step),
-it looks through the user's namespaces (the frames of user code on the stack, and the module globals of the script
-that imported numpy/torch) for values whose names say they are splits (``X_train``, ``y_test``, ``train_ds``,
-``val_loader``, ``test_idx``, ``df_test``...; see ``core.leakage.split_role``) and for ``Subset``s of one dataset
-(``random_split`` results). It reads their data without copying where it can (``Dataset.__getitem__`` is never
-called), runs ``core.leakage.check_splits`` within ``leakageBudgetSeconds`` (default 5 s), and publishes each issue as
-a ``leakage`` finding at the line that builds the split. Objects already checked are not checked again.
+Armed by ``install`` (debugger and doctor). It never runs user code: it reads variables, and looks at their types and
+attributes statically (``agent.leakage.splits.has_static``: no ``__getattr__``, no property), so an object that
+computes its attributes is neither run nor a reason to give up the check. At the program's first optimizer step, and
+again when the run finishes (for splits made after training, and for scripts that never step), it looks through the
+user's namespaces (the frames of user code on the stack, and the module globals of the script that imported
+numpy/torch) for values whose names say they are splits (``X_train``, ``y_test``, ``train_ds``, ``val_loader``,
+``test_idx``, ``df_test``...; see ``core.leakage.split_role``) and for ``Subset``s of one dataset (``random_split``
+results). It reads their data without copying where it can (``Dataset.__getitem__`` is never called;
+``agent.leakage.splits``), runs ``core.leakage.check_splits`` within ``leakageBudgetSeconds`` (default 5 s), and
+publishes each issue as a ``leakage`` finding at the line that builds the split. Objects already checked are not
+checked again.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from types import FrameType, ModuleType
 from typing import Any
 
+from tensorsight.agent.leakage.splits import MISSING, has_static, split_from_parts, static_attribute, to_array
 from tensorsight.agent.runtime import events, steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
@@ -103,19 +107,28 @@ def _at_exit() -> None:
 
 
 def _candidate_value(value: Any) -> bool:
-    """Values that can hold samples: arrays, tensors, frames, datasets and loaders (not functions, numbers...)."""
-    if (
-        isinstance(value, (str, bytes, int, float, bool))
-        or value is None
-        or (callable(value) and isinstance(value, type))
-    ):
+    """Values that can hold samples: arrays, tensors, frames, datasets and loaders (not functions, numbers...).
+
+    Decided from the value's type alone (``type(value)``, never ``value.__class__``) and static attribute lookups.
+    """
+    kind = type(value)
+    if value is None or issubclass(kind, (str, bytes, int, float, bool, type, dict, set, frozenset)):
         return False
-    if isinstance(value, (list, tuple)):
-        return len(value) >= MIN_ROWS
-    module = type(value).__module__ or ""
+    if issubclass(kind, (list, tuple)):  # the built-in length, not a subclass's __len__
+        return (list.__len__ if issubclass(kind, list) else tuple.__len__)(value) >= MIN_ROWS
+    module = kind.__module__ if isinstance(kind.__module__, str) else ""
     if module.startswith(("numpy", "torch", "pandas")):
-        return hasattr(value, "__len__") or hasattr(value, "shape")
-    return hasattr(value, "__len__") and hasattr(value, "__getitem__") and not isinstance(value, (dict, set))
+        return has_static(kind, "__len__") or has_static(value, "shape")
+    return has_static(kind, "__len__") and has_static(kind, "__getitem__")
+
+
+def _is_subset(value: Any) -> bool:
+    """A ``Subset``-like view (``random_split`` results): stored ``dataset`` and ``indices``, and not a loader."""
+    return (
+        static_attribute(value, "dataset") is not MISSING
+        and static_attribute(value, "indices") is not MISSING
+        and not has_static(value, "batch_size")
+    )
 
 
 def collect_splits(
@@ -142,12 +155,7 @@ def collect_splits(
                 current = found.setdefault(split, {}).get(kind)
                 if current is None or (kind == "data" and _data_priority(value) < _data_priority(current[1])):
                     found[split][kind] = (name, value, file)
-            if (
-                hasattr(value, "dataset")
-                and hasattr(value, "indices")
-                and not hasattr(value, "batch_size")
-                and id(value) not in seen_ids
-            ):
+            if _is_subset(value) and id(value) not in seen_ids:
                 seen_ids.add(id(value))
                 subsets.append((name, value, file))
     return found, subsets
@@ -155,9 +163,9 @@ def collect_splits(
 
 def _data_priority(value: Any) -> int:
     """Prefer the most direct view of the samples: arrays/frames, then datasets, then loaders."""
-    if hasattr(value, "batch_size") and hasattr(value, "dataset"):
+    if has_static(value, "batch_size") and has_static(value, "dataset"):
         return 2
-    if hasattr(value, "shape"):
+    if has_static(value, "shape"):
         return 0
     return 1
 
@@ -182,7 +190,7 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
         anchor = main or ids
         assert anchor is not None
         name, _, file = anchor
-        data = leakage.split_from_parts(
+        data = split_from_parts(
             name,
             main[1] if main is not None else None,
             labels=labels[1] if labels is not None else None,
@@ -200,7 +208,7 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
     # Subsets of one dataset that the names did not reveal (``a, b = random_split(ds, ...)``): index overlap only.
     by_base: dict[int, list[tuple[str, Any, str]]] = {}
     for item in subsets:
-        by_base.setdefault(id(item[1].dataset), []).append(item)
+        by_base.setdefault(id(static_attribute(item[1], "dataset")), []).append(item)
     extra: list[tuple[leakage.SplitData, leakage.SplitData]] = []
     for group in by_base.values():
         for i in range(len(group)):
@@ -214,12 +222,7 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
                 keys.update((key_a, key_b))
                 origin.setdefault(name_a, (name_a, file_a))
                 origin.setdefault(name_b, (name_b, file_b))
-                extra.append(
-                    (
-                        leakage.SplitData(name_a, base=id(a.dataset), indices=leakage.to_array(list(a.indices))),
-                        leakage.SplitData(name_b, base=id(b.dataset), indices=leakage.to_array(list(b.indices))),
-                    )
-                )
+                extra.append((_subset_split(name_a, a), _subset_split(name_b, b)))
     if keys <= _checked:
         return []
     _checked.update(keys)
@@ -236,6 +239,13 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
     for finding in findings:
         events.emit_finding(finding)
     return findings
+
+
+def _subset_split(name: str, subset: Any) -> Any:
+    from tensorsight.core.leakage import SplitData
+
+    indices = static_attribute(subset, "indices")
+    return SplitData(name, base=id(static_attribute(subset, "dataset")), indices=to_array(list(indices)))
 
 
 def _to_findings(issues: Iterable[Any], origin: Mapping[str, tuple[str, str]]) -> list[Finding]:

@@ -146,8 +146,7 @@ class Measurement:
         self.recorder = ScalarRecorder(torch, self.clock.models, settings.grad_norms_per_parameter)
         self.monitor = MemoryMonitor(torch) if settings.memory else None
         set_context(self.monitor, lambda: self.clock.in_eval_forward_with_grad)
-        logger = setup_logging(settings.log_file, settings.log_level) if settings.log_file else None
-        self.log = TrainingLog(logger)
+        self.log = TrainingLog(_open_log(settings, setup_logging))
         self.writer: Any = None
         if settings.tensorboard_dir:
             from tensorsight.agent.measurement.tensorboard_writer import open_writer
@@ -343,6 +342,20 @@ _armed = False
 def current() -> Measurement | None:
     """The running measurement (None until torch is imported with ``measure`` on)."""
     return _measurement
+
+
+def _open_log(settings: MeasureSettings, setup_logging: Any) -> Any:
+    """The ``logFile`` logger, or None: a log file that cannot be opened costs the log, never the measurement."""
+    if not settings.log_file:
+        return None
+    try:
+        return setup_logging(settings.log_file, settings.log_level)
+    except OSError as exc:
+        report_once(
+            "measure-log-file",
+            f"cannot write the training log to {settings.log_file} ({exc}); measuring goes on without the log file",
+        )
+        return None
 
 
 def _start(torch: ModuleType, settings: MeasureSettings) -> None:

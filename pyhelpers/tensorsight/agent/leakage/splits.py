@@ -1,0 +1,280 @@
+"""The data of one train/val/test split, read from the user's live objects into plain numpy arrays.
+
+Runs in the user's process; called by the leakage watch (``agent.leakage.watch``, automatic) and by
+``tensorsight.check_data_leakage`` (the toolbox). The checks themselves are pure and live in ``core.leakage``; this
+module is where live objects are touched: tensors are viewed as numpy (detached, on the CPU), DataFrames hashed
+with pandas' own row hash, ``Subset``/``DataLoader``/``TensorDataset`` unwrapped, and, only when the caller allows it
+(the toolbox: the user asked), any other sized dataset read through its ``__getitem__``, up to
+``core.leakage.MAX_ITERATED_ITEMS`` items.
+
+Without ``allow_iteration`` nothing here runs user code: attributes are read statically (``inspect.getattr_static``:
+no ``__getattr__``, no property), so a user object that computes its attributes is skipped, not evaluated.
+torch and pandas are used only when the program already imported them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from tensorsight.agent.runtime.tensor_walk import is_tensor
+from tensorsight.core.leakage import MAX_ITERATED_ITEMS, MAX_LABEL_COLUMNS, SplitData, object_keys
+
+MISSING: Any = object()
+
+_ID_NAMES = {"id", "ids", "uid", "uuid", "key", "sample_id", "record_id", "guid"}
+_TIME_NAMES = {"time", "timestamp", "date", "datetime", "ts", "created", "created_at", "event_time"}
+_LABEL_NAMES = {"label", "labels", "target", "targets", "y", "class", "outcome"}
+
+
+def static_attribute(obj: Any, name: str) -> Any:
+    """``obj.name`` when it is plain stored data (instance or class attribute), else ``MISSING``: never runs
+    ``__getattr__``/``__getattribute__`` or a descriptor (a property, a method), so no user code runs."""
+    try:
+        value = inspect.getattr_static(obj, name, MISSING)
+        if value is MISSING or inspect.getattr_static(type(value), "__get__", MISSING) is not MISSING:
+            return MISSING
+        return value
+    except Exception:  # noqa: BLE001 - an exotic metaclass: treat as absent
+        return MISSING
+
+
+def has_static(obj: Any, name: str) -> bool:
+    """Whether ``obj`` has attribute ``name`` (a slot, method or property counts), found without running user code."""
+    try:
+        return inspect.getattr_static(obj, name, MISSING) is not MISSING
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _module(name: str) -> Any:
+    return sys.modules.get(name)
+
+
+def _tensor_to_numpy(t: Any) -> Any:
+    """A read-only numpy view/copy of a tensor, or None (meta, sparse, quantized tensors have no plain data)."""
+    torch = _module("torch")
+    if t.device.type == "meta" or t.is_sparse or t.is_quantized or t.layout != torch.strided:
+        return None
+    with torch.no_grad():
+        t = t.detach()
+        if t.is_conj():
+            t = t.resolve_conj()
+        if t.is_neg():
+            t = t.resolve_neg()
+        if t.dtype in (torch.bfloat16,) or "float8" in str(t.dtype):
+            t = t.float()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        return t.numpy()
+
+
+def to_array(value: Any) -> Any:
+    """numpy array for a tensor, ndarray, pandas object or sequence; None when that is not possible."""
+    import numpy as np
+
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        return value
+    if is_tensor(value):
+        return _tensor_to_numpy(value)
+    pd = _module("pandas")
+    if pd is not None and isinstance(value, (pd.Series, pd.Index, pd.DataFrame)):
+        return value.to_numpy()
+    if isinstance(value, (list, tuple, range)):
+        try:
+            array = np.asarray(value)
+        except (ValueError, TypeError):
+            array = np.empty(len(value), dtype=object)
+            array[:] = list(value)
+        return array
+    return None
+
+
+def _plain_item(item: Any) -> Any:
+    """An item of a dataset or list as plain data for ``core.leakage.object_keys`` (tensors become arrays)."""
+    if isinstance(item, (str, bytes, int, float)):
+        return item
+    array = to_array(item)
+    return array if array is not None else item
+
+
+def _frame_split(df: Any, name: str, label: str | None, id_column: str | None, time_column: str | None) -> SplitData:
+    pd = _module("pandas")
+    columns = [str(c) for c in df.columns]
+    by_name = dict(zip(columns, df.columns, strict=False))
+
+    def pick(explicit: str | None, test: Callable[[str], bool]) -> str | None:
+        if explicit is not None:
+            return explicit if explicit in by_name else None
+        return next((c for c in columns if test(c)), None)
+
+    id_col = pick(id_column, lambda c: c.lower() in _ID_NAMES or c.lower().endswith("_id"))
+    time_col = pick(
+        time_column,
+        lambda c: (
+            c.lower() in _TIME_NAMES
+            or c.lower().endswith(("_time", "_date", "_at"))
+            or str(df[by_name[c]].dtype).startswith("datetime64")
+        ),
+    )
+    label_col = pick(label, lambda c: c.lower() in _LABEL_NAMES)
+    feature_cols = [c for c in columns if c not in {id_col, time_col, label_col}]
+    split = SplitData(name)
+    if feature_cols:
+        features = df[[by_name[c] for c in feature_cols]]
+        split.row_keys = pd.util.hash_pandas_object(features, index=False).to_numpy()
+        split.columns = {c: df[by_name[c]].to_numpy() for c in feature_cols[:MAX_LABEL_COLUMNS]}
+    if id_col is not None:
+        split.ids = df[by_name[id_col]].to_numpy()
+    if time_col is not None:
+        split.times = df[by_name[time_col]].to_numpy()
+    if label_col is not None:
+        split.labels = df[by_name[label_col]].to_numpy()
+    return split
+
+
+def describe(
+    obj: Any,
+    name: str,
+    *,
+    allow_iteration: bool = False,
+    label: str | None = None,
+    id_column: str | None = None,
+    time_column: str | None = None,
+) -> SplitData | None:
+    """What the checks can use from one split object; None when nothing is readable without running user code.
+
+    Understood: tensors, ndarrays, lists, pandas DataFrames/Series, ``(features, labels)`` tuples, torch
+    ``TensorDataset``/``Subset``/``DataLoader``, datasets exposing ``.data``/``.targets`` arrays, and (only with
+    ``allow_iteration``, since ``__getitem__`` is user code) any sized dataset, up to ``MAX_ITERATED_ITEMS`` items.
+    """
+    import numpy as np
+
+    pd = _module("pandas")
+    if pd is not None and isinstance(obj, pd.DataFrame):
+        return _frame_split(obj, name, label, id_column, time_column)
+    if isinstance(obj, (np.ndarray, list, tuple, range)) or _arraylike(obj):
+        return _describe_values(obj, name)
+    dataset = static_attribute(obj, "dataset")
+    if dataset is not MISSING and has_static(obj, "batch_size") and has_static(obj, "sampler"):  # a DataLoader
+        return describe(dataset, name, allow_iteration=allow_iteration)
+    indices = static_attribute(obj, "indices")
+    if dataset is not MISSING and indices is not MISSING:  # a Subset
+        return _describe_subset(dataset, indices, name, allow_iteration)
+    tensors = static_attribute(obj, "tensors")
+    if isinstance(tensors, tuple) and tensors and all(is_tensor(t) for t in tensors):  # TensorDataset
+        split = SplitData(name, rows=to_array(tensors[0]))
+        if len(tensors) > 1:
+            split.labels = to_array(tensors[1])
+        return split
+    data = static_attribute(obj, "data")
+    if data is not MISSING and data is not None and _arraylike(data) and has_static(type(obj), "__len__"):
+        split = SplitData(name, rows=to_array(data))
+        targets = static_attribute(obj, "targets")
+        if targets is not MISSING and targets is not None:
+            split.labels = to_array(targets)
+        return split
+    if allow_iteration and has_static(type(obj), "__getitem__") and has_static(type(obj), "__len__"):
+        return _iterate_dataset(obj, name)
+    return None
+
+
+def _describe_values(obj: Any, name: str) -> SplitData | None:
+    """An array, tensor, pandas Series, list or ``(features, labels)`` pair."""
+    if type(obj) is tuple and len(obj) == 2 and all(_arraylike(v) for v in obj):
+        features, labels = to_array(obj[0]), to_array(obj[1])
+        if features is not None and labels is not None and len(features) == len(labels):
+            return SplitData(name, rows=features, labels=labels)
+    array = to_array(obj)
+    if array is None or array.ndim == 0:
+        return None
+    if array.dtype.kind == "O":
+        return SplitData(name, row_keys=object_keys([_plain_item(v) for v in array]))
+    return SplitData(name, rows=array)
+
+
+def _describe_subset(dataset: Any, indices: Any, name: str, allow_iteration: bool) -> SplitData:
+    import numpy as np
+
+    base = describe(dataset, name, allow_iteration=allow_iteration)
+    positions = to_array(indices if isinstance(indices, np.ndarray) or is_tensor(indices) else list(indices))
+    split = SplitData(name, base=id(dataset), indices=positions)
+    if base is not None and positions is not None and positions.size:
+        index = positions.astype(np.int64, copy=False)
+        for attr in ("rows", "row_keys", "labels", "ids", "times"):
+            value = getattr(base, attr)
+            if value is not None and len(value) > int(index.max()):
+                setattr(split, attr, value[index])
+        split.notes.extend(base.notes)
+    return split
+
+
+def _arraylike(value: Any) -> bool:
+    np = _module("numpy")
+    pd = _module("pandas")
+    return (
+        (np is not None and isinstance(value, np.ndarray))
+        or is_tensor(value)
+        or (pd is not None and isinstance(value, (pd.Series, pd.Index, pd.DataFrame)))
+    )
+
+
+def _iterate_dataset(dataset: Any, name: str) -> SplitData:
+    """Read a dataset through ``__getitem__`` (user code: only when the caller allowed it), up to a bound."""
+    import numpy as np
+
+    total = len(dataset)
+    count = min(total, MAX_ITERATED_ITEMS)
+    inputs, labels = [], []
+    for i in range(count):
+        item = dataset[i]
+        if isinstance(item, (tuple, list)) and len(item) >= 2:
+            inputs.append(_plain_item(item[0]))
+            labels.append(item[1])
+        else:
+            inputs.append(_plain_item(item))
+    split = SplitData(name, row_keys=object_keys(inputs))
+    if labels and all(np.ndim(to_array(v) if _arraylike(v) else v) == 0 for v in labels[:100]):
+        try:
+            split.labels = np.asarray([v.item() if hasattr(v, "item") else v for v in labels])
+        except (TypeError, ValueError):
+            pass
+    split.notes.append(
+        f"{name}: read {count:,} of {total:,} items through __getitem__"
+        + (" (random augmentations hide duplicates)" if count else "")
+    )
+    return split
+
+
+def split_from_parts(
+    name: str,
+    data: Any = None,
+    *,
+    labels: Any = None,
+    ids: Any = None,
+    times: Any = None,
+    allow_iteration: bool = False,
+    label: str | None = None,
+    id_column: str | None = None,
+    time_column: str | None = None,
+) -> SplitData:
+    """Assemble one split from a data object and optional separate labels/ids/timestamps."""
+    split = None
+    if data is not None:
+        split = describe(
+            data, name, allow_iteration=allow_iteration, label=label, id_column=id_column, time_column=time_column
+        )
+        if split is None:
+            split = SplitData(name, notes=[f"{name}: {type(data).__name__} has no readable data; skipped"])
+    if split is None:
+        split = SplitData(name)
+    for attr, value in (("labels", labels), ("ids", ids), ("times", times)):
+        if value is not None:
+            array = to_array(value)
+            if array is not None:
+                setattr(split, attr, array.reshape(len(array), -1)[:, 0] if array.ndim > 1 else array)
+    return split
