@@ -1,8 +1,11 @@
-"""pytest-lsp plumbing for the language-server tests (tests/server): a real ``python -m tensorsight.server`` over stdio.
+"""pytest-lsp plumbing for the language-server tests (tests/server): the real server over stdio, started as the
+extension starts it.
 
 ``make_client`` records the server's custom notifications (``tensorsight/runEvent``, ``/gpu``, ``/status``) and
-answers the refresh requests VS Code would get; ``server_config`` builds the launch (PYTHONPATH=pyhelpers, optional
-extra environment). Helpers open documents, wait for what the server publishes, and apply LSP text edits.
+answers the refresh requests VS Code would get; ``server_config`` takes the launch from the extension's own launch
+function (``support.extension_launch``: isolated ``-I`` bootstrap, working directory ``pyhelpers``), with an
+optional extra environment, bundled-libraries folder or interpreter flags. Helpers open documents, wait for what the
+server publishes, and apply LSP text edits.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities, make_test_lsp_client
 
-from support.paths import PYHELPERS
+from support.extension_launch import extension_launch
 
 WAIT_SECONDS = 60.0
 
@@ -52,18 +55,32 @@ def make_client() -> LanguageClient:
     return client
 
 
+class ExtensionServerConfig(ClientServerConfig):
+    """pytest-lsp's config plus the working directory the extension gives the server process."""
+
+    def __init__(self, server_command: list[str], server_env: dict[str, str], cwd: str) -> None:
+        super().__init__(server_command=server_command, client_factory=make_client, server_env=server_env)
+        self.cwd = cwd
+
+    async def start(self, devtools: str | None = None) -> Any:
+        client = self.client_factory()
+        await client.start_io(*self.get_server_command(devtools), env=self.server_env, cwd=self.cwd)
+        return client
+
+
 def server_config(
-    extra_env: dict[str, str] | None = None, prepend_path: Sequence[str] = (), python_flags: Sequence[str] = ()
-) -> ClientServerConfig:
-    """The real server as the extension starts it; ``prepend_path`` goes before pyhelpers on PYTHONPATH."""
+    extra_env: dict[str, str] | None = None,
+    bundled_libs: str | None = None,
+    python_flags: Sequence[str] = (),
+    python: str = sys.executable,
+) -> ExtensionServerConfig:
+    """The real server exactly as the extension starts it. ``bundled_libs`` stands for the build's
+    extension/bundled/libs (e.g. a fake pynvml); ``python_flags`` go before the extension's own arguments."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORSIGHT_")}
-    env["PYTHONPATH"] = os.pathsep.join([*prepend_path, PYHELPERS])
     env.update(extra_env or {})
-    return ClientServerConfig(
-        server_command=[sys.executable, *python_flags, "-m", "tensorsight.server"],
-        client_factory=make_client,
-        server_env=env,
-    )
+    fields = {"bundledLibs": bundled_libs} if bundled_libs else {}
+    launch = extension_launch("server", env, python=python, **fields)
+    return ExtensionServerConfig([launch["command"], *python_flags, *launch["args"]], launch["env"], launch["cwd"])
 
 
 async def initialize(client: LanguageClient) -> None:
