@@ -25,7 +25,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyhelpers"))
 
-from tensorsight.server.runtime_view import MAX_RANK_STEPS, RANK_METRICS, RuntimeView
+from tensorsight.server.rank_book import MAX_RANK_STEPS, RANK_METRICS
+from tensorsight.server.runtime_view import RuntimeView
 
 TARGET_SECONDS_PER_EVENT = 1e-3
 SCRIPT = "/bench/train.py"

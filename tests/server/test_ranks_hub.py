@@ -17,7 +17,8 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from support.lsp import eventually, initialize, server_config
-from tensorsight.server.runtime_view import COMPARE_STEPS, MAX_RANK_STEPS, MAX_RANKS, RuntimeView, normalize_path
+from tensorsight.server.rank_book import COMPARE_STEPS, MAX_RANK_STEPS, MAX_RANKS
+from tensorsight.server.runtime_view import RuntimeView, normalize_path
 
 FILE = "/work/project/train.py"
 LOOP_LINE = 20

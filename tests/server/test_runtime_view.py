@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from tensorsight.server.runtime_view import NO_RUN_TITLE, RuntimeView, json_safe
+from tensorsight.core.protocol import json_safe
+from tensorsight.server.runtime_view import NO_RUN_TITLE, RuntimeView
 
 FILE = "/work/project/train.py"
 

@@ -5,10 +5,9 @@ to show for a file; it converts to LSP itself. A new debug session replaces what
 so the editor always shows one run. Events are validated here: a malformed one is rejected with a reason (the server
 logs it) and changes nothing.
 
-Distributed runs (torchrun, DDP): every rank of a session reports to the same hub. The view keeps each rank's latest
-``rank-state`` heartbeat and a bounded window of its train ``loss`` / ``grad_norm`` per step; ``check_ranks`` (the
-server calls it on its timer and after rank events) classifies the ranks with ``core.ranks`` (running, stopped,
-waiting for a stopped rank, hung, silent) and turns a diverging rank or a hang into a runtime finding, once each.
+Distributed runs (torchrun, DDP): every rank of a session reports to the same hub. Each session's ``RankBook``
+(``rank_book``) keeps the ranks' heartbeats and train series; ``check_ranks`` (the server calls it on its timer and
+after rank events) has it classify the ranks and stores a diverging rank or a hang as a runtime finding, once each.
 """
 
 from __future__ import annotations
@@ -16,25 +15,17 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from tensorsight.core.findings import Finding
-from tensorsight.core.ranks import RankState, RankVerdict, classify_ranks, diverging_rank, hang_findings
+from tensorsight.core.ranks import RankState
+from tensorsight.server.rank_book import HANG_AFTER_SECONDS, RankBook, RankCheck
 
 PHASE_ORDER = ("data", "forward", "backward", "optimizer", "other")
 MAX_FINDINGS_PER_FILE = 200
 MAX_SHAPES_PER_FILE = 2000
 MAX_TEXT = 200
-RANK_METRICS = ("loss", "grad_norm")  # the train scalars compared across ranks
-# Per rank and metric the view keeps the run's first COMPARE_STEPS steps (the "before" a drift is measured against)
-# and its newest ones, MAX_RANK_STEPS in all (room for one rank's events arriving late); diverging_rank is shown the
-# first and last COMPARE_STEPS common steps (its windows are 5) plus those new since the last comparison, so each
-# check costs the same at step 10 and at step 100 000.
-MAX_RANK_STEPS = 256
-COMPARE_STEPS = 10
-MAX_RANKS = 1024  # ranks tracked per session; reports from more are ignored
-HANG_AFTER_SECONDS = 300.0  # a collective waited on this long with no rank stopped in the debugger is a hang
 
 
 def normalize_path(path: str) -> str:
@@ -96,55 +87,6 @@ class Update:
     lenses: bool = False
     status: bool = False
     ranks: bool = False  # a rank's state or per-rank scalars changed: worth a ``check_ranks``
-
-
-@dataclass
-class RankBook:
-    """One session's view of its ranks: latest heartbeats, bounded per-rank series, what was already published."""
-
-    states: dict[int, RankState] = field(default_factory=dict)
-    pids: dict[int, int] = field(default_factory=dict)  # rank -> pid of its latest rank-state
-    series: dict[str, dict[int, dict[int, float]]] = field(default_factory=dict)  # metric -> rank -> step -> value
-    latest_step: dict[str, dict[int, int]] = field(default_factory=dict)  # metric -> rank -> newest step
-    compared_through: dict[str, int] = field(default_factory=dict)  # metric -> newest step every rank had, last check
-    loop_at: tuple[str, int] | None = None  # the training loop (from ``phases``): where divergence findings point
-    published: set[tuple[Any, ...]] = field(default_factory=set)  # keys of findings already raised
-    verdicts: list[dict[str, Any]] = field(default_factory=list)  # as last published (wire form)
-
-    def pending_metrics(self) -> list[str]:
-        """Metrics with a step that every rank has reported since the last comparison (only those can change it)."""
-        pending = []
-        for metric, latest in self.latest_step.items():
-            if len(latest) < 2:
-                continue
-            complete = min(latest.values())
-            if complete > self.compared_through.get(metric, -(1 << 62)):
-                pending.append(metric)
-        return pending
-
-    def comparable(self, metric: str) -> dict[int, dict[int, float]]:
-        """What ``diverging_rank`` needs of ``metric``: the first and last COMPARE_STEPS steps every rank reported,
-        and every such step newer than the last comparison (so no first NaN in between is skipped)."""
-        per_rank = self.series.get(metric, {})
-        if len(per_rank) < 2:
-            return {}
-        common = sorted(set.intersection(*(set(steps) for steps in per_rank.values())))
-        compared = self.compared_through.get(metric)
-        chosen = {*common[:COMPARE_STEPS], *common[-COMPARE_STEPS:]}
-        if compared is not None:
-            chosen.update(s for s in common if s > compared)
-        return {rank: {s: steps[s] for s in sorted(chosen)} for rank, steps in per_rank.items()}
-
-
-@dataclass
-class RankCheck:
-    """What ``check_ranks`` found: verdicts to announce (when ``changed``), new findings and the paths they touch."""
-
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
-    changed: bool = False  # the verdicts or their messages differ from the last published ones
-    status: bool = False  # some rank's verdict itself changed (worth a status notification)
-    findings: list[Finding] = field(default_factory=list)
-    diagnostics: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -228,19 +170,9 @@ class RuntimeView:
         return Update(status=True)
 
     def _on_rank_state(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
-        book = info.ranks
         state = RankState.from_event({**event, "rank": _rank_of(info, event)})
-        if state.rank < 0:
-            raise ValueError("'rank' must be >= 0")
-        previous = book.states.get(state.rank)
-        if previous is None and len(book.states) >= MAX_RANKS:
-            return Update()
-        if previous is not None and state.seen < previous.seen:
-            return Update()  # an older report overtaken on another connection
-        book.states[state.rank] = state
-        if isinstance(event.get("pid"), int):
-            book.pids[state.rank] = int(event["pid"])
-        return Update(ranks=True)
+        pid = int(event["pid"]) if isinstance(event.get("pid"), int) else None
+        return Update(ranks=info.ranks.record_state(state, pid))
 
     def _on_scalars(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
         """Keep each rank's train loss / grad norm per step (bounded); anything else in scalars is the panel's."""
@@ -249,22 +181,7 @@ class RuntimeView:
             return Update()
         if event.get("split", "train") != "train":
             return Update()  # validation loss is computed on the same data by every rank: nothing to compare
-        book = info.ranks
-        changed = False
-        for metric in RANK_METRICS:
-            value = _scalar(values.get(metric))
-            per_rank = book.series.setdefault(metric, {})
-            if value is None or (rank not in per_rank and len(per_rank) >= MAX_RANKS):
-                continue
-            steps = per_rank.setdefault(rank, {})
-            steps[step] = value
-            if len(steps) > MAX_RANK_STEPS:
-                for old in sorted(steps)[COMPARE_STEPS : len(steps) - MAX_RANK_STEPS + COMPARE_STEPS]:
-                    del steps[old]
-            latest = book.latest_step.setdefault(metric, {})
-            latest[rank] = max(step, latest.get(rank, step))
-            changed = True
-        return Update(ranks=changed)
+        return Update(ranks=info.ranks.record_scalars(rank, step, values))
 
     def _on_process_end(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
         pid = event.get("pid")
@@ -448,48 +365,17 @@ class RuntimeView:
         return sorted(lenses)
 
     def check_ranks(self, session_id: str, now: float) -> RankCheck:
-        """Classify the session's ranks at ``now`` (epoch seconds) and look for a diverging rank or a hang.
-
-        A finding is raised once: per (metric, rank, reason) for divergence, per waiting episode for a hang; it joins
-        the runtime diagnostics like an agent's finding. ``changed`` says whether the verdicts differ from what the
-        last check returned (so the caller announces them only then); the first check of ranks always counts.
-        """
+        """Classify the session's ranks at ``now`` (epoch seconds) and look for a diverging rank or a hang; a new
+        finding joins the runtime diagnostics like an agent's finding (see ``RankBook.check``)."""
         info = self.sessions.get(session_id)
         if info is None:
             return RankCheck()
-        book = info.ranks
-        check = RankCheck()
-        if book.states:
-            verdicts = classify_ranks(book.states, now, hang_after=self.hang_after)
-            for rank in list(verdicts):
-                if self._rank_finished(info, rank):
-                    verdicts[rank] = RankVerdict(rank, "finished", f"rank {rank} has finished")
-            check.verdicts = [_verdict_dict(v, book.states[r]) for r, v in sorted(verdicts.items())]
-            for finding in hang_findings(verdicts, book.states):
-                since = book.states[finding.rank].since if finding.rank is not None else None
-                self._raise_once(book, check, ("hung", finding.rank, since), finding, "rank-hung")
-        check.changed = check.verdicts != book.verdicts
-        check.status = _verdict_kinds(check.verdicts) != _verdict_kinds(book.verdicts)
-        book.verdicts = check.verdicts
-        location = self._rank_finding_location(info)
-        if location is None:
-            return check  # nowhere to point a finding yet: compare once a hello or a phases event says where
-        for metric in book.pending_metrics():
-            series = book.comparable(metric)
-            book.compared_through[metric] = min(book.latest_step[metric].values())
-            found = diverging_rank(series, metric, file=location[0], line=location[1])
-            if found is not None:
-                key = ("diverging", metric, found.rank, found.details.get("reason"))
-                self._raise_once(book, check, key, found, "rank-divergence")
+        check = info.ranks.check(
+            now, self.hang_after, lambda rank: self._rank_finished(info, rank), self._rank_finding_location(info)
+        )
+        for finding in check.findings:
+            check.diagnostics |= self._add_finding(finding).diagnostics
         return check
-
-    def _raise_once(self, book: RankBook, check: RankCheck, key: tuple[Any, ...], finding: Finding, code: str) -> None:
-        if key in book.published:
-            return
-        book.published.add(key)
-        finding = replace(finding, details={**finding.details, "code": code})  # a diagnostic code of its own
-        check.findings.append(finding)
-        check.diagnostics |= self._add_finding(finding).diagnostics
 
     def _rank_finding_location(self, info: SessionInfo) -> tuple[str, int] | None:
         """Where a cross-rank finding points: the training loop a rank measured, else the top of the script."""
@@ -540,44 +426,6 @@ _HANDLERS = {
 }
 
 
-def json_safe(value: Any) -> Any:
-    """A copy JSON (and so JavaScript) can carry: NaN/Infinity become the strings "NaN", "Infinity", "-Infinity"."""
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
-
-
-def _verdict_dict(verdict: RankVerdict, state: RankState) -> dict[str, Any]:
-    """A rank's verdict as the training panel and status bar get it."""
-    wire: dict[str, Any] = {
-        "rank": verdict.rank,
-        "verdict": verdict.verdict,
-        "message": verdict.message,
-        "state": state.state,
-        "since": state.since,
-        "step": state.step,
-    }
-    if verdict.waiting_for:
-        wire["waiting_for"] = list(verdict.waiting_for)
-    if state.file is not None and state.line is not None:
-        wire["file"], wire["line"] = state.file, state.line
-    if state.blocked_in is not None:
-        wire["blocked_in"] = state.blocked_in
-    return wire
-
-
-def _verdict_kinds(verdicts: list[dict[str, Any]]) -> list[tuple[Any, Any]]:
-    return [(v["rank"], v["verdict"]) for v in verdicts]
-
-
 def _rank_of(info: SessionInfo, event: Mapping[str, Any]) -> int | None:
     """The event's rank, else the rank its process announced (hello or ``rank`` event)."""
     rank = _optional_int(event.get("rank"))
@@ -585,17 +433,6 @@ def _rank_of(info: SessionInfo, event: Mapping[str, Any]) -> int | None:
         return rank
     process = info.processes.get(event["pid"]) if isinstance(event.get("pid"), int) else None
     return _optional_int(process.get("rank")) if process else None
-
-
-def _scalar(value: Any) -> float | None:
-    """A scalar value as a float: numbers, and the names non-finite numbers travel as in JSON; else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if value in ("NaN", "Infinity", "-Infinity", "inf", "-inf", "nan"):
-        return float(value)
-    return None
 
 
 def _str(value: Any, name: str) -> str:

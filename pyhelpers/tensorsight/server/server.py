@@ -1,37 +1,40 @@
-"""Wiring of the TensorSight language server: LSP features, custom methods, the hub and the GPU monitor.
+"""Wiring of the TensorSight language server: the features, the custom methods, the hub and the GPU monitor.
 
-Started by ``__main__`` (``python -m tensorsight.server``, stdio) from the extension. What a user sees:
-- diagnostics with rule codes on Python files that use torch (static rules, on open at once, on change debounced),
-  and quick fixes for them;
-- during and after a debug run, from the agents' events: observed shapes as inlay hints at assignment lines, the NaN
-  origin and runtime findings as diagnostics, the last observed tensor on hover, the phase breakdown as a code lens
-  above the training loop;
-- for a distributed run, each rank's verdict (running, stopped, waiting for a stopped rank, hung, silent), checked on
-  each rank report and about once a second, and a diverging or hung rank as a finding;
-- custom notifications for the extension's training panel and status bar (runs, GPU, hub state).
-Method names and payloads: ``methods.py`` and README.md in this folder.
+Started by ``__main__`` (``python -m tensorsight.server``, stdio) from the extension. This module only connects the
+parts; each LSP feature lives in its own module, which says what a user sees:
+- ``diagnostics``: static rules on Python files that use torch (on open at once, on change debounced), plus the
+  run's findings (NaN origin, runtime findings, diverging or hung ranks); ``code_actions``: their quick fixes;
+- ``inlay_hints``, ``hover``, ``code_lens``: observed shapes, the last observed tensor, the phase breakdown;
+- ``conditions``: ``tensorsight/validateCondition`` and ``tensorsight/suggestConditions``;
+- here: ``tensorsight/startSession`` / ``endSession`` (a hub listener per debug session), the agents' events through
+  ``runtime_view`` into refreshes and ``tensorsight/runEvent`` notifications, the rank verdicts (checked on each rank
+  report and about once a second), and the ``tensorsight/status`` and ``tensorsight/gpu`` notifications.
+Method names and payloads: ``tensorsight.core.protocol`` (and README.md in this folder).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import os
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from tensorsight import __version__
-from tensorsight.core import rules
-from tensorsight.server import methods
+from tensorsight.core import protocol
+from tensorsight.core.findings import Finding
+from tensorsight.core.protocol import json_safe
+from tensorsight.server import code_lens as code_lens_feature
+from tensorsight.server import conditions
+from tensorsight.server import hover as hover_feature
+from tensorsight.server import inlay_hints as inlay_hints_feature
 from tensorsight.server.code_actions import quick_fixes
+from tensorsight.server.code_lens import TrainingLoops
 from tensorsight.server.diagnostics import (
     DEBOUNCE_SECONDS,
     SOURCE_RUNTIME,
@@ -41,14 +44,14 @@ from tensorsight.server.diagnostics import (
 )
 from tensorsight.server.gpu_monitor import GpuMonitor
 from tensorsight.server.hub import Hub
-from tensorsight.server.runtime_view import RuntimeView, json_safe, normalize_path
+from tensorsight.server.params import required_str
+from tensorsight.server.runtime_view import RuntimeView, normalize_path
 
 GPU_POLL_SECONDS = 1.0
 RANK_CHECK_SECONDS = 1.0  # a silent rank or a hang shows without any event arriving, so the ranks are also polled
 REFRESH_SECONDS = 0.2  # coalesce bursts of runtime events into one publish / refresh
 
 _LOG_LEVELS = {"info": types.MessageType.Info, "warning": types.MessageType.Warning, "error": types.MessageType.Error}
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class TensorSightServer(LanguageServer):
@@ -60,7 +63,7 @@ class TensorSightServer(LanguageServer):
         self.hub = Hub(self.on_hub_event, self.log, self.send_status)
         self.gpu = gpu or GpuMonitor()
         self.static = StaticAnalysis()
-        self._loops: dict[str, tuple[int | None, list[tuple[int, int]]]] = {}
+        self.loops = TrainingLoops()
         self._pending_analysis: dict[str, asyncio.TimerHandle] = {}
         self._dirty_paths: set[str] = set()
         self._refresh_hints = False
@@ -94,6 +97,12 @@ class TensorSightServer(LanguageServer):
                 return uri
         return None
 
+    def source_of(self, uri: str) -> str:
+        """The open buffer's text, else the file's (empty when unreadable)."""
+        if uri in self.workspace.text_documents:
+            return self.workspace.get_text_document(uri).source
+        return "".join(_read_lines(to_fs_path(uri) or uri))
+
     # ------------------------------------------------------------------ static diagnostics
     def analyze_now(self, uri: str) -> None:
         self._pending_analysis.pop(uri, None)
@@ -106,7 +115,15 @@ class TensorSightServer(LanguageServer):
         loop = asyncio.get_running_loop()
         self._pending_analysis[uri] = loop.call_later(DEBOUNCE_SECONDS, self.analyze_now, uri)
 
-    def static_findings(self, uri: str) -> list[Any]:
+    def forget(self, uri: str) -> None:
+        """A closed document: drop its pending analysis and caches."""
+        pending = self._pending_analysis.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+        self.static.forget(uri)
+        self.loops.forget(uri)
+
+    def static_findings(self, uri: str) -> list[Finding]:
         document = self.workspace.get_text_document(uri)
         path = to_fs_path(uri) or uri
         if not (path.endswith(".py") or document.language_id == "python"):
@@ -128,12 +145,7 @@ class TensorSightServer(LanguageServer):
 
     def training_loops(self, uri: str) -> list[tuple[int, int]]:
         document = self.workspace.get_text_document(uri)
-        cached = self._loops.get(uri)
-        if cached is not None and cached[0] == document.version and document.version is not None:
-            return cached[1]
-        loops = rules.training_loops(document.source) if rules.is_training_source(document.source) else []
-        self._loops[uri] = (document.version, loops)
-        return loops
+        return self.loops.of(uri, document.version, document.source)
 
     # ------------------------------------------------------------------ runtime hub
     def on_hub_event(self, session_id: str, event: dict[str, Any]) -> None:
@@ -141,8 +153,8 @@ class TensorSightServer(LanguageServer):
         if update.error is not None:
             self.log("warning", f"hub: rejected an event from pid {event.get('pid')}: {update.error}")
             return
-        if event.get("type") in methods.FORWARDED_EVENT_TYPES:
-            self.notify(methods.RUN_EVENT, {"sessionId": session_id, "event": event})
+        if event.get("type") in protocol.FORWARDED_EVENT_TYPES:
+            self.notify(protocol.RUN_EVENT, {"sessionId": session_id, "event": event})
         self._dirty_paths |= update.diagnostics
         self._refresh_hints = self._refresh_hints or bool(update.hints)
         self._refresh_lenses = self._refresh_lenses or update.lenses
@@ -160,10 +172,10 @@ class TensorSightServer(LanguageServer):
             event = {"type": "finding", "finding": finding.to_dict(), "time": time.time(), "origin": "server"}
             if finding.rank is not None:
                 event["rank"] = finding.rank
-            self.notify(methods.RUN_EVENT, {"sessionId": session_id, "event": event})
+            self.notify(protocol.RUN_EVENT, {"sessionId": session_id, "event": event})
         if check.changed:
             event = {"type": "ranks", "verdicts": check.verdicts, "time": time.time()}
-            self.notify(methods.RUN_EVENT, {"sessionId": session_id, "event": event})
+            self.notify(protocol.RUN_EVENT, {"sessionId": session_id, "event": event})
         if check.diagnostics:
             self._dirty_paths |= check.diagnostics
             self._schedule_refresh()
@@ -207,7 +219,7 @@ class TensorSightServer(LanguageServer):
                     rejectedConnections=session.rejected_connections,
                     malformedEvents=session.malformed_events,
                 )
-        self.notify(methods.STATUS, status)
+        self.notify(protocol.STATUS, status)
 
     async def start_session(self, session_id: str) -> dict[str, str]:
         touched = self.view.start_session(session_id)
@@ -239,7 +251,7 @@ class TensorSightServer(LanguageServer):
         pids = [pid for s in self.view.active_sessions() for pid in s.processes]
         snapshot = await asyncio.to_thread(self.gpu.snapshot, pids)
         if force or snapshot.get("available") or snapshot != self._last_gpu:
-            self.notify(methods.GPU, snapshot)
+            self.notify(protocol.GPU, snapshot)
         self._last_gpu = snapshot
 
 
@@ -266,11 +278,7 @@ def did_change(ls: TensorSightServer, params: types.DidChangeTextDocumentParams)
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: TensorSightServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
-    pending = ls._pending_analysis.pop(uri, None)
-    if pending is not None:
-        pending.cancel()
-    ls.static.forget(uri)
-    ls._loops.pop(uri, None)
+    ls.forget(uri)
     ls.publish(uri)  # what stays is the run's findings for the file (none: the list is cleared)
 
 
@@ -286,63 +294,20 @@ def code_action(ls: TensorSightServer, params: types.CodeActionParams) -> list[t
 
 @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
 def inlay_hint(ls: TensorSightServer, params: types.InlayHintParams) -> list[types.InlayHint]:
-    uri = params.text_document.uri
-    path = to_fs_path(uri)
+    path = to_fs_path(params.text_document.uri)
     if not path:
         return []
-    lines = ls.workspace.get_text_document(uri).lines
-    hints = []
-    for seen in ls.view.inlay_hints(path):
-        index = seen.line - 1
-        if not params.range.start.line <= index <= params.range.end.line or index >= len(lines):
-            continue
-        text = lines[index].rstrip("\r\n")
-        column = _after_target(text, seen.name)
-        tooltip = f"observed at step {seen.step}" if seen.step is not None else "observed during the last run"
-        if len(seen.texts) > 1:
-            tooltip += "; shapes seen here: " + ", ".join(seen.texts)
-        if column is None:
-            label, column, padding = seen.text, len(text.rstrip()), True
-        else:
-            label, padding = f": {seen.text}", False
-        hints.append(
-            types.InlayHint(
-                position=types.Position(line=index, character=ls.units(text[:column])),
-                label=label,
-                kind=types.InlayHintKind.Type,
-                padding_left=padding,
-                tooltip=tooltip,
-            )
-        )
-    return hints
-
-
-def _after_target(text: str, name: str | None) -> int | None:
-    """Column just after ``name`` where it is assigned on this line (``x = ...``, ``x, y = ...``), if it is."""
-    if not name:
-        return None
-    equals = re.search(r"(?<![=!<>+\-*/%&|^@:])=(?!=)", text)
-    if equals is None:
-        return None
-    for match in re.finditer(rf"\b{re.escape(name)}\b", text[: equals.start()]):
-        return match.end()
-    return None
+    lines = ls.workspace.get_text_document(params.text_document.uri).lines
+    return inlay_hints_feature.inlay_hints(ls.view.inlay_hints(path), lines, params.range, ls.units)
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 def hover(ls: TensorSightServer, params: types.HoverParams) -> types.Hover | None:
-    uri = params.text_document.uri
-    path = to_fs_path(uri)
+    path = to_fs_path(params.text_document.uri)
     if not path:
         return None
-    document = ls.workspace.get_text_document(uri)
-    word = document.word_at_position(params.position) or None
-    if word is not None and not _IDENTIFIER.fullmatch(word):
-        word = None
-    text = ls.view.hover(path, params.position.line + 1, word)
-    if text is None:
-        return None
-    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
+    document = ls.workspace.get_text_document(params.text_document.uri)
+    return hover_feature.hover(ls.view, path, document, params.position)
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
@@ -351,15 +316,7 @@ def code_lens(ls: TensorSightServer, params: types.CodeLensParams) -> list[types
     path = to_fs_path(uri)
     if not path:
         return []
-    lenses = []
-    for line, title in ls.view.code_lenses(path, ls.training_loops(uri)):
-        position = types.Position(line=line - 1, character=0)
-        lenses.append(
-            types.CodeLens(
-                range=types.Range(start=position, end=position), command=types.Command(title=title, command="")
-            )
-        )
-    return lenses
+    return code_lens_feature.code_lenses(ls.view, path, ls.training_loops(uri))
 
 
 @server.feature(types.SHUTDOWN)
@@ -369,97 +326,24 @@ async def shutdown(ls: TensorSightServer, params: None) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- custom methods
-@server.feature(methods.START_SESSION)
+@server.feature(protocol.START_SESSION)
 async def start_session(ls: TensorSightServer, params: Any) -> dict[str, str]:
-    session_id = _required_str(params, "sessionId")
-    return await ls.start_session(session_id)
+    return await ls.start_session(required_str(params, "sessionId"))
 
 
-@server.feature(methods.END_SESSION)
+@server.feature(protocol.END_SESSION)
 async def end_session(ls: TensorSightServer, params: Any) -> dict[str, bool]:
-    session_id = _required_str(params, "sessionId")
-    return {"ended": await ls.end_session(session_id)}
+    return {"ended": await ls.end_session(required_str(params, "sessionId"))}
 
 
-@server.feature(methods.VALIDATE_CONDITION)
+@server.feature(protocol.VALIDATE_CONDITION)
 def validate_condition(ls: TensorSightServer, params: Any) -> dict[str, Any]:
-    """Names a breakpoint condition uses that are not defined at that line (debugpy would silently never stop)."""
-    uri = _required_str(params, "uri")
-    condition = _required_str(params, "condition")
-    line = as_dict(params).get("line")
-    if isinstance(line, bool) or not isinstance(line, int) or line < 0:
-        raise JsonRpcInvalidParams("'line' must be a 0-based line number")
-    conditions = _conditions_module()
-    if conditions is None:
-        return {"undefinedNames": [], "message": "", "syntaxError": None, "available": False}
-    if uri in ls.workspace.text_documents:
-        source = ls.workspace.get_text_document(uri).source
-    else:
-        source = "".join(_read_lines(to_fs_path(uri) or uri))
-    if hasattr(conditions, "validate_condition"):
-        answer = dict(conditions.validate_condition(source, line + 1, condition))
-    else:
-        names = list(dict.fromkeys(str(n) for n in conditions.undefined_names(source, line + 1, condition)))
-        message = f"not defined at line {line + 1}: {', '.join(names)}" if names else ""
-        answer = {"undefinedNames": names, "message": message, "syntaxError": None}
-    return {**json_safe(answer), "available": True}
+    return conditions.validate_condition(params, ls.source_of)
 
 
-@server.feature(methods.SUGGEST_CONDITIONS)
+@server.feature(protocol.SUGGEST_CONDITIONS)
 def suggest_conditions(ls: TensorSightServer, params: Any) -> list[Any]:
-    """Conditions for the quick pick (``[{label, condition, description}]``); the shape observed at run time for
-    that name (when ``uri`` and 0-based ``line`` are given and a run saw it) sharpens the suggestions."""
-    name = _required_str(params, "name")
-    conditions = _conditions_module()
-    if conditions is None:
-        return []
-    given = as_dict(params)
-    kind_hint = given.get("kindHint") if isinstance(given.get("kindHint"), str) else None
-    shape = given.get("shape") if isinstance(given.get("shape"), list) else None
-    uri, line = given.get("uri"), given.get("line")
-    if shape is None and isinstance(uri, str) and isinstance(line, int) and (path := to_fs_path(uri)):
-        seen = [s for s in ls.view.inlay_hints(path) if s.line == line + 1 and s.name == name]
-        if seen and seen[-1].shape is not None:
-            shape = list(seen[-1].shape)
-    try:
-        suggestions = conditions.suggest_conditions(name, kind_hint, shape)
-    except TypeError:  # an older helper that takes the name only
-        suggestions = conditions.suggest_conditions(name)
-    return list(json_safe(list(suggestions)))
-
-
-def _conditions_module() -> Any | None:
-    """``tensorsight.core.conditions`` (the breakpoint feature's pure helpers), or None in a build without it."""
-    try:
-        return importlib.import_module("tensorsight.core.conditions")
-    except ImportError:
-        return None
-
-
-def as_dict(params: Any) -> dict[str, Any]:
-    """Custom-method params arrive as pygls namedtuples; plain dicts are easier to check."""
-    if params is None:
-        return {}
-    if isinstance(params, dict):
-        return params
-    if hasattr(params, "_asdict"):
-        return {k: _plain(v) for k, v in params._asdict().items()}
-    raise JsonRpcInvalidParams("params must be an object")
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "_asdict"):
-        return {k: _plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _required_str(params: Any, key: str) -> str:
-    value = as_dict(params).get(key)
-    if not isinstance(value, str) or not value:
-        raise JsonRpcInvalidParams(f"'{key}' must be a non-empty string")
-    return value
+    return conditions.suggest_conditions(params, ls.view, to_fs_path)
 
 
 def _read_lines(path: str) -> Sequence[str]:

@@ -1,0 +1,46 @@
+"""``textDocument/codeLens``: the measured phase breakdown above each training loop.
+
+``server`` answers the request with ``code_lenses``: label-only lenses (``command: ""``) above every outermost loop
+that calls ``backward()`` and an optimizer step (``core.rules.training_loops``), titled by ``RuntimeView.code_lenses``
+(the run's breakdown, or a hint that no run measured it yet). ``TrainingLoops`` caches the loops per document
+version, so a refresh after each run event does not re-parse the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from lsprotocol import types
+
+from tensorsight.core import rules
+from tensorsight.server.runtime_view import RuntimeView
+
+
+class TrainingLoops:
+    """(first, last) 1-based line spans of the training loops of each open document, per version."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[int | None, list[tuple[int, int]]]] = {}
+
+    def of(self, uri: str, version: int | None, source: str) -> list[tuple[int, int]]:
+        cached = self._cache.get(uri)
+        if cached is not None and cached[0] == version and version is not None:
+            return cached[1]
+        loops = rules.training_loops(source) if rules.is_training_source(source) else []
+        self._cache[uri] = (version, loops)
+        return loops
+
+    def forget(self, uri: str) -> None:
+        self._cache.pop(uri, None)
+
+
+def code_lenses(view: RuntimeView, path: str, loops: Iterable[tuple[int, int]]) -> list[types.CodeLens]:
+    lenses = []
+    for line, title in view.code_lenses(path, loops):
+        position = types.Position(line=line - 1, character=0)
+        lenses.append(
+            types.CodeLens(
+                range=types.Range(start=position, end=position), command=types.Command(title=title, command="")
+            )
+        )
+    return lenses

@@ -1,0 +1,41 @@
+"""``tensorsight/validateCondition`` and ``tensorsight/suggestConditions``: help with breakpoint conditions.
+
+The extension asks ``validateCondition`` before it sets a conditional breakpoint (debugpy treats a condition that
+raises as false, so a misspelt name is a breakpoint that never stops) and ``suggestConditions`` for the quick pick of
+"Add Tensor Breakpoint…". ``server`` registers both; the answers come from the pure ``core.conditions``, given the
+document's text and, for suggestions, the shape a run observed for that name at that line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tensorsight.core import conditions
+from tensorsight.core.protocol import json_safe
+from tensorsight.server.params import as_dict, required_str, zero_based_line
+from tensorsight.server.runtime_view import RuntimeView
+
+
+def validate_condition(params: Any, source_of: Any) -> dict[str, Any]:
+    """``{undefinedNames, message, syntaxError, available}`` for the condition at the 0-based ``line`` of ``uri``;
+    ``source_of(uri)`` gives the document's text (the open buffer, else the file)."""
+    uri = required_str(params, "uri")
+    condition = required_str(params, "condition")
+    line = zero_based_line(params)
+    answer = conditions.validate_condition(source_of(uri), line + 1, condition)
+    return {**json_safe(answer), "available": True}
+
+
+def suggest_conditions(params: Any, view: RuntimeView, path_of: Any) -> list[Any]:
+    """``[{label, condition, description}]`` for ``name``; with ``uri`` and 0-based ``line``, the shape a run observed
+    for that name there (when no ``shape`` is given) pre-fills the shape condition."""
+    name = required_str(params, "name")
+    given = as_dict(params)
+    kind_hint = given.get("kindHint") if isinstance(given.get("kindHint"), str) else None
+    shape = given.get("shape") if isinstance(given.get("shape"), list) else None
+    uri, line = given.get("uri"), given.get("line")
+    if shape is None and isinstance(uri, str) and isinstance(line, int) and (path := path_of(uri)):
+        seen = [s for s in view.inlay_hints(path) if s.line == line + 1 and s.name == name]
+        if seen and seen[-1].shape is not None:
+            shape = list(seen[-1].shape)
+    return list(json_safe(conditions.suggest_conditions(name, kind_hint, shape)))

@@ -1,0 +1,45 @@
+"""Checks on the params of TensorSight's custom requests (``tensorsight/*``), shared by every request handler.
+
+pygls hands a custom method's params over as namedtuples (or a dict); the handlers in ``server``, ``conditions`` and
+``sessions`` read them through ``as_dict`` and ``required_str`` so that bad params become a JSON-RPC invalid-params
+error (``-32602``) for the client, never an exception in the server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pygls.exceptions import JsonRpcInvalidParams
+
+
+def as_dict(params: Any) -> dict[str, Any]:
+    """Custom-method params as a plain dict (nested namedtuples too)."""
+    if params is None:
+        return {}
+    if isinstance(params, dict):
+        return params
+    if hasattr(params, "_asdict"):
+        return {k: _plain(v) for k, v in params._asdict().items()}
+    raise JsonRpcInvalidParams("params must be an object")
+
+
+def required_str(params: Any, key: str) -> str:
+    value = as_dict(params).get(key)
+    if not isinstance(value, str) or not value:
+        raise JsonRpcInvalidParams(f"'{key}' must be a non-empty string")
+    return value
+
+
+def zero_based_line(params: Any, key: str = "line") -> int:
+    value = as_dict(params).get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise JsonRpcInvalidParams(f"'{key}' must be a 0-based line number")
+    return value
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
