@@ -39,16 +39,16 @@ test('the language server starts isolated (-I, the bootstrap), from pyhelpers, w
   assert.equal('X' in launch.env, false);
 });
 
-test("a CLI tool starts in pyhelpers, sees the user's PYTHONPATH after ours, and moves to the workspace", () => {
+test("a CLI tool starts in pyhelpers, sees the user's PYTHONPATH behind the stdlib, and moves to the workspace", () => {
   const launch = toolLaunch('/py', paths, 'doctor', '/w/train.py', '/w', { PYTHONPATH: '/a::/b' }, ':');
   assert.deepEqual(launch.args, [
     '-I',
     BOOT,
     '--path',
     '/ext/pyhelpers',
-    '--path',
+    '--after',
     '/a',
-    '--path',
+    '--after',
     '/b',
     '--chdir',
     '/w',
@@ -63,8 +63,8 @@ test("a CLI tool starts in pyhelpers, sees the user's PYTHONPATH after ours, and
 });
 
 test('any other module (TensorBoard, the debug adapter) goes through the same bootstrap', () => {
-  const board = moduleLaunch('/py', paths, 'tensorboard.main', ['--logdir', 'runs'], {}, ':');
-  assert.deepEqual(board.args, ['-I', BOOT, '-m', 'tensorboard.main', '--logdir', 'runs']);
+  const board = moduleLaunch('/py', paths, 'tensorboard.main', ['--logdir', 'runs'], { PYTHONPATH: '.' }, ':');
+  assert.deepEqual(board.args, ['-I', BOOT, '--after', '.', '-m', 'tensorboard.main', '--logdir', 'runs']);
   const adapter = isolatedLaunch('/py', '/ext/pyhelpers', { module: 'debugpy.adapter', searchPath: ['/libs'] }, {});
   assert.deepEqual(adapter.args, ['-I', BOOT, '--path', '/libs', '-m', 'debugpy.adapter']);
 });

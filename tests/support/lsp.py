@@ -28,13 +28,18 @@ WAIT_SECONDS = 60.0
 def make_client() -> LanguageClient:
     client = make_test_lsp_client()
     client.run_events = []  # type: ignore[attr-defined]
+    client.run_event_batches = []  # type: ignore[attr-defined]
     client.gpu_reports = []  # type: ignore[attr-defined]
     client.statuses = []  # type: ignore[attr-defined]
     client.refreshes = []  # type: ignore[attr-defined]
 
     @client.feature("tensorsight/runEvent")
     def run_event(ls: LanguageClient, params: Any) -> None:
-        ls.run_events.append(_plain(params))  # type: ignore[attr-defined]
+        # One entry per event, as the extension fires them; each notification (a batch) is kept too.
+        batch = _plain(params)
+        ls.run_event_batches.append(batch)  # type: ignore[attr-defined]
+        for event in batch["events"]:
+            ls.run_events.append({"sessionId": batch["sessionId"], "event": event})  # type: ignore[attr-defined]
 
     @client.feature("tensorsight/gpu")
     def gpu(ls: LanguageClient, params: Any) -> None:
@@ -83,8 +88,13 @@ def server_config(
     return ExtensionServerConfig([launch["command"], *python_flags, *launch["args"]], launch["env"], launch["cwd"])
 
 
-async def initialize(client: LanguageClient) -> None:
-    await client.initialize_session(types.InitializeParams(capabilities=client_capabilities("visual-studio-code")))
+async def initialize(client: LanguageClient, trusted: bool = True) -> None:
+    """initialize as VS Code does, saying whether the workspace is trusted (the extension always says)."""
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"), initialization_options={"trusted": trusted}
+        )
+    )
 
 
 def _plain(value: Any) -> Any:

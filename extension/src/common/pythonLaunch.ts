@@ -1,11 +1,12 @@
 /**
  * How the extension starts every Python process of its own: the language server, the CLI tools (doctor, profile,
  * shapes, overfit), TensorBoard and the debug adapter. Each runs `python -I pyhelpers/tensorsight/launch.py --path
- * DIR... [--chdir DIR] -m MODULE ARGS` from the `pyhelpers` folder, never `python -m MODULE` from the workspace: `-m`
+ * DIR... [--after DIR]... [--chdir DIR] -m MODULE ARGS` from the `pyhelpers` folder, never `python -m MODULE` from the workspace: `-m`
  * puts the working directory first on sys.path, so a workspace's `json.py`, `dataclasses.py` or `tensorsight/` would
  * run in our process, trusted or not. `-I` drops PYTHONPATH and the user site, so the directories the process needs
- * are named explicitly (`--path`, in order, ahead of the standard library); the bootstrap also drops what Python 3.10
- * still prepends under `-I`. The environment keeps PYTHONPATH for the processes a tool starts in turn (they are the
+ * are named explicitly (`--path`, in order, ahead of the standard library; the user's PYTHONPATH, for the tools, as
+ * `--after`, behind it, so an entry like `.` cannot shadow the standard library); the bootstrap also drops what Python
+ * 3.10 still prepends under `-I`. The environment keeps PYTHONPATH for the processes a tool starts in turn (they are the
  * user's, as before). Pure (no editor API), so the unit tests and the Python tests (through
  * tests/extension/support/printLaunch.ts) check the very argv the extension spawns.
  */
@@ -26,6 +27,8 @@ export interface IsolatedTarget {
   args?: readonly string[];
   /** Directories first on sys.path, in this order (missing ones are skipped by the bootstrap). */
   searchPath: readonly string[];
+  /** Directories last on sys.path, behind the standard library and site-packages (the user's PYTHONPATH). */
+  searchPathAfter?: readonly string[];
   /** The folder the module runs in once sys.path is fixed (a user's script expects its workspace). */
   chdir?: string;
 }
@@ -48,6 +51,7 @@ export function isolatedLaunch(
 ): PythonLaunch {
   const args = ['-I', launchScript(pyhelpers)];
   for (const entry of target.searchPath) if (entry) args.push('--path', entry);
+  for (const entry of target.searchPathAfter ?? []) if (entry) args.push('--after', entry);
   if (target.chdir) args.push('--chdir', target.chdir);
   args.push('-m', target.module, ...(target.args ?? []));
   return { command: python, args, env: definedOnly(env), cwd: pyhelpers };
@@ -75,7 +79,8 @@ export function serverLaunch(
 
 /**
  * A CLI tool on a user's script (`python -m tensorsight TOOL --json FILE`): it runs user code, so only in a trusted
- * workspace (the caller checks). The script sees the user's PYTHONPATH after ours and runs in `cwd`.
+ * workspace (the caller checks). The script sees the user's PYTHONPATH (behind the standard library) and runs in
+ * `cwd`.
  */
 export function toolLaunch(
   python: string,
@@ -97,7 +102,8 @@ export function toolLaunch(
     {
       module: CLI_MODULE,
       args: [tool, '--json', target],
-      searchPath: [paths.pyhelpers, ...userPythonPath(baseEnv, separator)],
+      searchPath: [paths.pyhelpers],
+      searchPathAfter: userPythonPath(baseEnv, separator),
       chdir: cwd,
     },
     env,
@@ -116,7 +122,7 @@ export function moduleLaunch(
   return isolatedLaunch(
     python,
     paths.pyhelpers,
-    { module, args, searchPath: userPythonPath(baseEnv, separator) },
+    { module, args, searchPath: [], searchPathAfter: userPythonPath(baseEnv, separator) },
     baseEnv,
   );
 }

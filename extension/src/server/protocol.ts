@@ -41,9 +41,16 @@ export interface RunEvent {
   [key: string]: unknown;
 }
 
+/** One run event, as the rest of the extension receives them. */
 export interface RunEventParams {
   sessionId: string;
   event: RunEvent;
+}
+
+/** What the server sends: a session's events in a batch (a few batches a second at most). */
+export interface RunEventBatch {
+  sessionId: string;
+  events: RunEvent[];
 }
 
 export interface GpuInfo {
