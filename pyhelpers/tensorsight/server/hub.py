@@ -35,6 +35,7 @@ MAX_PENDING = 64  # connections of all sessions that have not said hello yet
 MAX_LINE = 1 << 20  # bytes of an event line; a longer line is rejected as malformed
 READ_CHUNK = 1 << 16  # bytes read at a time (also the socket reader's buffer limit)
 MALFORMED_LOGGED_PER_CONNECTION = 5
+LINES_BETWEEN_YIELDS = 64  # a connection's lines handled before LSP requests get their turn on the loop
 REJECTIONS_LOGGED_PER_SESSION = 10
 LOGGED_VALUE_CHARS = 80  # of one value a peer sent (a pid, a type), once escaped
 MAX_LOG_CHARS = 1024  # of one hub log line
@@ -183,8 +184,12 @@ class Hub:
 
     async def _read_events(self, session: HubSession, lines: LineReader, pid: str) -> None:
         malformed_here = 0
+        handled = 0
         problem: str | None
         while True:
+            handled += 1
+            if handled % LINES_BETWEEN_YIELDS == 0:
+                await asyncio.sleep(0)  # a burst already buffered would otherwise hold the loop until it ends
             try:
                 line = await lines.readline(MAX_LINE)
             except LineTooLong:  # the rest of that line is skipped

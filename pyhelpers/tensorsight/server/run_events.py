@@ -4,8 +4,8 @@
 editor and delay every LSP answer behind them, so each session's events go out at most ``FLUSHES_PER_SECOND`` times
 a second, as ``{sessionId, events: [...]}`` (at most ``MAX_BATCH`` each); an event arriving after a quiet spell goes
 out at once. At most ``MAX_QUEUED`` events wait per session: past that, routine events (scalars, phases, ...) are
-dropped and counted, and the next batch says how many in a server ``dropped`` event; the ones that mark a run's
-course (hello, bye, findings, ...) are kept up to twice that.
+dropped and counted, and the next batch says how many in a server ``dropped`` event; findings and the like are kept
+up to twice that, and a process's hello and bye (what the panel's run list follows) up to three times.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from typing import Any
 FLUSHES_PER_SECOND = 4
 MAX_BATCH = 500
 MAX_QUEUED = 2000
-KEPT_TYPES = frozenset(
-    {"hello", "bye", "run-finished", "finding", "nonfinite", "condition-error", "rank-state", "ranks", "tensorboard"}
-)
+KEPT_TYPES = frozenset({"finding", "nonfinite", "condition-error", "rank-state", "ranks", "tensorboard"})
+LIFECYCLE_TYPES = frozenset({"hello", "bye", "run-finished"})
 
 Send = Callable[[str, list[dict[str, Any]]], None]
 
@@ -44,8 +43,9 @@ class RunEventBatcher:
 
     def add(self, session_id: str, event: dict[str, Any]) -> None:
         queue = self._queues.setdefault(session_id, _Queue())
-        waiting = len(queue.events)
-        if waiting >= MAX_QUEUED and (event.get("type") not in KEPT_TYPES or waiting >= 2 * MAX_QUEUED):
+        kind = event.get("type")
+        room = 3 * MAX_QUEUED if kind in LIFECYCLE_TYPES else 2 * MAX_QUEUED if kind in KEPT_TYPES else MAX_QUEUED
+        if len(queue.events) >= room:
             queue.dropped += 1
         else:
             queue.events.append(event)
