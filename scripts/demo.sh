@@ -37,6 +37,7 @@ VSIX=$(ls -t "$ROOT"/tensorsight-*.vsix | head -1)
 PORT=${PORT:-8642}
 PROFILE=$(mktemp -d -t tensorsight-demo-XXXXXX)
 trap 'rm -rf "$PROFILE"' EXIT
+trap 'exit 143' TERM INT  # so that the EXIT trap also runs when stopped by a signal (the profile holds the password)
 mkdir -p "$PROFILE/user-data/User"
 cat > "$PROFILE/user-data/User/settings.json" <<JSON
 {
