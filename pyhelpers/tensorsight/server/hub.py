@@ -30,7 +30,7 @@ from typing import Any
 
 HOST = "127.0.0.1"
 HELLO_TIMEOUT = 2.0  # seconds a new connection has to say hello (an agent says it as soon as it connects)
-MAX_HELLO = 4096  # bytes of the hello line
+MAX_HELLO = 16 << 10  # bytes of the hello line (an agent's: a script path, 16 arguments of at most 256 characters)
 MAX_PENDING = 64  # connections of all sessions that have not said hello yet
 MAX_LINE = 1 << 20  # bytes of an event line; a longer line is rejected as malformed
 READ_CHUNK = 1 << 16  # bytes read at a time (also the socket reader's buffer limit)
