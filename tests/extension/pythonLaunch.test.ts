@@ -1,6 +1,7 @@
 /**
- * Every Python process the extension starts runs isolated from the workspace (common/pythonLaunch.ts), and no
- * secret reaches the output channel (common/redaction.ts). The Python tests (tests/server/test_isolated_start.py)
+ * Every Python process the extension starts runs isolated from the workspace (common/pythonLaunch.ts), no secret
+ * reaches the output channel (common/redaction.ts), a remote host is told from loopback, and the server's batched run
+ * events reach the rest of the extension one by one (server/protocol.ts). The Python tests (tests/server/test_isolated_start.py)
  * run the very argv built here against a hostile workspace.
  */
 import assert from 'node:assert/strict';
@@ -15,6 +16,7 @@ import {
   rememberSecret,
 } from '../../extension/src/common/redaction';
 import { isLoopbackHost } from '../../extension/src/debug/torchrun';
+import { runEventsOf } from '../../extension/src/server/protocol';
 
 const paths = extensionPaths('/ext');
 const BOOT = '/ext/pyhelpers/tensorsight/launch.py';
@@ -121,4 +123,14 @@ test('loopback hosts are recognised; anything else is remote', () => {
     assert.ok(isLoopbackHost(host), host);
   for (const host of ['10.0.0.2', 'example.com', '127.0.0.1.evil.com', '0.0.0.0', ''])
     assert.ok(!isLoopbackHost(host), host);
+});
+
+test('a runEvent batch from the server becomes one event at a time; malformed parts are left out', () => {
+  const batch = { sessionId: 's', events: [{ type: 'hello', pid: 1 }, 'junk', { no: 'type' }, { type: 'bye' }] };
+  assert.deepEqual(runEventsOf(batch), [
+    { sessionId: 's', event: { type: 'hello', pid: 1 } },
+    { sessionId: 's', event: { type: 'bye' } },
+  ]);
+  assert.deepEqual(runEventsOf({ sessionId: 's', event: { type: 'hello' } }), []);
+  assert.deepEqual(runEventsOf(null), []);
 });

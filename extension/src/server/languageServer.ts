@@ -20,7 +20,7 @@ import { SERVER_MODULE, serverLaunch } from '../common/pythonLaunch';
 import { SerialRunner } from '../common/serial';
 import { readSettings } from '../common/settings';
 import { EventEmitter, type LogOutputChannel, workspace } from '../common/vscodeapi';
-import { type GpuParams, Methods, type RunEventBatch, type RunEventParams, type StatusParams } from './protocol';
+import { type GpuParams, Methods, type RunEventParams, runEventsOf, type StatusParams } from './protocol';
 
 export type ServerState = 'starting' | 'ready' | 'failed' | 'disabled' | 'stopped';
 
@@ -171,9 +171,8 @@ export class LanguageServer {
       initializationFailedHandler: () => false,
     };
     const client = new LanguageClient('tensorsight', 'TensorSight', serverOptions, clientOptions);
-    client.onNotification(Methods.runEvent, (batch: RunEventBatch) => {
-      for (const event of Array.isArray(batch.events) ? batch.events : [])
-        this.runEventEmitter.fire({ sessionId: batch.sessionId, event });
+    client.onNotification(Methods.runEvent, (batch: unknown) => {
+      for (const params of runEventsOf(batch)) this.runEventEmitter.fire(params);
     });
     client.onNotification(Methods.gpu, (params: GpuParams) => this.gpuEmitter.fire(params));
     client.onNotification(Methods.status, (params: StatusParams) => this.statusEmitter.fire(params));

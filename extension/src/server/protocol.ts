@@ -53,6 +53,16 @@ export interface RunEventBatch {
   events: RunEvent[];
 }
 
+/** The events of one `tensorsight/runEvent` notification, one by one; anything malformed is left out. */
+export function runEventsOf(batch: unknown): RunEventParams[] {
+  if (typeof batch !== 'object' || batch === null) return [];
+  const { sessionId, events } = batch as Partial<RunEventBatch>;
+  if (typeof sessionId !== 'string' || !Array.isArray(events)) return [];
+  return events
+    .filter((event): event is RunEvent => typeof event === 'object' && event !== null && typeof event.type === 'string')
+    .map((event) => ({ sessionId, event }));
+}
+
 export interface GpuInfo {
   index: number;
   name: string;
