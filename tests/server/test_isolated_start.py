@@ -23,6 +23,26 @@ from support.extension_launch import extension_launch
 from support.lsp import open_and_wait, server_config
 from support.paths import PYHELPERS, REPO
 
+BUNDLED_LIBS = pathlib.Path(REPO, "extension", "bundled", "libs")
+
+
+def interpreters() -> list:
+    """This interpreter, and Python 3.10 (no -P there: the bootstrap's own path fix matters) when it is installed;
+    the server needs the build's bundled libraries under 3.10 (the test environment's pygls is for this one)."""
+    found = [pytest.param(sys.executable, id=f"py{sys.version_info[0]}.{sys.version_info[1]}")]
+    older = shutil.which("python3.10")
+    if older and sys.version_info[:2] != (3, 10):
+        # a version manager's shim runs only once told which version: ask it for the real executable
+        for env in (os.environ, {**os.environ, "PYENV_VERSION": "3.10"}):
+            probe = subprocess.run(
+                [older, "-c", "import sys; print(sys.executable)"], env=env, capture_output=True, text=True, timeout=30
+            )
+            if probe.returncode == 0 and probe.stdout.strip():
+                found.append(pytest.param(probe.stdout.strip(), id="py3.10"))
+                break
+    return found
+
+
 RULE_FIXTURE = pathlib.Path(REPO, "tests", "fixtures", "rules", "ts101_gradients_never_cleared.py")
 HOSTILE_MODULES = {
     "tensorsight/__init__.py": "tensorsight-package",
@@ -75,10 +95,13 @@ def test_the_planted_modules_do_run_under_the_old_start(hostile):
 @pytest.mark.asyncio(loop_scope="function")
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "untrusted"])
-async def test_the_server_starts_from_a_hostile_workspace_and_runs_none_of_it(hostile, trusted):
+@pytest.mark.parametrize("python", interpreters())
+async def test_the_server_starts_from_a_hostile_workspace_and_runs_none_of_it(hostile, trusted, python):
     workspace, markers = hostile
+    if python != sys.executable and not (BUNDLED_LIBS / "pygls").is_dir():
+        pytest.skip("Python 3.10 runs the server from the build's bundled libraries: run `npm run build` first")
     # The user's own PYTHONPATH names the workspace too (and "."): the isolated server must ignore both.
-    config = server_config(extra_env={"PYTHONPATH": os.pathsep.join([str(workspace), "."])})
+    config = server_config(extra_env={"PYTHONPATH": os.pathsep.join([str(workspace), "."])}, python=python)
     assert config.cwd == PYHELPERS and "-I" in config.server_command
     client = await config.start()
     try:
@@ -106,11 +129,13 @@ async def test_the_server_starts_from_a_hostile_workspace_and_runs_none_of_it(ho
 
 @pytest.mark.asyncio(loop_scope="function")
 @pytest.mark.timeout(240)
-async def test_a_cli_tool_runs_the_users_script_but_nothing_else_from_the_workspace(hostile):
+@pytest.mark.parametrize("python", interpreters())
+async def test_a_cli_tool_runs_the_users_script_but_nothing_else_from_the_workspace(hostile, python):
     workspace, markers = hostile
     env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORSIGHT_")}
     env["PYTHONPATH"] = os.pathsep.join([str(workspace), "."])  # the user's: kept, but behind the standard library
-    launch = extension_launch("tool", env, tool="doctor", target=str(workspace / "benign.py"), cwd=str(workspace))
+    target = str(workspace / "benign.py")
+    launch = extension_launch("tool", env, python=python, tool="doctor", target=target, cwd=str(workspace))
     assert launch["cwd"] == PYHELPERS and launch["args"][0] == "-I"
     process = await asyncio.create_subprocess_exec(
         launch["command"],
