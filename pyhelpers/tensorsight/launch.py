@@ -5,13 +5,15 @@ The extension starts every Python process of its own this way (the language serv
 overfit, TensorBoard, the debug adapter; see ``extension/src/common/pythonLaunch.ts``), never as ``python -m`` from the
 workspace: ``-m`` puts the working directory first on ``sys.path``, so a workspace's ``json.py``, ``dataclasses.py`` or
 ``tensorsight/`` would be imported in place of the standard library or of us, trusted workspace or not. ``-I`` drops
-``PYTHONPATH``, the user site and (3.11+) the script's folder; on 3.10 the script's folder is still prepended, so it is
-removed here before anything else is imported. The directories the process needs (our ``pyhelpers``, the bundled
-libraries) come explicitly as ``--path``, in order, ahead of the standard library. The user's own ``PYTHONPATH``,
-which a tool's script may need, comes as ``--after``, behind the standard library and site-packages, so that an entry
-such as ``.`` cannot put a workspace's ``json.py`` ahead of the real one. ``--chdir`` moves to the folder a user's
-script expects to run in only after the path is fixed (a relative entry is then resolved there, as ``PYTHONPATH``
-would be). Standard library only, and nothing of the path's new entries imported before it is set.
+``PYTHONPATH``, the user site and (3.11+) the script's folder; the tools, which run the user's code, start with ``-E``
+instead (the user's own ``pip install --user`` packages stay), so the script's folder is prepended there, as on 3.10
+even under ``-I``: it is removed here before anything else is imported. The directories the process needs (our
+``pyhelpers``, the bundled libraries) come explicitly as ``--path``, in order, ahead of the standard library. The
+user's own ``PYTHONPATH``, which a tool's script may need, comes as ``--after``, behind the standard library and
+site-packages, so that an entry such as ``.`` cannot put a workspace's ``json.py`` ahead of the real one.
+``--chdir`` moves to the folder a user's script expects to run in only after the path is fixed (a relative entry is
+then resolved there, as ``PYTHONPATH`` would be). Standard library only, and nothing of the path's new entries
+imported before it is set.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ test('the language server starts isolated (-I, the bootstrap), from pyhelpers, w
 test("a CLI tool starts in pyhelpers, sees the user's PYTHONPATH behind the stdlib, and moves to the workspace", () => {
   const launch = toolLaunch('/py', paths, 'doctor', '/w/train.py', '/w', { PYTHONPATH: '/a::/b' }, ':');
   assert.deepEqual(launch.args, [
-    '-I',
+    '-E', // the user's own packages (user site) stay: the tool runs the user's script
     BOOT,
     '--path',
     '/ext/pyhelpers',
@@ -66,7 +66,7 @@ test("a CLI tool starts in pyhelpers, sees the user's PYTHONPATH behind the stdl
 
 test('any other module (TensorBoard, the debug adapter) goes through the same bootstrap', () => {
   const board = moduleLaunch('/py', paths, 'tensorboard.main', ['--logdir', 'runs'], { PYTHONPATH: '.' }, ':');
-  assert.deepEqual(board.args, ['-I', BOOT, '--after', '.', '-m', 'tensorboard.main', '--logdir', 'runs']);
+  assert.deepEqual(board.args, ['-E', BOOT, '--after', '.', '-m', 'tensorboard.main', '--logdir', 'runs']);
   const adapter = isolatedLaunch('/py', '/ext/pyhelpers', { module: 'debugpy.adapter', searchPath: ['/libs'] }, {});
   assert.deepEqual(adapter.args, ['-I', BOOT, '--path', '/libs', '-m', 'debugpy.adapter']);
 });

@@ -136,7 +136,7 @@ async def test_a_cli_tool_runs_the_users_script_but_nothing_else_from_the_worksp
     env["PYTHONPATH"] = os.pathsep.join([str(workspace), "."])  # the user's: kept, but behind the standard library
     target = str(workspace / "benign.py")
     launch = extension_launch("tool", env, python=python, tool="doctor", target=target, cwd=str(workspace))
-    assert launch["cwd"] == PYHELPERS and launch["args"][0] == "-I"
+    assert launch["cwd"] == PYHELPERS and launch["args"][0] == "-E"  # no PYTHONPATH; the user's site stays
     process = await asyncio.create_subprocess_exec(
         launch["command"],
         *launch["args"],

@@ -3,7 +3,8 @@
  * shapes, overfit), TensorBoard and the debug adapter. Each runs `python -I pyhelpers/tensorsight/launch.py --path
  * DIR... [--after DIR]... [--chdir DIR] -m MODULE ARGS` from the `pyhelpers` folder, never `python -m MODULE` from the workspace: `-m`
  * puts the working directory first on sys.path, so a workspace's `json.py`, `dataclasses.py` or `tensorsight/` would
- * run in our process, trusted or not. `-I` drops PYTHONPATH and the user site, so the directories the process needs
+ * run in our process, trusted or not. `-I` drops PYTHONPATH and the user site (`-E`, for the processes that run the
+ * user's code, drops PYTHONPATH only and keeps the user's own packages), so the directories the process needs
  * are named explicitly (`--path`, in order, ahead of the standard library; the user's PYTHONPATH, for the tools, as
  * `--after`, behind it, so an entry like `.` cannot shadow the standard library); the bootstrap also drops what Python
  * 3.10 still prepends under `-I`. The environment keeps PYTHONPATH for the processes a tool starts in turn (they are the
@@ -31,6 +32,11 @@ export interface IsolatedTarget {
   searchPathAfter?: readonly string[];
   /** The folder the module runs in once sys.path is fixed (a user's script expects its workspace). */
   chdir?: string;
+  /**
+   * The process runs the user's code with the user's packages (a tool, TensorBoard): `-E` instead of `-I` keeps the
+   * user site-packages (`pip install --user`); the working directory still never reaches sys.path.
+   */
+  userPackages?: boolean;
 }
 
 export type Environment = Readonly<Record<string, string | undefined>>;
@@ -49,7 +55,7 @@ export function isolatedLaunch(
   target: IsolatedTarget,
   env: Environment,
 ): PythonLaunch {
-  const args = ['-I', launchScript(pyhelpers)];
+  const args = [target.userPackages ? '-E' : '-I', launchScript(pyhelpers)];
   for (const entry of target.searchPath) if (entry) args.push('--path', entry);
   for (const entry of target.searchPathAfter ?? []) if (entry) args.push('--after', entry);
   if (target.chdir) args.push('--chdir', target.chdir);
@@ -105,6 +111,7 @@ export function toolLaunch(
       searchPath: [paths.pyhelpers],
       searchPathAfter: userPythonPath(baseEnv, separator),
       chdir: cwd,
+      userPackages: true,
     },
     env,
   );
@@ -122,7 +129,7 @@ export function moduleLaunch(
   return isolatedLaunch(
     python,
     paths.pyhelpers,
-    { module, args, searchPath: [], searchPathAfter: userPythonPath(baseEnv, separator) },
+    { module, args, searchPath: [], searchPathAfter: userPythonPath(baseEnv, separator), userPackages: true },
     baseEnv,
   );
 }
