@@ -1,7 +1,7 @@
 /**
  * Every Python process the extension starts runs isolated from the workspace (common/pythonLaunch.ts), no secret
  * reaches the output channel (common/redaction.ts), a remote host is told from loopback, and the server's batched run
- * events reach the rest of the extension one by one (server/protocol.ts). The Python tests (tests/server/test_isolated_start.py)
+ * events reach the rest of the extension one by one (server/runEvents.ts). The Python tests (tests/server/test_isolated_start.py)
  * run the very argv built here against a hostile workspace.
  */
 import assert from 'node:assert/strict';
@@ -16,7 +16,7 @@ import {
   rememberSecret,
 } from '../../extension/src/common/redaction';
 import { isLoopbackHost } from '../../extension/src/debug/torchrun';
-import { runEventsOf } from '../../extension/src/server/protocol';
+import { runEventsOf } from '../../extension/src/server/runEvents';
 
 const paths = extensionPaths('/ext');
 const BOOT = '/ext/pyhelpers/tensorsight/launch.py';

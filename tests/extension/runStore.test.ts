@@ -72,6 +72,17 @@ test('nonfinite and memory events are recorded; unknown types only counted', () 
   assert.equal(run.lastStep, 9);
 });
 
+test('timer events add up per timer name, keeping the last measurement and where it was timed', () => {
+  const run = emptyRun('s');
+  applyEvent(run, { type: 'timer', name: 'data', seconds: 0.25, file: '/w/t.py', line: 7 });
+  applyEvent(run, { type: 'timer', name: 'data', seconds: 0.5, file: '/w/t.py', line: 7 });
+  applyEvent(run, { type: 'timer', name: 'step', seconds: 2 });
+  applyEvent(run, { type: 'timer', name: 'bad', seconds: 'NaN' });
+  assert.deepEqual(run.timers.data, { name: 'data', last: 0.5, total: 0.75, calls: 2, file: '/w/t.py', line: 7 });
+  assert.deepEqual(run.timers.step, { name: 'step', last: 2, total: 2, calls: 1 });
+  assert.equal(run.timers.bad, undefined, 'a non-finite measurement is not a time');
+});
+
 test('series stay bounded and keep the newest point', () => {
   const run = emptyRun('s');
   const total = MAX_POINTS * 3;

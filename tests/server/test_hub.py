@@ -22,7 +22,6 @@ from support.paths import PYHELPERS, marked_lines, program
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 TRAINING = program("hub_training.py")
-SENTINEL = pathlib.Path(PYHELPERS, "tensorsight", "agent", "sentinel.py")
 
 
 @pytest_lsp.fixture(config=server_config(), scope="module")
@@ -228,8 +227,6 @@ async def test_a_real_training_run_becomes_hints_hovers_lenses_and_diagnostics(c
 
 @pytest.mark.timeout(300)
 async def test_the_nan_origin_becomes_a_diagnostic(client: LanguageClient):
-    if not SENTINEL.exists():
-        pytest.skip("needs the NaN sentinel (issue 3: tensorsight/agent/sentinel.py), not in this build yet")
     lines = marked_lines(TRAINING)
     uri = await open_and_wait(client, TRAINING)
     await run_under_agent(client, "run-2")

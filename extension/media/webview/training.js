@@ -1,6 +1,6 @@
 // Training panel script (runs in the webview): draws the run snapshot the extension posts — loss, learning rate,
-// gradient norm per layer, memory (uPlot line charts), the phase breakdown (bars) and the selected histogram (uPlot
-// bars) — in the theme's colours, redrawn when the theme changes.
+// gradient norm per layer, memory (uPlot line charts), the phase breakdown (bars), the selected histogram (uPlot
+// bars) and the program's own tensorsight.Timer measurements — in the theme's colours, redrawn when the theme changes.
 (function () {
   'use strict';
   const vscode = acquireVsCodeApi();
@@ -176,6 +176,7 @@
     layout.memory = element('div');
     layout.phases = element('div');
     layout.histograms = element('div');
+    layout.timers = element('div');
     root.appendChild(layout.alerts);
     root.appendChild(
       element('div', { class: 'grid' }, [
@@ -185,6 +186,7 @@
         section(strings.phases, layout.phases),
         section(strings.histograms, layout.histograms),
         section(strings.memory, layout.memory),
+        section(strings.timers, layout.timers),
       ]),
     );
     layout.ready = true;
@@ -223,6 +225,29 @@
       lineChart('memory', layout.memory, 'bytes', [{ label: 'memory', series: run.memory }], false);
     renderPhases(layout.phases);
     renderHistograms(layout.histograms);
+    renderTimers(layout.timers);
+  }
+
+  function renderTimers(container) {
+    container.textContent = '';
+    const timers = Object.values(run.timers || {}).sort((a, b) => b.total - a.total);
+    timers.forEach((timer) => {
+      const text = strings.timerRow
+        .replace('{0}', timer.name)
+        .replace('{1}', (timer.last * 1000).toFixed(1))
+        .replace('{2}', ((timer.total / timer.calls) * 1000).toFixed(1))
+        .replace('{3}', String(timer.calls));
+      if (timer.file === undefined) {
+        container.appendChild(element('div', { text }));
+        return;
+      }
+      const link = element('a', { href: '#', text });
+      link.addEventListener('click', (event) => {
+        event.preventDefault();
+        vscode.postMessage({ type: 'open', file: timer.file, line: timer.line });
+      });
+      container.appendChild(element('div', {}, [link]));
+    });
   }
 
   window.addEventListener('message', (event) => {

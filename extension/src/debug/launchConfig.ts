@@ -5,7 +5,9 @@
  *   - TENSORSIGHT_OPTIONS carries the TensorSight launch options as JSON;
  *   - TENSORSIGHT_HUB / TENSORSIGHT_TOKEN connect the agent to the language server's hub (when it runs).
  * Pure functions, used by the debug configuration providers and pinned by tests/extension/launchConfig.test.ts.
+ * The variable names come from the generated contract (../server/protocol.ts).
  */
+import { AgentEnvironment } from '../server/protocol';
 
 export const DEBUG_TYPE = 'tensorsight';
 export const SESSION_ID_KEY = 'tensorsightSessionId';
@@ -66,11 +68,11 @@ export function agentEnvironment(
     (part, index, all) => part.length > 0 && all.indexOf(part) === index,
   );
   env.PYTHONPATH = parts.join(context.separator);
-  env.TENSORSIGHT_OPTIONS = JSON.stringify(options);
-  env.TENSORSIGHT_SESSION = context.sessionId;
+  env[AgentEnvironment.options] = JSON.stringify(options);
+  env[AgentEnvironment.session] = context.sessionId;
   if (context.hub) {
-    env.TENSORSIGHT_HUB = context.hub.address;
-    env.TENSORSIGHT_TOKEN = context.hub.token;
+    env[AgentEnvironment.hub] = context.hub.address;
+    env[AgentEnvironment.token] = context.hub.token;
   }
   return env;
 }

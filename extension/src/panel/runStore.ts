@@ -1,7 +1,7 @@
 /**
  * The live record of each debugged training run, built from the hub's `tensorsight/runEvent` notifications: scalar
  * series (loss, lr, grad norms per layer, train and val), the phase breakdown, the latest weight/gradient histograms,
- * memory, and NaN/Inf stops. Pure (no editor API): the training panel renders its snapshots, the status bar reads the
+ * memory, NaN/Inf stops, and the user's `tensorsight.Timer` measurements. Pure (no editor API): the training panel renders its snapshots, the status bar reads the
  * step, and tests/extension/runStore.test.ts pins the reduction.
  */
 import type { RunEvent } from '../server/protocol';
@@ -23,6 +23,16 @@ export interface Histogram {
   counts: number[];
 }
 
+/** One `tensorsight.Timer` of the program (by name): its last measurement and the run's total, in seconds. */
+export interface TimerTotals {
+  name: string;
+  last: number;
+  total: number;
+  calls: number;
+  file?: string;
+  line?: number;
+}
+
 export interface RunSnapshot {
   sessionId: string;
   /** Scalar series keyed "split/name", e.g. "train/loss", "train/grad_norm/fc1.weight", "val/loss". */
@@ -34,6 +44,7 @@ export interface RunSnapshot {
   histograms: Record<string, Histogram>;
   memory: Series;
   nonfinite: Array<{ step: number; file: string; line: number; message: string }>;
+  timers: Record<string, TimerTotals>;
   lastStep: number;
   events: number;
 }
@@ -47,6 +58,7 @@ export function emptyRun(sessionId: string): RunSnapshot {
     histograms: {},
     memory: { steps: [], values: [] },
     nonfinite: [],
+    timers: {},
     lastStep: -1,
     events: 0,
   };
@@ -104,6 +116,18 @@ export function applyEvent(run: RunSnapshot, event: RunEvent): RunSnapshot {
         line: finiteNumber(event.line) ?? 0,
         message: typeof event.message === 'string' ? event.message : 'NaN/Inf',
       });
+      break;
+    }
+    case 'timer': {
+      const seconds = finiteNumber(event.seconds);
+      if (typeof event.name !== 'string' || seconds === undefined || seconds < 0) break;
+      const timer = (run.timers[event.name] ??= { name: event.name, last: 0, total: 0, calls: 0 });
+      timer.last = seconds;
+      timer.total += seconds;
+      timer.calls++;
+      if (typeof event.file === 'string') timer.file = event.file;
+      const line = finiteNumber(event.line);
+      if (line !== undefined) timer.line = line;
       break;
     }
     default:

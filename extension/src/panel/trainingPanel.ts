@@ -112,6 +112,8 @@ function panelStrings(): Record<string, string> {
     optimizer: l10n.t('optimizer'),
     other: l10n.t('other'),
     nonfinite: l10n.t('NaN/Inf stops'),
+    timers: l10n.t('Timers (tensorsight.Timer)'),
+    timerRow: l10n.t('{0}: last {1} ms, mean {2} ms over {3} calls'),
     noHistogram: l10n.t('No histogram yet (recorded every N steps while measuring).'),
     noPhases: l10n.t('No phase timing yet (enable the "measure" option).'),
     steps: l10n.t('steps'),

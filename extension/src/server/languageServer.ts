@@ -20,7 +20,8 @@ import { SERVER_MODULE, serverLaunch } from '../common/pythonLaunch';
 import { SerialRunner } from '../common/serial';
 import { readSettings } from '../common/settings';
 import { EventEmitter, type LogOutputChannel, workspace } from '../common/vscodeapi';
-import { type GpuParams, Methods, type RunEventParams, runEventsOf, type StatusParams } from './protocol';
+import { type GpuParams, Methods, type RunEventParams, type StatusParams } from './protocol';
+import { runEventsOf } from './runEvents';
 
 export type ServerState = 'starting' | 'ready' | 'failed' | 'disabled' | 'stopped';
 

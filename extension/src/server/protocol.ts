@@ -1,5 +1,9 @@
 /**
- * TensorSight's custom LSP methods and their payloads (the contract with pyhelpers/tensorsight/server).
+ * TensorSight's contract with pyhelpers/tensorsight: the custom LSP methods and their payloads, the run
+ * event types the server forwards, the debuggee's environment and the launch options in TENSORSIGHT_OPTIONS.
+ *
+ * GENERATED from pyhelpers/tensorsight/core/protocol.py by scripts/generate_protocol_ts.py; do not edit by
+ * hand (tests/core/test_protocol.py fails when this file is stale).
  */
 
 export const Methods = {
@@ -12,9 +16,130 @@ export const Methods = {
   status: 'tensorsight/status',
 } as const;
 
+/** The environment the extension gives the debuggee (the agent reads it). */
+export const AgentEnvironment = {
+  hub: 'TENSORSIGHT_HUB',
+  token: 'TENSORSIGHT_TOKEN',
+  options: 'TENSORSIGHT_OPTIONS',
+  session: 'TENSORSIGHT_SESSION',
+} as const;
+
+/** The language server's own environment. */
+export const ServerEnvironment = {
+  bundledLibs: 'TENSORSIGHT_BUNDLED_LIBS',
+  logLevel: 'TENSORSIGHT_LOG_LEVEL',
+} as const;
+
+/** The `type` of every run event the server sends as `tensorsight/runEvent` (agents' and its own). */
+export const RUN_EVENT_TYPES = [
+  'bye',
+  'condition-error',
+  'dropped',
+  'finding',
+  'hello',
+  'histogram',
+  'log',
+  'memory',
+  'nonfinite',
+  'phase-summary',
+  'phases',
+  'rank',
+  'rank-state',
+  'ranks',
+  'run-finished',
+  'scalars',
+  'shape-map',
+  'tensorboard',
+  'timer',
+] as const;
+export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
+
+/** Launch options (TENSORSIGHT_OPTIONS, camelCase); every key is optional. */
+export interface LaunchOptions {
+  /** stop in the user's frame at the first NaN/Inf a tensor op produces (the doctor records it instead) */
+  breakOnNonFinite?: boolean;
+  /** record shapes at assignment lines */
+  observeShapes?: boolean;
+  /** steps between observation windows */
+  observeShapesEvery?: number;
+  /** look for labels leaking into the features */
+  checkLeakage?: boolean;
+  /** seconds the leakage checks may spend per run */
+  leakageBudgetSeconds?: number;
+  /** master switch of the measurement */
+  measure?: boolean;
+  /** time data/forward/backward/optimizer/other */
+  phases?: boolean;
+  /** loss, lr, grad norms every N steps */
+  scalarsEvery?: number;
+  /** one gradient norm per parameter too */
+  gradNormsPerParameter?: boolean;
+  /** weight/grad histograms every N steps */
+  histogramEvery?: number;
+  /** process and CUDA memory per step */
+  memory?: boolean;
+  /** start tracemalloc at launch */
+  traceMemory?: boolean;
+  /** write a training log to this file */
+  logFile?: string | null;
+  /** the training log's level */
+  logLevel?: string;
+  /** write TensorBoard event files here */
+  tensorboardDir?: string | null;
+  /** dynamics findings from the curves */
+  diagnoseCurves?: boolean;
+  /** data loading above this share of a step is a performance finding */
+  dataShareThreshold?: number;
+  /** the ranks that may stop (breakpoints, sentinel); all if unset */
+  ranks?: number | number[] | null;
+  /** seconds between rank-state reports */
+  rankHeartbeat?: number;
+  /** seconds in a collective before a rank is waiting */
+  rankWaitAfter?: number;
+}
+
+/** What the agent assumes for an option that is not given. */
+export const LAUNCH_OPTION_DEFAULTS: Required<LaunchOptions> = {
+  breakOnNonFinite: false,
+  observeShapes: true,
+  observeShapesEvery: 500,
+  checkLeakage: true,
+  leakageBudgetSeconds: 5.0,
+  measure: false,
+  phases: true,
+  scalarsEvery: 1,
+  gradNormsPerParameter: true,
+  histogramEvery: 100,
+  memory: true,
+  traceMemory: false,
+  logFile: null,
+  logLevel: 'INFO',
+  tensorboardDir: null,
+  diagnoseCurves: true,
+  dataShareThreshold: 0.5,
+  ranks: null,
+  rankHeartbeat: 5.0,
+  rankWaitAfter: 2.0,
+};
+
+export interface StartSessionParams {
+  sessionId: string;
+}
+
+/** The same answer when the session was already started. */
 export interface StartSessionResult {
+  /** '127.0.0.1:PORT': pass it to the debuggee as TENSORSIGHT_HUB */
   address: string;
+  /** pass it to the debuggee as TENSORSIGHT_TOKEN */
   token: string;
+}
+
+export interface EndSessionParams {
+  sessionId: string;
+}
+
+export interface EndSessionResult {
+  ended: boolean;
 }
 
 export interface ValidateConditionParams {
@@ -25,8 +150,23 @@ export interface ValidateConditionParams {
 }
 
 export interface ValidateConditionResult {
+  /** names (and unknown tensorsight helpers) not defined at the line */
   undefinedNames: string[];
+  /** one sentence for a warning; empty when the condition is fine */
   message: string;
+  /** why the condition is not a Python expression */
+  syntaxError: string | null;
+  /** the server could check the condition */
+  available: boolean;
+}
+
+export interface SuggestConditionsParams {
+  name: string;
+  uri?: string;
+  /** 0-based; with uri, the shape a run observed there sharpens the offer */
+  line?: number;
+  kindHint?: string;
+  shape?: number[];
 }
 
 export interface ConditionSuggestion {
@@ -35,40 +175,40 @@ export interface ConditionSuggestion {
   description: string;
 }
 
+/** An agent event as the agent sent it (non-finite numbers arrive as 'NaN', 'Infinity', '-Infinity'). */
 export interface RunEvent {
+  /** one of RUN_EVENT_TYPES; a newer agent may send others (ignore them) */
   type: string;
+  /** absent on the events the server makes itself */
+  pid?: number;
+  time?: number;
+  rank?: number;
   step?: number;
   [key: string]: unknown;
 }
 
-/** One run event, as the rest of the extension receives them. */
+/** One run event, as the rest of the extension receives them (the notification carries a batch). */
 export interface RunEventParams {
   sessionId: string;
   event: RunEvent;
 }
 
-/** What the server sends: a session's events in a batch (a few batches a second at most). */
+/** A session's run events in one notification: at most 4 a second per session, 500 events each. */
 export interface RunEventBatch {
   sessionId: string;
   events: RunEvent[];
 }
 
-/** The events of one `tensorsight/runEvent` notification, one by one; anything malformed is left out. */
-export function runEventsOf(batch: unknown): RunEventParams[] {
-  if (typeof batch !== 'object' || batch === null) return [];
-  const { sessionId, events } = batch as Partial<RunEventBatch>;
-  if (typeof sessionId !== 'string' || !Array.isArray(events)) return [];
-  return events
-    .filter((event): event is RunEvent => typeof event === 'object' && event !== null && typeof event.type === 'string')
-    .map((event) => ({ sessionId, event }));
-}
-
 export interface GpuInfo {
   index: number;
   name: string;
-  utilization: number;
-  memoryUsed: number;
-  memoryTotal: number;
+  /** percent */
+  utilization: number | null;
+  /** bytes */
+  memoryUsed: number | null;
+  /** bytes */
+  memoryTotal: number | null;
+  /** bytes used by the debugged processes */
   processMemoryUsed?: number;
 }
 
@@ -78,7 +218,50 @@ export interface GpuParams {
   message?: string;
 }
 
-export interface StatusParams {
-  sessions: number;
+export interface RankVerdict {
+  rank: number;
+  /** running, stopped, waiting, hung, silent or finished */
+  verdict: string;
+  message: string;
   state: string;
+  since: number;
+  step: number | null;
+  waiting_for?: number[];
+  file?: string;
+  line?: number;
+  blocked_in?: string;
+}
+
+export interface StatusDetail {
+  sessionId: string;
+  address?: string;
+  processes: number;
+  connections?: number;
+  events: number;
+  dropped: number;
+  rejectedConnections?: number;
+  malformedEvents?: number;
+  ranks: RankVerdict[];
+}
+
+export interface StatusParams {
+  /** live sessions */
+  sessions: number;
+  state: 'idle' | 'waiting' | 'connected';
+  details: StatusDetail[];
+}
+
+/** Each request's params and answer, by method. */
+export interface Requests {
+  'tensorsight/startSession': { params: StartSessionParams; result: StartSessionResult };
+  'tensorsight/endSession': { params: EndSessionParams; result: EndSessionResult };
+  'tensorsight/validateCondition': { params: ValidateConditionParams; result: ValidateConditionResult };
+  'tensorsight/suggestConditions': { params: SuggestConditionsParams; result: ConditionSuggestion[] };
+}
+
+/** Each notification's params, by method. */
+export interface Notifications {
+  'tensorsight/runEvent': RunEventBatch;
+  'tensorsight/gpu': GpuParams;
+  'tensorsight/status': StatusParams;
 }

@@ -39,10 +39,10 @@ const GIB = 1024 ** 3;
 /** "GPU 0 45% · 3.2/24.0 GiB" for the busiest GPU, or undefined when there is none to show. */
 export function gpuStatusText(gpu: GpuParams | undefined): string | undefined {
   if (!gpu?.available || gpu.gpus.length === 0) return undefined;
-  const busiest = [...gpu.gpus].sort((a, b) => b.utilization - a.utilization)[0];
+  const busiest = [...gpu.gpus].sort((a, b) => (b.utilization ?? -1) - (a.utilization ?? -1))[0];
   if (!busiest) return undefined;
   const more = gpu.gpus.length > 1 ? ` +${gpu.gpus.length - 1}` : '';
-  return `$(dashboard) GPU ${busiest.index} ${Math.round(busiest.utilization)}% · ${formatGiB(busiest.memoryUsed)}/${formatGiB(
+  return `$(dashboard) GPU ${busiest.index} ${formatPercent(busiest.utilization)} · ${formatGiB(busiest.memoryUsed)}/${formatGiB(
     busiest.memoryTotal,
   )} GiB${more}`;
 }
@@ -54,11 +54,16 @@ export function gpuTooltip(gpu: GpuParams | undefined, t: Translate): string {
     .map((g) => {
       const own =
         g.processMemoryUsed !== undefined ? `, ${t('training process')} ${formatGiB(g.processMemoryUsed)} GiB` : '';
-      return `GPU ${g.index} ${g.name}: ${Math.round(g.utilization)}%, ${formatGiB(g.memoryUsed)}/${formatGiB(g.memoryTotal)} GiB${own}`;
+      return `GPU ${g.index} ${g.name}: ${formatPercent(g.utilization)}, ${formatGiB(g.memoryUsed)}/${formatGiB(g.memoryTotal)} GiB${own}`;
     })
     .join('\n');
 }
 
-function formatGiB(bytes: number): string {
-  return (bytes / GIB).toFixed(1);
+/** NVML may not answer a figure (null on the wire): it shows as "?" rather than as a misleading 0. */
+function formatGiB(bytes: number | null): string {
+  return bytes === null ? '?' : (bytes / GIB).toFixed(1);
+}
+
+function formatPercent(value: number | null): string {
+  return value === null ? '?%' : `${Math.round(value)}%`;
 }

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import json
 import os
 import sys
 from typing import Any
 
+from tensorsight.core import protocol
 from tensorsight.core.findings import Finding, findings_document, format_finding
 
 # Launch options the doctor arms by default: everything that observes without stopping.
@@ -44,12 +46,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
-    """``["a=1", "b=true", "c=text"]`` -> ``{"a": 1, "b": True, "c": "text"}``; raises ValueError on a bad pair."""
+    """``["a=1", "b=true", "c=text"]`` -> ``{"a": 1, "b": True, "c": "text"}``; raises ValueError on a bad pair or
+    on a key that is not a launch option (``core.protocol.LAUNCH_OPTIONS``): a typo would otherwise do nothing."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
             raise ValueError(f"--set expects KEY=VALUE, got {pair!r}")
+        if key not in protocol.OPTIONS_BY_NAME:
+            close = difflib.get_close_matches(key, list(protocol.OPTIONS_BY_NAME), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ValueError(f"--set {key}: no such launch option{hint}")
         try:
             out[key] = json.loads(raw)
         except ValueError:

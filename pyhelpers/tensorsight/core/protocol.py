@@ -1,14 +1,323 @@
 """The messages that cross between TensorSight's processes, defined once.
 
-Pure and stdlib only: the agent (in the user's process), the language server and the doctor import it; the
-TypeScript side gets ``extension/src/server/protocol.ts`` generated from it (``scripts/generate_protocol_ts.py``).
+Three processes talk (see the design's diagram): the editor starts the language server and the debuggee; the agent in
+the debuggee reports to the server's runtime hub. Everything they say to each other is declared here:
+- the environment the editor (or the doctor) hands to the debuggee, and the launch options inside
+  ``TENSORSIGHT_OPTIONS`` with their types and defaults (``LAUNCH_OPTIONS``);
+- the hub handshake (``hello`` -> ``welcome`` | ``rejected``) and its limits;
+- every event type the agent emits, its keys, and where it goes on the server (``EVENTS``);
+- the custom LSP requests and notifications between the extension and the server, with their params and answers
+  (``REQUESTS``, ``NOTIFICATIONS``, ``INTERFACES``).
+
+Who imports it: the agent (``agent/runtime/events``, ``options``, ``hub_client``), the server (``server``, ``hub``,
+``runtime_view``) and the doctor. The TypeScript side cannot import Python, so ``extension/src/server/protocol.ts``
+is generated from this module by ``scripts/generate_protocol_ts.py``; ``tests/core/test_protocol.py`` checks that the
+file is current, that every event the agent's source emits is declared, and that the server forwards and handles
+what is declared. Pure and stdlib only (the agent imports it inside the user's process).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
+
+from tensorsight.core.phases import DATA_DOMINANT_SHARE
+
+# ---------------------------------------------------------------------------------------------- environment
+ENV_HUB = "TENSORSIGHT_HUB"  # "127.0.0.1:PORT" of the session's hub listener (startSession's answer)
+ENV_TOKEN = "TENSORSIGHT_TOKEN"  # the session's secret, sent in the hello
+ENV_OPTIONS = "TENSORSIGHT_OPTIONS"  # JSON object of launch options (LAUNCH_OPTIONS)
+ENV_SESSION = "TENSORSIGHT_SESSION"  # the editor's session id (set by the extension; informational for the agent)
+# torchrun's contract, read by the agent to know its rank without importing torch
+ENV_RANK = "RANK"
+ENV_WORLD_SIZE = "WORLD_SIZE"
+ENV_LOCAL_RANK = "LOCAL_RANK"
+# the language server's own environment (set by the extension for ``python -m tensorsight.server``)
+ENV_BUNDLED_LIBS = "TENSORSIGHT_BUNDLED_LIBS"  # os.pathsep-separated folders put first on sys.path
+ENV_LOG_LEVEL = "TENSORSIGHT_LOG_LEVEL"  # the server's stderr logging level, e.g. "INFO"
+
+AGENT_ENVIRONMENT = (ENV_HUB, ENV_TOKEN, ENV_OPTIONS, ENV_SESSION)
+LAUNCHER_ENVIRONMENT = (ENV_RANK, ENV_WORLD_SIZE, ENV_LOCAL_RANK)
+SERVER_ENVIRONMENT = (ENV_BUNDLED_LIBS, ENV_LOG_LEVEL)
+
+
+# ---------------------------------------------------------------------------------------------- launch options
+@dataclass(frozen=True)
+class LaunchOption:
+    """One key of ``TENSORSIGHT_OPTIONS`` (camelCase; the doctor's ``--set KEY=VALUE`` takes the same keys).
+
+    ``kind`` says what the reading feature accepts: ``bool``; ``count`` (a number of steps, 0 = off);
+    ``positive`` (a number > 0); ``share`` (between 0 and 1, exclusive); ``path``; ``level`` (a logging level name);
+    ``ranks`` (a rank number or a list of them). A wrong value is reported once and the default is used.
+    """
+
+    name: str
+    kind: str
+    default: Any
+    feature: str  # the module that reads it
+    doc: str
+
+
+LAUNCH_OPTIONS: tuple[LaunchOption, ...] = (
+    LaunchOption(
+        "breakOnNonFinite",
+        "bool",
+        False,
+        "agent/sentinel",
+        "stop in the user's frame at the first NaN/Inf a tensor op produces (the doctor records it instead)",
+    ),
+    LaunchOption("observeShapes", "bool", True, "agent/shapes/observers", "record shapes at assignment lines"),
+    LaunchOption("observeShapesEvery", "positive", 500, "agent/shapes/observers", "steps between observation windows"),
+    LaunchOption("checkLeakage", "bool", True, "agent/leakage/watch", "look for labels leaking into the features"),
+    LaunchOption(
+        "leakageBudgetSeconds", "positive", 5.0, "agent/leakage/watch", "seconds the leakage checks may spend per run"
+    ),
+    LaunchOption("measure", "bool", False, "agent/measurement/pipeline", "master switch of the measurement"),
+    LaunchOption("phases", "bool", True, "agent/measurement/pipeline", "time data/forward/backward/optimizer/other"),
+    LaunchOption("scalarsEvery", "count", 1, "agent/measurement/pipeline", "loss, lr, grad norms every N steps"),
+    LaunchOption(
+        "gradNormsPerParameter", "bool", True, "agent/measurement/pipeline", "one gradient norm per parameter too"
+    ),
+    LaunchOption("histogramEvery", "count", 100, "agent/measurement/pipeline", "weight/grad histograms every N steps"),
+    LaunchOption("memory", "bool", True, "agent/measurement/pipeline", "process and CUDA memory per step"),
+    LaunchOption("traceMemory", "bool", False, "agent/measurement/pipeline", "start tracemalloc at launch"),
+    LaunchOption("logFile", "path", None, "agent/measurement/pipeline", "write a training log to this file"),
+    LaunchOption("logLevel", "level", "INFO", "agent/measurement/pipeline", "the training log's level"),
+    LaunchOption("tensorboardDir", "path", None, "agent/measurement/pipeline", "write TensorBoard event files here"),
+    LaunchOption("diagnoseCurves", "bool", True, "agent/measurement/pipeline", "dynamics findings from the curves"),
+    LaunchOption(
+        "dataShareThreshold",
+        "share",
+        DATA_DOMINANT_SHARE,
+        "agent/measurement/pipeline",
+        "data loading above this share of a step is a performance finding",
+    ),
+    LaunchOption(
+        "ranks",
+        "ranks",
+        None,
+        "agent/distributed/ranks",
+        "the ranks that may stop (breakpoints, sentinel); all if unset",
+    ),
+    LaunchOption("rankHeartbeat", "positive", 5.0, "agent/distributed/ranks", "seconds between rank-state reports"),
+    LaunchOption(
+        "rankWaitAfter", "positive", 2.0, "agent/distributed/ranks", "seconds in a collective before a rank is waiting"
+    ),
+)
+OPTIONS_BY_NAME: dict[str, LaunchOption] = {o.name: o for o in LAUNCH_OPTIONS}
+
+
+def option_default(name: str) -> Any:
+    """The declared default of launch option ``name`` (KeyError for an undeclared one: a typo fails loudly)."""
+    return OPTIONS_BY_NAME[name].default
+
+
+# ---------------------------------------------------------------------------------------------- hub handshake
+HUB_PROTOCOL = 1  # the hello's "protocol"
+HUB_HOST = "127.0.0.1"  # the hub listens on loopback only
+HELLO_TIMEOUT_SECONDS = 2.0  # a connection must say hello within this (an agent says it as soon as it connects)
+MAX_HELLO_BYTES = 16 << 10  # a longer hello is rejected (what a peer without the token may make the hub hold)
+MAX_ARGV_ITEM_CHARS = 256  # the agent cuts each of its hello's "argv" items to this, so a real hello always fits
+MAX_LINE_BYTES = 1 << 20  # a longer line is rejected as malformed
+MAX_TYPE_LENGTH = 64  # an event "type" longer than this is malformed
+ORIGINS = ("debugger", "doctor")  # the hello's "origin": who installed the agent
+HELLO = "hello"
+DROPPED = "dropped"  # client -> hub: {"type": "dropped", "count"} after the bounded queue dropped events
+BYE = "bye"  # client -> hub at exit: {"type": "bye", "dropped": total}
+WELCOME = "welcome"  # hub -> client: {"type": "welcome", "sessionId"}
+REJECTED = "rejected"  # hub -> client: {"type": "rejected", "reason"}, then the hub closes
+HELLO_KEYS = ("protocol", "token", "pid", "time", "script", "argv", "origin")  # plus "rank" when known
+WELCOME_KEYS = ("sessionId",)
+REJECTED_KEYS = ("reason",)
+COMMON_EVENT_KEYS = ("type", "pid", "time")  # every event; the bus adds "rank" under torch.distributed
+
+
+# ---------------------------------------------------------------------------------------------- events
+@dataclass(frozen=True)
+class EventType:
+    """One event type the agent sends the hub, and where the server takes it.
+
+    ``keys`` are the data keys besides ``type``/``pid``/``time``/``rank`` (a trailing ``?``: optional).
+    ``forwarded``: the server passes it on to the editor as a ``tensorsight/runEvent`` notification (the training
+    panel, the status bar). ``view``: ``RuntimeView`` takes it in (validates it and turns it into inlay hints,
+    diagnostics, hovers, code lenses or session state). Every type does at least one of the two.
+    """
+
+    name: str
+    keys: tuple[str, ...]
+    source: str  # the module that sends it
+    forwarded: bool
+    view: bool
+    doc: str
+
+
+EVENTS: tuple[EventType, ...] = (
+    EventType(
+        "hello",
+        ("protocol", "script", "argv", "origin", "rank?"),
+        "agent/runtime/hub_client",
+        True,
+        True,
+        "a process joined the session (the hub strips the token before anything else sees it)",
+    ),
+    EventType("bye", ("dropped",), "agent/runtime/hub_client", True, True, "the process exits"),
+    EventType("dropped", ("count",), "agent/runtime/hub_client", True, True, "events dropped on a full queue"),
+    EventType(
+        "finding",
+        ("finding",),
+        "agent/runtime/events (emit_finding)",
+        True,
+        True,
+        "a Finding's wire dict: a runtime diagnostic",
+    ),
+    EventType(
+        "nonfinite",
+        (
+            "file",
+            "line",
+            "op",
+            "phase",
+            "step",
+            "nan",
+            "posinf",
+            "neginf",
+            "message",
+            "title",
+            "module?",
+            "node?",
+        ),
+        "agent/sentinel",
+        True,
+        True,
+        "the first NaN/Inf of the run: a diagnostic and a hover at its line",
+    ),
+    EventType(
+        "shape",
+        ("file", "line", "text", "shape", "dtype", "device", "step", "name?", "values?", "summary?"),
+        "agent/shapes/observers",
+        False,  # many per step: the editor gets them as inlay hints instead
+        True,
+        "the shape assigned at a line: an inlay hint and a hover",
+    ),
+    EventType(
+        "shape-map",
+        ("model", "rows", "file?", "line?"),
+        "agent/shapes/observers",
+        True,
+        False,
+        "the model's shapes per module at its first forward (the doctor's shapeMap)",
+    ),
+    EventType(
+        "condition-error",
+        ("expression", "message", "location"),
+        "agent/conditions/predicates",
+        True,
+        False,
+        "a tensorsight.* condition helper was misused (it answered False)",
+    ),
+    EventType(
+        "rank",
+        ("rank", "local_rank", "world_size", "host", "source", "origin"),
+        "agent/distributed/ranks",
+        True,
+        True,
+        "the process learnt its rank after the hello",
+    ),
+    EventType(
+        "rank-state",
+        ("rank", "local_rank", "world_size", "state", "since", "heartbeat", "step", "file?", "line?", "blocked_in?"),
+        "agent/distributed/ranks",
+        True,
+        True,
+        "a rank's heartbeat (running, stopped, waiting in a collective)",
+    ),
+    EventType(
+        "scalars",
+        ("step", "split", "values", "batches?"),
+        "agent/measurement/pipeline",
+        True,
+        True,
+        "loss, lr, gradient norms (train) or the validation loss (val) of a step",
+    ),
+    EventType(
+        "phases",
+        ("step", "seconds", "eval_seconds?", "file?", "line?"),
+        "agent/measurement/pipeline",
+        True,
+        True,
+        "seconds per phase of one step: the code lens above the training loop",
+    ),
+    EventType(
+        "phase-summary",
+        ("steps", "seconds", "file?", "line?"),
+        "agent/measurement/pipeline",
+        True,
+        True,
+        "seconds per phase over the whole run",
+    ),
+    EventType(
+        "histogram",
+        ("step", "name", "kind", "edges", "counts"),
+        "agent/measurement/pipeline",
+        True,
+        False,
+        "a weight or gradient histogram",
+    ),
+    EventType(
+        "memory",
+        ("step", "cpu_rss_bytes?", "cuda_allocated?", "cuda_reserved?", "cuda_peak?", "nvml_used?", "nvml_total?"),
+        "agent/measurement/pipeline",
+        True,
+        False,
+        "memory figures of a step (bytes)",
+    ),
+    EventType("log", ("level", "message"), "agent/measurement/training_log", True, False, "a training log line"),
+    EventType(
+        "tensorboard",
+        ("logdir", "command"),
+        "agent/measurement/tensorboard_writer",
+        True,
+        False,
+        "TensorBoard event files are being written",
+    ),
+    EventType(
+        "timer",
+        ("name", "seconds", "file?", "line?"),
+        "agent/measurement/timer",
+        True,
+        True,
+        "one measurement of a tensorsight.Timer: the panel's timers and a hover at the timed line",
+    ),
+    EventType(
+        "run-finished",
+        ("error",),
+        "cli/doctor",
+        True,
+        True,
+        "the doctored script ended (error text, or empty)",
+    ),
+)
+EVENTS_BY_NAME: dict[str, EventType] = {e.name: e for e in EVENTS}
+EVENT_TYPES = frozenset(EVENTS_BY_NAME)
+FORWARDED_EVENT_TYPES = frozenset(e.name for e in EVENTS if e.forwarded)
+VIEW_EVENT_TYPES = frozenset(e.name for e in EVENTS if e.view)
+
+# run events the server makes itself (distributed runs): sent as tensorsight/runEvent, never received from an agent
+SERVER_EVENTS: tuple[EventType, ...] = (
+    EventType("ranks", ("verdicts",), "server", True, False, "the ranks' verdicts, when they change"),
+    EventType("finding", ("finding", "origin"), "server", True, False, 'a diverging or hung rank (origin "server")'),
+)
+
+
+def required_keys(event_type: str) -> tuple[str, ...]:
+    return tuple(k for k in EVENTS_BY_NAME[event_type].keys if not k.endswith("?"))
+
+
+def all_keys(event_type: str) -> tuple[str, ...]:
+    return tuple(k.rstrip("?") for k in EVENTS_BY_NAME[event_type].keys)
+
 
 # ---------------------------------------------------------------------------------------------- LSP custom methods
 START_SESSION = "tensorsight/startSession"
@@ -19,25 +328,179 @@ RUN_EVENT = "tensorsight/runEvent"
 GPU = "tensorsight/gpu"
 STATUS = "tensorsight/status"
 
-FORWARDED_EVENT_TYPES = frozenset(
-    {
-        "scalars",
-        "phases",
-        "phase-summary",
-        "histogram",
-        "finding",
-        "nonfinite",
-        "memory",
-        "log",
-        "condition-error",
-        "run-finished",
-        "hello",
-        "dropped",
-        "bye",
-        "tensorboard",
-        "rank-state",
-    }
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a payload, typed as TypeScript writes it (the generated ``protocol.ts`` uses it verbatim)."""
+
+    name: str
+    ts_type: str
+    optional: bool = False
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Interface:
+    name: str
+    fields: tuple[Field, ...]
+    doc: str = ""
+    open_ended: bool = False  # more keys may come (``[key: string]: unknown``)
+
+
+@dataclass(frozen=True)
+class Request:
+    """Client -> server; ``result`` names an interface, with ``[]`` when the answer is a list of them."""
+
+    method: str
+    key: str  # the ``Methods`` key on the TypeScript side
+    params: str
+    result: str
+
+
+@dataclass(frozen=True)
+class Notification:
+    """Server -> client."""
+
+    method: str
+    key: str
+    params: str
+
+
+INTERFACES: tuple[Interface, ...] = (
+    Interface("StartSessionParams", (Field("sessionId", "string"),)),
+    Interface(
+        "StartSessionResult",
+        (
+            Field("address", "string", doc=f"'127.0.0.1:PORT': pass it to the debuggee as {ENV_HUB}"),
+            Field("token", "string", doc=f"pass it to the debuggee as {ENV_TOKEN}"),
+        ),
+        "The same answer when the session was already started.",
+    ),
+    Interface("EndSessionParams", (Field("sessionId", "string"),)),
+    Interface("EndSessionResult", (Field("ended", "boolean"),)),
+    Interface(
+        "ValidateConditionParams",
+        (
+            Field("uri", "string"),
+            Field("line", "number", doc="0-based"),
+            Field("condition", "string"),
+        ),
+    ),
+    Interface(
+        "ValidateConditionResult",
+        (
+            Field("undefinedNames", "string[]", doc="names (and unknown tensorsight helpers) not defined at the line"),
+            Field("message", "string", doc="one sentence for a warning; empty when the condition is fine"),
+            Field("syntaxError", "string | null", doc="why the condition is not a Python expression"),
+            Field("available", "boolean", doc="the server could check the condition"),
+        ),
+    ),
+    Interface(
+        "SuggestConditionsParams",
+        (
+            Field("name", "string"),
+            Field("uri", "string", True),
+            Field("line", "number", True, "0-based; with uri, the shape a run observed there sharpens the offer"),
+            Field("kindHint", "string", True),
+            Field("shape", "number[]", True),
+        ),
+    ),
+    Interface(
+        "ConditionSuggestion",
+        (Field("label", "string"), Field("condition", "string"), Field("description", "string")),
+    ),
+    Interface(
+        "RunEvent",
+        (
+            Field("type", "string", doc="one of RUN_EVENT_TYPES; a newer agent may send others (ignore them)"),
+            Field("pid", "number", True, "absent on the events the server makes itself"),
+            Field("time", "number", True),
+            Field("rank", "number", True),
+            Field("step", "number", True),
+        ),
+        "An agent event as the agent sent it (non-finite numbers arrive as 'NaN', 'Infinity', '-Infinity').",
+        open_ended=True,
+    ),
+    Interface(
+        "RunEventParams",
+        (Field("sessionId", "string"), Field("event", "RunEvent")),
+        "One run event, as the rest of the extension receives them (the notification carries a batch).",
+    ),
+    Interface(
+        "RunEventBatch",
+        (Field("sessionId", "string"), Field("events", "RunEvent[]")),
+        "A session's run events in one notification: at most 4 a second per session, 500 events each.",
+    ),
+    Interface(
+        "GpuInfo",
+        (
+            Field("index", "number"),
+            Field("name", "string"),
+            Field("utilization", "number | null", doc="percent"),
+            Field("memoryUsed", "number | null", doc="bytes"),
+            Field("memoryTotal", "number | null", doc="bytes"),
+            Field("processMemoryUsed", "number", True, "bytes used by the debugged processes"),
+        ),
+    ),
+    Interface(
+        "GpuParams",
+        (Field("available", "boolean"), Field("gpus", "GpuInfo[]"), Field("message", "string", True)),
+    ),
+    Interface(
+        "RankVerdict",
+        (
+            Field("rank", "number"),
+            Field("verdict", "string", doc="running, stopped, waiting, hung, silent or finished"),
+            Field("message", "string"),
+            Field("state", "string"),
+            Field("since", "number"),
+            Field("step", "number | null"),
+            Field("waiting_for", "number[]", True),
+            Field("file", "string", True),
+            Field("line", "number", True),
+            Field("blocked_in", "string", True),
+        ),
+    ),
+    Interface(
+        "StatusDetail",
+        (
+            Field("sessionId", "string"),
+            Field("address", "string", True),
+            Field("processes", "number"),
+            Field("connections", "number", True),
+            Field("events", "number"),
+            Field("dropped", "number"),
+            Field("rejectedConnections", "number", True),
+            Field("malformedEvents", "number", True),
+            Field("ranks", "RankVerdict[]"),
+        ),
+    ),
+    Interface(
+        "StatusParams",
+        (
+            Field("sessions", "number", doc="live sessions"),
+            Field("state", "'idle' | 'waiting' | 'connected'"),
+            Field("details", "StatusDetail[]"),
+        ),
+    ),
 )
+INTERFACES_BY_NAME: dict[str, Interface] = {i.name: i for i in INTERFACES}
+
+REQUESTS: tuple[Request, ...] = (
+    Request(START_SESSION, "startSession", "StartSessionParams", "StartSessionResult"),
+    Request(END_SESSION, "endSession", "EndSessionParams", "EndSessionResult"),
+    Request(VALIDATE_CONDITION, "validateCondition", "ValidateConditionParams", "ValidateConditionResult"),
+    Request(SUGGEST_CONDITIONS, "suggestConditions", "SuggestConditionsParams", "ConditionSuggestion[]"),
+)
+NOTIFICATIONS: tuple[Notification, ...] = (
+    Notification(RUN_EVENT, "runEvent", "RunEventBatch"),
+    Notification(GPU, "gpu", "GpuParams"),
+    Notification(STATUS, "status", "StatusParams"),
+)
+
+
+def field_names(interface: str) -> tuple[str, ...]:
+    return tuple(f.name for f in INTERFACES_BY_NAME[interface].fields)
 
 
 def json_safe(value: Any) -> Any:

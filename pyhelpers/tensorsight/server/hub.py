@@ -13,7 +13,8 @@ most ``MAX_HELLO`` bytes within ``HELLO_TIMEOUT`` seconds, a connection buffers 
 and what it sent reaches the log only as ``printable`` text: one line, escaped, cut short, with at most
 ``REJECTIONS_LOGGED_PER_SESSION`` rejections logged per session (the rest are counted).
 
-Wire protocol (newline-delimited UTF-8 JSON; see also the agent's ``hub_client``):
+Wire protocol (newline-delimited UTF-8 JSON; declared in ``tensorsight.core.protocol``, the agent's side is
+``hub_client``):
   client: ``{"type": "hello", "protocol": 1, "token", "pid", "rank"?, "script", "argv", "origin"}``
   hub:    ``{"type": "welcome", "sessionId"}``  or  ``{"type": "rejected", "reason"}`` then close
   client: one event object per line, ``{"type", "pid", "time", ...}``, until it closes.
@@ -28,11 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-HOST = "127.0.0.1"
-HELLO_TIMEOUT = 2.0  # seconds a new connection has to say hello (an agent says it as soon as it connects)
-MAX_HELLO = 16 << 10  # bytes of the hello line (an agent's: a script path, 16 arguments of at most 256 characters)
+from tensorsight.core import protocol
+
+HOST = protocol.HUB_HOST
+HELLO_TIMEOUT = protocol.HELLO_TIMEOUT_SECONDS  # seconds a new connection has to say hello
+MAX_HELLO = protocol.MAX_HELLO_BYTES  # bytes of the hello line
 MAX_PENDING = 64  # connections of all sessions that have not said hello yet
-MAX_LINE = 1 << 20  # bytes of an event line; a longer line is rejected as malformed
+MAX_LINE = protocol.MAX_LINE_BYTES  # bytes of an event line; a longer line is rejected as malformed
 READ_CHUNK = 1 << 16  # bytes read at a time (also the socket reader's buffer limit)
 MALFORMED_LOGGED_PER_CONNECTION = 5
 LINES_BETWEEN_YIELDS = 64  # a connection's lines handled before LSP requests get their turn on the loop
@@ -160,12 +163,12 @@ class Hub:
         except LineTooLong:
             return self._reject(session, writer, "hello line too long")
         hello, problem = parse_line(line)
-        if hello is None or hello.get("type") != "hello":
+        if hello is None or hello.get("type") != protocol.HELLO:
             return self._reject(session, writer, f"first line is not a hello ({problem or 'wrong type'})")
         token = hello.get("token")
         if not isinstance(token, str) or not secrets.compare_digest(token.encode(), session.token.encode()):
             return self._reject(session, writer, f"bad token from pid {printable(hello.get('pid'))}")
-        writer.write(_line({"type": "welcome", "sessionId": session.session_id}))
+        writer.write(_line({"type": protocol.WELCOME, "sessionId": session.session_id}))
         await writer.drain()
         return hello
 
@@ -177,7 +180,7 @@ class Hub:
         elif session.rejected_connections == REJECTIONS_LOGGED_PER_SESSION + 1:
             self._log("warning", f"hub: more rejected connections to session {session.session_id}; counting only")
         try:
-            writer.write(_line({"type": "rejected", "reason": reason.split(" from pid")[0]}))
+            writer.write(_line({"type": protocol.REJECTED, "reason": reason.split(" from pid")[0]}))
         except (ConnectionError, OSError):
             pass
         return None
@@ -304,7 +307,7 @@ def parse_line(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
     if not isinstance(value, dict):
         return None, f"a JSON {type(value).__name__}, not an object"
     kind = value.get("type")
-    if not isinstance(kind, str) or not kind or len(kind) > 64:
+    if not isinstance(kind, str) or not kind or len(kind) > protocol.MAX_TYPE_LENGTH:
         return None, "no 'type'"
     return value, None
 

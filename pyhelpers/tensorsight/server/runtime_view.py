@@ -3,7 +3,8 @@
 Pure state with no I/O and no LSP types: ``server`` feeds it the events the hub accepted (``apply``) and asks it what
 to show for a file; it converts to LSP itself. A new debug session replaces what the previous (ended) sessions left,
 so the editor always shows one run. Events are validated here: a malformed one is rejected with a reason (the server
-logs it) and changes nothing.
+logs it) and changes nothing. The event types handled here are those ``core.protocol.EVENTS`` routes to the view
+(``HANDLED_EVENT_TYPES``; tests/core/test_protocol.py keeps the two equal).
 
 Distributed runs (torchrun, DDP): every rank of a session reports to the same hub. Each session's ``RankBook``
 (``rank_book``) keeps the ranks' heartbeats and train series; ``check_ranks`` (the server calls it on its timer and
@@ -49,6 +50,20 @@ class ShapeSeen:
     shape: list[int] | None = None
     count: int = 1
     texts: list[str] = field(default_factory=list)  # distinct texts seen, oldest first (at most 4)
+
+
+@dataclass
+class TimerSeen:
+    """A ``tensorsight.Timer`` measured at one line: its last measurement and the run's total."""
+
+    name: str
+    last: float
+    total: float
+    calls: int = 1
+
+    def text(self) -> str:
+        mean = self.total / self.calls
+        return f"`{self.name}` last {_milliseconds(self.last)}, mean {_milliseconds(mean)} over {self.calls} call(s)"
 
 
 @dataclass
@@ -110,6 +125,7 @@ class RuntimeView:
         self._findings: dict[str, dict[tuple[Any, ...], Finding]] = {}
         self._nonfinite: dict[str, dict[int, Mapping[str, Any]]] = {}
         self._phases: dict[tuple[str, int] | None, PhaseBreakdown] = {}
+        self._timers: dict[str, dict[int, dict[str, TimerSeen]]] = {}  # path -> line -> timer name -> measurements
         self._scripts: set[str] = set()
 
     # ------------------------------------------------------------------ sessions
@@ -122,6 +138,7 @@ class RuntimeView:
             self._findings.clear()
             self._nonfinite.clear()
             self._phases.clear()
+            self._timers.clear()
             self._scripts.clear()
             self.sessions = {k: v for k, v in self.sessions.items() if v.active}
         self.sessions[session_id] = SessionInfo(session_id)
@@ -314,6 +331,26 @@ class RuntimeView:
     def _on_phase_summary(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
         return self._on_phases(info, event, final=True)
 
+    def _on_timer(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+        """A ``tensorsight.Timer`` measurement: kept for the hover at the timed line (the panel gets it forwarded)."""
+        name = _str(event.get("name"), "name")[:MAX_TEXT]
+        seconds = _number(event.get("seconds"), "seconds")
+        if event.get("file") is None:
+            return Update()  # measured outside user code: only the panel shows it
+        path, line = normalize_path(_str(event.get("file"), "file")), _line(event.get("line"))
+        per_file = self._timers.setdefault(path, {})
+        per_line = per_file.get(line)
+        if per_line is None:
+            if len(per_file) >= MAX_SHAPES_PER_FILE:
+                return Update()
+            per_line = per_file[line] = {}
+        seen = per_line.get(name)
+        if seen is None:
+            per_line[name] = TimerSeen(name, seconds, seconds)
+        else:
+            seen.last, seen.total, seen.calls = seconds, seen.total + seconds, seen.calls + 1
+        return Update()
+
     # ------------------------------------------------------------------ queries
     def inlay_hints(self, path: str) -> list[ShapeSeen]:
         return sorted(self._shapes.get(normalize_path(path), {}).values(), key=lambda s: (s.line, s.name or ""))
@@ -340,6 +377,8 @@ class RuntimeView:
                 parts.append(f"`{seen.summary}`")
             if len(seen.texts) > 1:
                 parts.append("shapes seen here: " + ", ".join(f"`{t}`" for t in seen.texts))
+        for timer in list(self._timers.get(key, {}).get(line, {}).values())[:3]:
+            parts.append(f"**TensorSight** · timer {timer.text()}")
         origin = self._nonfinite.get(key, {}).get(line)
         if origin is not None:
             step = origin.get("step")
@@ -428,7 +467,14 @@ _HANDLERS = {
     "nonfinite": RuntimeView._on_nonfinite,
     "phases": RuntimeView._on_phases,
     "phase-summary": RuntimeView._on_phase_summary,
+    "timer": RuntimeView._on_timer,
 }
+# every type the contract routes to the view has its handler here (tests/core/test_protocol.py checks both ways)
+HANDLED_EVENT_TYPES = frozenset(_HANDLERS)
+
+
+def _milliseconds(seconds: float) -> str:
+    return f"{seconds * 1000.0:.1f} ms" if seconds < 10.0 else f"{seconds:.1f} s"
 
 
 def _rank_of(info: SessionInfo, event: Mapping[str, Any]) -> int | None:

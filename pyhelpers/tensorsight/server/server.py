@@ -411,5 +411,5 @@ def suggest_conditions(ls: TensorSightServer, params: Any) -> list[Any]:
 
 
 def main() -> None:
-    logging.basicConfig(level=os.environ.get("TENSORSIGHT_LOG_LEVEL", "WARNING"))
+    logging.basicConfig(level=os.environ.get(protocol.ENV_LOG_LEVEL, "WARNING"))
     server.start_io()

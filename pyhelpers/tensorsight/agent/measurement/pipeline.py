@@ -7,7 +7,8 @@ per-step pipeline: ``phases``, ``scalars``, ``histogram`` and ``memory`` events,
 event files, and — at the end of the run (the doctor's ``run-finished`` event, or process exit) — curve diagnosis and
 phase verdicts as findings.
 
-Launch options (camelCase, in ``TENSORSIGHT_OPTIONS`` or the doctor's ``--set KEY=VALUE``):
+Launch options (camelCase, in ``TENSORSIGHT_OPTIONS`` or the doctor's ``--set KEY=VALUE``; types and defaults are
+declared in ``tensorsight.core.protocol.LAUNCH_OPTIONS``, which this module reads them from):
 
 - ``measure`` (false): master switch; the doctor turns it on.
 - ``phases`` (true): time data / forward / backward / optimizer / other per step (``phases`` events).
@@ -41,6 +42,7 @@ from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
 from tensorsight.core.curves import Series, TrainingCurves, diagnose_curves
 from tensorsight.core.phases import DATA_DOMINANT_SHARE, MIN_STEPS_FOR_VERDICT, PHASES, phase_verdicts
+from tensorsight.core.protocol import option_default
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,8 @@ class MeasureSettings:
     data_share_threshold: float = DATA_DOMINANT_SHARE
 
 
-def _bool(name: str, default: bool) -> bool:
+def _bool(name: str) -> bool:
+    default: bool = option_default(name)
     value = option(name, default)
     if isinstance(value, bool):
         return value
@@ -70,7 +73,8 @@ def _bool(name: str, default: bool) -> bool:
     return default
 
 
-def _count(name: str, default: int) -> int:
+def _count(name: str) -> int:
+    default: int = option_default(name)
     value = option(name, default)
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         report_once(f"option-{name}", f"option {name} should be a number of steps, got {value!r}; using {default}")
@@ -87,7 +91,7 @@ def _count(name: str, default: int) -> int:
 
 
 def _path(name: str) -> str | None:
-    value = option(name, None)
+    value = option(name)
     if value in (None, "", False):
         return None
     if not isinstance(value, str):
@@ -96,7 +100,8 @@ def _path(name: str) -> str | None:
     return os.path.abspath(os.path.expanduser(value))
 
 
-def _share(name: str, default: float) -> float:
+def _share(name: str) -> float:
+    default: float = option_default(name)
     value = option(name, default)
     try:
         share = float(value)
@@ -110,19 +115,19 @@ def _share(name: str, default: float) -> float:
 
 def read_settings() -> MeasureSettings:
     """The feature's options from the launch options, with a clear message for each wrong value."""
-    level = option("logLevel", "INFO")
+    level = option("logLevel")
     return MeasureSettings(
-        phases=_bool("phases", True),
-        scalars_every=_count("scalarsEvery", 1),
-        grad_norms_per_parameter=_bool("gradNormsPerParameter", True),
-        histogram_every=_count("histogramEvery", 100),
-        memory=_bool("memory", True),
-        trace_memory=_bool("traceMemory", False),
+        phases=_bool("phases"),
+        scalars_every=_count("scalarsEvery"),
+        grad_norms_per_parameter=_bool("gradNormsPerParameter"),
+        histogram_every=_count("histogramEvery"),
+        memory=_bool("memory"),
+        trace_memory=_bool("traceMemory"),
         log_file=_path("logFile"),
         log_level=str(level).upper() if isinstance(level, (str, int)) else "INFO",
         tensorboard_dir=_path("tensorboardDir"),
-        diagnose_curves=_bool("diagnoseCurves", True),
-        data_share_threshold=_share("dataShareThreshold", DATA_DOMINANT_SHARE),
+        diagnose_curves=_bool("diagnoseCurves"),
+        data_share_threshold=_share("dataShareThreshold"),
     )
 
 
@@ -364,7 +369,7 @@ def _start(torch: ModuleType, settings: MeasureSettings) -> None:
 def arm(origin: str = "debugger") -> None:
     """Read the options; when ``measure`` is on, start measuring as soon as the program imports torch."""
     global _armed
-    if _armed or not _bool("measure", False):
+    if _armed or not _bool("measure"):
         return
     _armed = True
     settings = read_settings()

@@ -1,9 +1,12 @@
 """In-process event bus: features publish what they observe; the hub client and the doctor subscribe.
 
 Publishing never blocks and never raises. An event is a plain JSON-able dict with at least ``type``; the bus adds
-``pid``, ``time`` and (under torch.distributed) ``rank``. Event types used across the product:
-``hello``, ``finding`` (data: a Finding wire dict), ``nonfinite``, ``shape``, ``scalars``, ``phases``, ``memory``,
-``log``, ``condition-error``.
+``pid``, ``time`` and (under torch.distributed) ``rank``. Every event type, its keys, the module that emits it and
+where the server takes it are declared once in ``tensorsight.core.protocol.EVENTS``; ``tests/core/test_protocol.py``
+fails when the agent emits a type the contract does not declare. Emitted through this bus: ``finding`` (a Finding's
+wire dict, via ``emit_finding``), ``nonfinite``, ``shape``, ``shape-map``, ``condition-error``, ``rank``,
+``rank-state``, ``scalars``, ``phases``, ``phase-summary``, ``histogram``, ``memory``, ``log``, ``tensorboard``,
+``timer`` and ``run-finished``; the hub client adds ``hello``, ``dropped`` and ``bye`` on the wire.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.core.findings import Finding
+from tensorsight.core.protocol import ENV_RANK
 
 Listener = Callable[[dict[str, Any]], None]
 
@@ -39,7 +43,7 @@ def current_rank() -> int | None:
     The launcher's ``RANK`` variable answers first (no torch import); otherwise ``agent.distributed`` asks an
     already-initialised torch.distributed (e.g. under ``torch.multiprocessing.spawn``).
     """
-    raw = os.environ.get("RANK")
+    raw = os.environ.get(ENV_RANK)
     if raw is not None and raw.isdigit():
         return int(raw)
     if "torch.distributed" not in sys.modules:

@@ -6,7 +6,8 @@ only puts the event on a bounded queue (drops, counted, when full) and a daemon 
 does everything else: connects lazily, writes, reconnects with back-off, and gives up quietly while the hub is gone.
 At exit the queue is flushed for at most ``FLUSH_SECONDS``. Stdlib only.
 
-Wire protocol (newline-delimited JSON over TCP to the loopback address in ``TENSORSIGHT_HUB``, "127.0.0.1:PORT"):
+Wire protocol (newline-delimited JSON over TCP to the loopback address in ``TENSORSIGHT_HUB``, "127.0.0.1:PORT";
+declared in ``tensorsight.core.protocol``):
 
 1. the client's first line is ``{"type": "hello", "protocol": 1, "token": TENSORSIGHT_TOKEN, "pid", "rank"?,
    "script", "argv", "origin"}``;
@@ -34,8 +35,9 @@ from tensorsight.agent.runtime import events
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.install import installed_origin
 from tensorsight.agent.runtime.options import hub_address, hub_token
+from tensorsight.core import protocol
 
-PROTOCOL = 1
+PROTOCOL = protocol.HUB_PROTOCOL
 QUEUE_LIMIT = 10_000  # events waiting to be sent; beyond this they are dropped (and counted)
 CONNECT_TIMEOUT = 2.0
 SEND_TIMEOUT = 5.0  # a hub that stops reading for this long counts as gone
@@ -117,7 +119,9 @@ class HubClient:
         with self._lock:
             if self._thread is None:
                 return not self._queue
-            self._queue.append({"type": "bye", "pid": os.getpid(), "time": time.time(), "dropped": self.dropped_total})
+            self._queue.append(
+                {"type": protocol.BYE, "pid": os.getpid(), "time": time.time(), "dropped": self.dropped_total}
+            )
             self._closing = True
             self._wake.notify()
             while (self._queue or self._sending) and self.state in ("connecting", "connected"):
@@ -201,7 +205,7 @@ class HubClient:
                 sock.close()
             report_once("hub-connect", f"runtime hub at {self.address[0]}:{self.address[1]} unreachable ({exc})")
             return None
-        if answer.get("type") == "rejected":
+        if answer.get("type") == protocol.REJECTED:
             report_once("hub-rejected", f"runtime hub refused this process: {answer.get('reason', 'no reason given')}")
             with self._lock:
                 self.state = "rejected"
@@ -212,14 +216,14 @@ class HubClient:
 
     def _hello(self) -> dict[str, Any]:
         hello: dict[str, Any] = {
-            "type": "hello",
+            "type": protocol.HELLO,
             "protocol": PROTOCOL,
             "token": self.token,
             "pid": os.getpid(),
             "time": time.time(),
             "script": os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else None,
-            # each argument cut short: the hub takes a hello of a few KiB at most (server/hub.py, MAX_HELLO)
-            "argv": [str(arg)[:256] for arg in sys.argv[:16]],
+            # each argument cut short: the hub takes a hello of protocol.MAX_HELLO_BYTES at most
+            "argv": [str(arg)[: protocol.MAX_ARGV_ITEM_CHARS] for arg in sys.argv[:16]],
             "origin": installed_origin(),
         }
         rank = events.current_rank()
@@ -239,7 +243,7 @@ class HubClient:
                 dropped, self.dropped = self.dropped, 0
                 self._sending = True
             if dropped:
-                batch.insert(0, {"type": "dropped", "pid": os.getpid(), "time": time.time(), "count": dropped})
+                batch.insert(0, {"type": protocol.DROPPED, "pid": os.getpid(), "time": time.time(), "count": dropped})
             payload = b"".join(encode(event) for event in batch)
             sock.sendall(payload)
             with self._lock:
@@ -303,7 +307,7 @@ def arm(origin: str = "debugger") -> None:
         return
     address = parse_address(raw_address)
     if address is None:
-        report_once("hub-address", f"ignoring TENSORSIGHT_HUB={raw_address!r}: expected HOST:PORT")
+        report_once("hub-address", f"ignoring {protocol.ENV_HUB}={raw_address!r}: expected HOST:PORT")
         return
     _client = HubClient(address, token or "")
     events.subscribe(_client.offer)

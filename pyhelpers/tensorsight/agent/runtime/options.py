@@ -2,7 +2,9 @@
 
 ``TENSORSIGHT_HUB`` (address of the language server's hub), ``TENSORSIGHT_TOKEN`` (per-session secret) and
 ``TENSORSIGHT_OPTIONS`` (JSON object of launch options such as ``breakOnNonFinite``). All are optional: without them
-the agent works alone and sends nothing.
+the agent works alone and sends nothing. The names, and every launch option with its type and default, are declared
+in ``tensorsight.core.protocol``; features read their options through ``option`` (the hub client reads the address
+and token through ``hub_address`` / ``hub_token``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tensorsight.agent.runtime.guard import report_once
+from tensorsight.core.protocol import ENV_HUB, ENV_OPTIONS, ENV_TOKEN, option_default
 
 _cache: dict[str, Any] | None = None
 
@@ -24,10 +27,10 @@ def parse_options(raw: str | None) -> dict[str, Any]:
     try:
         value = json.loads(raw)
     except ValueError as exc:
-        report_once("options-json", f"ignoring TENSORSIGHT_OPTIONS: not valid JSON ({exc})")
+        report_once("options-json", f"ignoring {ENV_OPTIONS}: not valid JSON ({exc})")
         return {}
     if not isinstance(value, dict):
-        report_once("options-type", "ignoring TENSORSIGHT_OPTIONS: expected a JSON object")
+        report_once("options-type", f"ignoring {ENV_OPTIONS}: expected a JSON object")
         return {}
     return value
 
@@ -36,14 +39,20 @@ def options(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The launch options of this process (parsed once from the environment)."""
     global _cache
     if environ is not None:
-        return parse_options(environ.get("TENSORSIGHT_OPTIONS"))
+        return parse_options(environ.get(ENV_OPTIONS))
     if _cache is None:
-        _cache = parse_options(os.environ.get("TENSORSIGHT_OPTIONS"))
+        _cache = parse_options(os.environ.get(ENV_OPTIONS))
     return _cache
 
 
-def option(name: str, default: Any = None) -> Any:
-    """One launch option with a default; callers validate the type they need."""
+_DECLARED = object()
+
+
+def option(name: str, default: Any = _DECLARED) -> Any:
+    """One launch option; without ``default``, the contract's (an undeclared name raises KeyError: a typo must not
+    read as "unset"). Callers validate the type they need."""
+    if default is _DECLARED:
+        default = option_default(name)
     return options().get(name, default)
 
 
@@ -54,8 +63,8 @@ def set_options(values: Mapping[str, Any]) -> None:
 
 
 def hub_address() -> str | None:
-    return os.environ.get("TENSORSIGHT_HUB") or None
+    return os.environ.get(ENV_HUB) or None
 
 
 def hub_token() -> str | None:
-    return os.environ.get("TENSORSIGHT_TOKEN") or None
+    return os.environ.get(ENV_TOKEN) or None

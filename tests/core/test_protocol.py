@@ -1,0 +1,249 @@
+"""The contract between the processes (``tensorsight.core.protocol``) against every side's source.
+
+- every event type the agent's source emits (``emit("...")``, ``emit_finding``; found by walking the AST, so a new
+  call site is checked the day it is written) is declared, with the keys it sends, by the module that sends it, and
+  nothing declared is never sent;
+- the language server forwards exactly the declared ``forwarded`` types and its runtime view handles exactly the
+  declared ``view`` types; every type reaches the editor one way or the other;
+- every launch option a feature reads is declared, with the same default;
+- no module outside the contract spells an environment variable's name;
+- ``extension/src/server/protocol.ts`` is what ``scripts/generate_protocol_ts.py`` makes of the contract.
+The live server's answers are checked against the same contract in ``tests/server/test_protocol_answers.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import pathlib
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from support.paths import PYHELPERS
+from tensorsight.core import protocol
+from tensorsight.server import runtime_view
+
+PACKAGE = pathlib.Path(PYHELPERS, "tensorsight")
+ROOT = PACKAGE.parent.parent
+# the processes that send events: the agent, and the doctor (which runs the agent headless)
+SENDERS = (PACKAGE / "agent", PACKAGE / "cli")
+HUB_CLIENT_EVENTS = {protocol.HELLO, protocol.DROPPED, protocol.BYE}  # written on the wire, not through the bus
+
+
+def python_files(*folders: pathlib.Path) -> Iterator[pathlib.Path]:
+    for folder in folders:
+        yield from sorted(folder.rglob("*.py"))
+
+
+def module_label(path: pathlib.Path) -> str:
+    """``agent/measurement/timer`` for pyhelpers/tensorsight/agent/measurement/timer.py (a package: its folder)."""
+    relative = path.relative_to(PACKAGE).with_suffix("")
+    return str(relative.parent if relative.name == "__init__" else relative).replace("\\", "/")
+
+
+def emit_sites() -> list[tuple[str, str, set[str] | None]]:
+    """(event type, module, literal keyword names or None when ``**data`` is passed) of every emit call."""
+    sites = []
+    for path in python_files(*SENDERS):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if name == "emit_finding":
+                sites.append(("finding", module_label(path), None))
+            elif name == "emit" and node.args:
+                first = node.args[0]
+                assert isinstance(first, ast.Constant) and isinstance(first.value, str), (
+                    f"{path.name}:{node.lineno}: emit() with a computed event type cannot be checked; use a literal"
+                )
+                keywords = {k.arg for k in node.keywords}
+                literal = None if None in keywords else {k for k in keywords if k is not None}
+                sites.append((first.value, module_label(path), literal))
+    return sites
+
+
+def test_the_scan_finds_the_agents_emit_calls():
+    sites = emit_sites()
+    # a scan that silently found nothing would pass every test below
+    assert len(sites) >= 20
+    assert ("timer", "agent/measurement/timer", None) in sites
+
+
+def test_every_emitted_event_type_is_declared_by_the_module_that_emits_it():
+    for event_type, module, _ in emit_sites():
+        assert event_type in protocol.EVENT_TYPES, f"{module} emits {event_type!r}, which core/protocol.py lacks"
+        declared = protocol.EVENTS_BY_NAME[event_type].source.split(" ")[0]
+        senders = {m for t, m, _ in emit_sites() if t == event_type}
+        assert declared in senders, f"{event_type!r} is declared as sent by {declared}, but sent by {senders}"
+
+
+def test_every_declared_event_type_is_emitted():
+    emitted = {event_type for event_type, _, _ in emit_sites()} | HUB_CLIENT_EVENTS
+    assert protocol.EVENT_TYPES == emitted, f"declared but never sent: {sorted(protocol.EVENT_TYPES - emitted)}"
+
+
+def test_literal_event_keys_are_declared():
+    for event_type, module, keys in emit_sites():
+        if keys is None:
+            continue
+        undeclared = keys - set(protocol.all_keys(event_type)) - {"rank"}
+        assert not undeclared, f"{module} sends {event_type!r} with undeclared keys {sorted(undeclared)}"
+        missing = set(protocol.required_keys(event_type)) - keys
+        assert not missing, f"{module} sends {event_type!r} without its required keys {sorted(missing)}"
+
+
+def test_the_event_counts_the_issue_named():
+    # 16 types through the bus plus the hub client's three: the drift issue 11 found was 9 / 15 / 12 of these
+    assert len(protocol.EVENT_TYPES - HUB_CLIENT_EVENTS) == 16
+    assert "timer" in protocol.FORWARDED_EVENT_TYPES and "timer" in protocol.VIEW_EVENT_TYPES
+
+
+def test_the_runtime_view_handles_exactly_the_declared_view_events():
+    assert runtime_view.HANDLED_EVENT_TYPES == protocol.VIEW_EVENT_TYPES
+
+
+def test_every_event_reaches_the_editor():
+    for event in protocol.EVENTS:
+        assert event.forwarded or event.view, f"{event.name!r} would be dropped by the server"
+    # the one type not forwarded is shown as inlay hints (too many per step for the notification channel)
+    assert protocol.EVENT_TYPES - protocol.FORWARDED_EVENT_TYPES == {"shape"}
+
+
+def test_the_server_forwards_what_the_contract_says():
+    """server.py must route by the contract's set, never by a set of its own (the old drift)."""
+    tree = ast.parse((PACKAGE / "server" / "server.py").read_text(encoding="utf-8"))
+    names = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    assert "FORWARDED_EVENT_TYPES" in names
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
+            strings = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+            assert len(strings & protocol.EVENT_TYPES) < 3, "server.py lists event types itself"
+
+
+# ---------------------------------------------------------------------------------------------- launch options
+OPTION_READERS = {"option", "_bool", "_count", "_path", "_share", "_seconds_option"}
+
+
+def option_reads() -> list[tuple[str, str, ast.expr | None, dict[str, object]]]:
+    """(option name, module, default expression or None, the module's constants) of every literal option read."""
+    reads = []
+    for path in python_files(PACKAGE / "agent"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        constants: dict[str, object] = {}
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                if isinstance(node.value, ast.Constant):
+                    constants[node.targets[0].id] = node.value.value
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in OPTION_READERS):
+                continue
+            if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                default = node.args[1] if len(node.args) > 1 else None
+                reads.append((node.args[0].value, module_label(path), default, constants))
+    return reads
+
+
+def test_every_option_a_feature_reads_is_declared_with_its_default():
+    reads = option_reads()
+    assert {name for name, *_ in reads} >= {"breakOnNonFinite", "observeShapes", "measure", "ranks", "checkLeakage"}
+    for name, module, default, constants in reads:
+        assert name in protocol.OPTIONS_BY_NAME, f"{module} reads launch option {name!r}, which is not declared"
+        if default is None:
+            continue  # the reader takes the contract's default
+        if isinstance(default, ast.Constant):
+            value = default.value
+        elif isinstance(default, ast.Name) and default.id in constants:
+            value = constants[default.id]
+        else:
+            continue
+        assert value == protocol.option_default(name), f"{module} defaults {name!r} to {value!r}"
+
+
+def test_every_declared_option_is_read_by_its_feature():
+    read = {(name, module) for name, module, *_ in option_reads()}
+    for option in protocol.LAUNCH_OPTIONS:
+        assert (option.name, option.feature) in read, f"{option.name!r} is declared but {option.feature} never reads it"
+
+
+def test_an_undeclared_option_name_fails_loudly():
+    from tensorsight.agent.runtime.options import option
+
+    with pytest.raises(KeyError):
+        option("breakOnNonFinit")  # a typo must not read as "unset"
+
+
+def test_the_doctors_options_are_declared_and_a_mistyped_set_is_refused():
+    from tensorsight.cli.doctor import DOCTOR_OPTIONS, parse_overrides
+
+    assert set(DOCTOR_OPTIONS) <= set(protocol.OPTIONS_BY_NAME)
+    assert parse_overrides(["histogramEvery=40", "logFile=run.log"]) == {"histogramEvery": 40, "logFile": "run.log"}
+    with pytest.raises(ValueError, match="did you mean histogramEvery"):
+        parse_overrides(["histogramEvry=40"])
+
+
+# ---------------------------------------------------------------------------------------------- environment
+def test_environment_names_are_spelt_only_in_the_contract():
+    names = {*protocol.AGENT_ENVIRONMENT, *protocol.SERVER_ENVIRONMENT, *protocol.LAUNCHER_ENVIRONMENT}
+    for path in python_files(PACKAGE / "agent", PACKAGE / "server", PACKAGE / "cli"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "get" and node.args:
+                first = node.args[0]
+                if isinstance(first, ast.Constant) and first.value in names - set(protocol.LAUNCHER_ENVIRONMENT):
+                    pytest.fail(f"{module_label(path)}:{node.lineno} reads {first.value} by its literal name")
+
+
+# ---------------------------------------------------------------------------------------------- TypeScript
+def _generator():
+    spec = importlib.util.spec_from_file_location("generate_protocol_ts", ROOT / "scripts" / "generate_protocol_ts.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_protocol_ts_is_generated_from_the_contract():
+    generator = _generator()
+    committed = (ROOT / "extension" / "src" / "server" / "protocol.ts").read_text(encoding="utf-8")
+    assert committed == generator.render(), "protocol.ts is stale: run scripts/generate_protocol_ts.py"
+
+
+def test_protocol_ts_carries_every_method_field_and_event_type():
+    text = _generator().render()
+    for request in protocol.REQUESTS:
+        assert f"{request.key}: '{request.method}'" in text
+    for interface in protocol.INTERFACES:
+        assert f"export interface {interface.name} {{" in text
+    result = text.split("export interface ValidateConditionResult {")[1].split("}")[0]
+    for field in ("undefinedNames", "message", "syntaxError", "available"):  # the two the old file lacked
+        assert f"  {field}:" in result
+    for event_type in protocol.FORWARDED_EVENT_TYPES | {"ranks"}:
+        assert f"  '{event_type}'," in text
+    assert "  'shape'," not in text
+
+
+def test_every_interface_a_request_or_notification_names_exists():
+    for name in [r.params for r in protocol.REQUESTS] + [r.result.removesuffix("[]") for r in protocol.REQUESTS]:
+        assert name in protocol.INTERFACES_BY_NAME
+    for notification in protocol.NOTIFICATIONS:
+        assert notification.params in protocol.INTERFACES_BY_NAME
+
+
+def test_the_contract_imports_nothing_but_the_stdlib_and_core():
+    """The agent imports the contract inside the user's process: it must pull in no torch, numpy, pygls or server."""
+    code = (
+        "import sys, tensorsight.core.protocol\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'pygls', 'lsprotocol')\n"
+        "             or m.startswith(('tensorsight.server', 'tensorsight.agent', 'tensorsight.cli')))\n"
+        "print(','.join(bad))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": PYHELPERS}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
