@@ -34,8 +34,10 @@ ENV_SESSION = "TENSORSIGHT_SESSION"  # the editor's session id (set by the exten
 ENV_RANK = "RANK"
 ENV_WORLD_SIZE = "WORLD_SIZE"
 ENV_LOCAL_RANK = "LOCAL_RANK"
-# the language server's own environment (set by the extension for ``python -m tensorsight.server``)
-ENV_BUNDLED_LIBS = "TENSORSIGHT_BUNDLED_LIBS"  # os.pathsep-separated folders put first on sys.path
+# the language server's own environment
+# os.pathsep-separated folders put first on sys.path by ``python -m tensorsight.server`` started by hand; the extension
+# names its bundled libraries to the isolated bootstrap instead (``--path``, see tensorsight/launch.py)
+ENV_BUNDLED_LIBS = "TENSORSIGHT_BUNDLED_LIBS"
 ENV_LOG_LEVEL = "TENSORSIGHT_LOG_LEVEL"  # the server's stderr logging level, e.g. "INFO"
 
 AGENT_ENVIRONMENT = (ENV_HUB, ENV_TOKEN, ENV_OPTIONS, ENV_SESSION)
