@@ -54,7 +54,7 @@ export function activate(context: ExtensionContext): void {
   const results = new ResultsView(paths);
   const diagnostics = workspace.createDiagnosticCollection('tensorsight-doctor');
   const tools = new CliTools(paths, interpreters, diagnostics, results, log);
-  const tensorBoard = new TensorBoard(interpreters, log);
+  const tensorBoard = new TensorBoard(paths, interpreters, log);
   const configurations = new TrainingConfigurationProvider(paths, interpreters, sessions, log);
 
   context.subscriptions.push(

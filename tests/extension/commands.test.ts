@@ -166,17 +166,27 @@ describe('Debug Training providers', () => {
     assert.equal(provider.dynamicConfigurations(undefined)[0]?.name, 'Debug Training: train.py');
   });
 
-  test('the adapter is debugpy.adapter from the bundled libs', async () => {
+  test('the adapter is debugpy.adapter from the bundled libs, isolated from the workspace', async () => {
     const factory = new TrainingAdapterFactory(paths, interpreters, logChannel() as never);
     const descriptor = (await factory.createDebugAdapterDescriptor({
       configuration: { python: '/venv/bin/python' },
     } as never)) as unknown as {
       command: string;
       args: string[];
-      options: { env: Record<string, string> };
+      options: { env: Record<string, string>; cwd: string };
     };
     assert.equal(descriptor.command, '/venv/bin/python');
-    assert.deepEqual(descriptor.args, ['-m', 'debugpy.adapter']);
+    assert.deepEqual(descriptor.args, [
+      '-I',
+      '/ext/pyhelpers/tensorsight/launch.py',
+      '--path',
+      '/ext/extension/bundled/libs',
+      '--chdir',
+      process.cwd(),
+      '-m',
+      'debugpy.adapter',
+    ]);
+    assert.equal(descriptor.options.cwd, '/ext/pyhelpers');
     assert.match(descriptor.options.env.PYTHONPATH ?? '', /^\/ext\/extension\/bundled\/libs/);
   });
 });
@@ -233,6 +243,26 @@ describe('subprocess sessions and torchrun', () => {
     const descriptor = await factory.createDebugAdapterDescriptor({ configuration: child } as never);
     assert.ok(descriptor instanceof DebugAdapterServer);
     assert.deepEqual([descriptor.port, descriptor.host], [5678, '127.0.0.1']);
+  });
+
+  test('an attach to another host needs trust and an explicit confirmation; the adapter refuses it otherwise', async () => {
+    const provider = new TrainingConfigurationProvider(paths, interpreters, sessions, logChannel() as never);
+    const factory = new TrainingAdapterFactory(paths, interpreters, logChannel() as never);
+    const remote = { ...child, connect: { host: '203.0.113.7', port: 5679 } };
+    fake.trusted = false;
+    assert.equal(await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, child), undefined);
+    assert.equal(await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, remote), undefined);
+    assert.match(fake.messages.at(-1)?.text ?? '', /untrusted/);
+    fake.trusted = true;
+    fake.warningChoice = undefined; // the modal dismissed
+    assert.equal(await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, remote), undefined);
+    assert.match(fake.messages.at(-1)?.text ?? '', /203\.0\.113\.7:5679/);
+    assert.equal(await factory.createDebugAdapterDescriptor({ configuration: remote } as never), undefined);
+    fake.warningChoice = 'Connect';
+    assert.equal(await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, remote), remote);
+    const descriptor = await factory.createDebugAdapterDescriptor({ configuration: remote } as never);
+    assert.ok(descriptor instanceof DebugAdapterServer);
+    assert.deepEqual([descriptor.port, descriptor.host], [5679, '203.0.113.7']);
   });
 
   test('a torchrun block launches torch.distributed.run; a bad one is refused with the reason', async () => {

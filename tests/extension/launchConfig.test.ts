@@ -10,8 +10,6 @@ import {
   type TensorSightLaunchConfig,
   toDebugpyLaunch,
 } from '../../extension/src/debug/launchConfig';
-import { serverLaunch } from '../../extension/src/server/launch';
-import { extensionPaths } from '../../extension/src/common/paths';
 
 const context = {
   pyhelpers: '/ext/pyhelpers',
@@ -111,19 +109,4 @@ test('launchProblem and launchForFile', () => {
     args: [],
     cwd: '/w',
   });
-});
-
-test('the language server runs `python -m tensorsight.server` with pyhelpers and the bundled libs', () => {
-  const launch = serverLaunch(
-    '/usr/bin/python3',
-    extensionPaths('/ext'),
-    { PYTHONPATH: '/user', PATH: '/bin', X: undefined },
-    ':',
-  );
-  assert.equal(launch.command, '/usr/bin/python3');
-  assert.deepEqual(launch.args, ['-m', 'tensorsight.server']);
-  assert.equal(launch.env.PYTHONPATH, '/ext/pyhelpers:/user');
-  assert.equal(launch.env.TENSORSIGHT_BUNDLED_LIBS, '/ext/extension/bundled/libs');
-  assert.equal(launch.env.PATH, '/bin');
-  assert.equal('X' in launch.env, false);
 });

@@ -32,6 +32,7 @@ test('the .vsix holds everything an offline install needs', () => {
     'extension/extension/media/icon.png',
     'extension/pyhelpers/pydevd_plugins/extensions/pydevd_plugin_tensorsight.py',
     'extension/pyhelpers/tensorsight/__init__.py',
+    'extension/pyhelpers/tensorsight/launch.py',
     'extension/pyhelpers/tensorsight/cli/doctor.py',
     'extension/extension/bundled/libs/debugpy/__init__.py',
     'extension/extension/bundled/libs/debugpy/adapter/__main__.py',

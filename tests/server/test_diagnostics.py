@@ -1,5 +1,5 @@
 """The real language server over stdio: rule diagnostics on open and change, silence on correct code, quick fixes
-that apply cleanly, and the start-up contract of ``python -m tensorsight.server`` (bundled libraries first).
+that apply cleanly, and the start-up contract of the server as the extension starts it (bundled libraries first).
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ async def test_edits_are_debounced_and_reanalysed(client: LanguageClient, tmp_pa
 
 @pytest.mark.timeout(120)
 async def test_bundled_libraries_come_first(tmp_path):
-    """With the interpreter's site-packages switched off (-S), the server still runs from TENSORSIGHT_BUNDLED_LIBS."""
+    """With the interpreter's site-packages switched off (-S), the server still runs from the bundled libraries."""
     bundle = tmp_path / "libs"
     bundle.mkdir()
     packages = {"pygls", "lsprotocol", "cattrs", "attrs", "attr", "typing_extensions", "pynvml"}
@@ -169,10 +169,7 @@ async def test_bundled_libraries_come_first(tmp_path):
             name = entry.name.removesuffix(".py")
             if name in packages and not (bundle / entry.name).exists():
                 (bundle / entry.name).symlink_to(entry)
-    config = server_config(
-        extra_env={"TENSORSIGHT_BUNDLED_LIBS": os.pathsep.join([str(tmp_path / "missing"), str(bundle)])},
-        python_flags=["-S"],
-    )
+    config = server_config(bundled_libs=str(bundle), python_flags=["-S"])
     lsp = await config.start()
     try:
         await initialize(lsp)  # type: ignore[arg-type]

@@ -157,7 +157,7 @@ def fake_module_dir(tmp_path_factory) -> pathlib.Path:
 
 @pytest.mark.asyncio(loop_scope="function")
 async def test_server_polls_the_gpu_while_a_session_runs(fake_module_dir):
-    config = server_config(prepend_path=[str(fake_module_dir)])
+    config = server_config(bundled_libs=str(fake_module_dir))
     client: LanguageClient = await config.start()  # type: ignore[assignment]
     try:
         await initialize(client)

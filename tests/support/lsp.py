@@ -1,8 +1,11 @@
-"""pytest-lsp plumbing for the language-server tests (tests/server): a real ``python -m tensorsight.server`` over stdio.
+"""pytest-lsp plumbing for the language-server tests (tests/server): the real server over stdio, started as the
+extension starts it.
 
 ``make_client`` records the server's custom notifications (``tensorsight/runEvent``, ``/gpu``, ``/status``) and
-answers the refresh requests VS Code would get; ``server_config`` builds the launch (PYTHONPATH=pyhelpers, optional
-extra environment). Helpers open documents, wait for what the server publishes, and apply LSP text edits.
+answers the refresh requests VS Code would get; ``server_config`` takes the launch from the extension's own launch
+function (``support.extension_launch``: isolated ``-I`` bootstrap, working directory ``pyhelpers``), with an
+optional extra environment, bundled-libraries folder or interpreter flags. Helpers open documents, wait for what the
+server publishes, and apply LSP text edits.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lsprotocol import types
+from pygls.protocol.json_rpc import JsonRPCNotification
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities, make_test_lsp_client
 
-from support.paths import PYHELPERS
+from support.extension_launch import extension_launch
 
 WAIT_SECONDS = 60.0
 
@@ -25,13 +29,29 @@ WAIT_SECONDS = 60.0
 def make_client() -> LanguageClient:
     client = make_test_lsp_client()
     client.run_events = []  # type: ignore[attr-defined]
+    client.run_event_batches = []  # type: ignore[attr-defined]
     client.gpu_reports = []  # type: ignore[attr-defined]
     client.statuses = []  # type: ignore[attr-defined]
     client.refreshes = []  # type: ignore[attr-defined]
 
+    # Run events arrive in batches of hundreds: decode them as plain JSON, as VS Code does, not into pygls's
+    # namedtuples (a class per object), or this client, not the server, becomes the bottleneck the tests measure.
+    structure = client.protocol.structure_message
+
+    def structure_plainly(data: dict[str, Any]) -> Any:
+        if data.get("method") == "tensorsight/runEvent" and "id" not in data:
+            return JsonRPCNotification(method=data["method"], jsonrpc=data["jsonrpc"], params=data.get("params"))
+        return structure(data)
+
+    client.protocol.structure_message = structure_plainly  # type: ignore[method-assign]
+
     @client.feature("tensorsight/runEvent")
     def run_event(ls: LanguageClient, params: Any) -> None:
-        ls.run_events.append(_plain(params))  # type: ignore[attr-defined]
+        # One entry per event, as the extension fires them; each notification (a batch) is kept too.
+        batch = _plain(params)
+        ls.run_event_batches.append(batch)  # type: ignore[attr-defined]
+        for event in batch["events"]:
+            ls.run_events.append({"sessionId": batch["sessionId"], "event": event})  # type: ignore[attr-defined]
 
     @client.feature("tensorsight/gpu")
     def gpu(ls: LanguageClient, params: Any) -> None:
@@ -52,22 +72,41 @@ def make_client() -> LanguageClient:
     return client
 
 
+class ExtensionServerConfig(ClientServerConfig):
+    """pytest-lsp's config plus the working directory the extension gives the server process."""
+
+    def __init__(self, server_command: list[str], server_env: dict[str, str], cwd: str) -> None:
+        super().__init__(server_command=server_command, client_factory=make_client, server_env=server_env)
+        self.cwd = cwd
+
+    async def start(self, devtools: str | None = None) -> Any:
+        client = self.client_factory()
+        await client.start_io(*self.get_server_command(devtools), env=self.server_env, cwd=self.cwd)
+        return client
+
+
 def server_config(
-    extra_env: dict[str, str] | None = None, prepend_path: Sequence[str] = (), python_flags: Sequence[str] = ()
-) -> ClientServerConfig:
-    """The real server as the extension starts it; ``prepend_path`` goes before pyhelpers on PYTHONPATH."""
+    extra_env: dict[str, str] | None = None,
+    bundled_libs: str | None = None,
+    python_flags: Sequence[str] = (),
+    python: str = sys.executable,
+) -> ExtensionServerConfig:
+    """The real server exactly as the extension starts it. ``bundled_libs`` stands for the build's
+    extension/bundled/libs (e.g. a fake pynvml); ``python_flags`` go before the extension's own arguments."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORSIGHT_")}
-    env["PYTHONPATH"] = os.pathsep.join([*prepend_path, PYHELPERS])
     env.update(extra_env or {})
-    return ClientServerConfig(
-        server_command=[sys.executable, *python_flags, "-m", "tensorsight.server"],
-        client_factory=make_client,
-        server_env=env,
+    fields = {"bundledLibs": bundled_libs} if bundled_libs else {}
+    launch = extension_launch("server", env, python=python, **fields)
+    return ExtensionServerConfig([launch["command"], *python_flags, *launch["args"]], launch["env"], launch["cwd"])
+
+
+async def initialize(client: LanguageClient, trusted: bool = True) -> None:
+    """initialize as VS Code does, saying whether the workspace is trusted (the extension always says)."""
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"), initialization_options={"trusted": trusted}
+        )
     )
-
-
-async def initialize(client: LanguageClient) -> None:
-    await client.initialize_session(types.InitializeParams(capabilities=client_capabilities("visual-studio-code")))
 
 
 def _plain(value: Any) -> Any:

@@ -1,13 +1,15 @@
 /**
  * "Run Doctor on This File", "Profile Training", "Check Shapes" and "Overfit One Batch": each runs
- * `python -m tensorsight <tool> --json <file>` with the resolved interpreter under a cancellable progress
+ * `tensorsight <tool> --json <file>` (isolated from the workspace, common/pythonLaunch.ts; only in a trusted workspace,
+ * since the tool runs the script) with the resolved interpreter under a cancellable progress
  * notification, streams the tool's stderr to the output channel, turns findings into Problems (diagnostics) and shows
  * tables (profile rows, the shape map) in the sortable results view.
  */
 import * as path from 'node:path';
 import type { InterpreterService } from '../common/interpreterService';
 import type { ExtensionPaths } from '../common/paths';
-import { prependPath, runProcess } from '../common/process';
+import { runProcess } from '../common/process';
+import { toolLaunch } from '../common/pythonLaunch';
 import {
   commands,
   DiagnosticClass,
@@ -62,13 +64,8 @@ export class CliTools {
     const python = await this.interpreters.require();
     if (!python) return undefined;
     const cwd = workspace.getWorkspaceFolder(Uri.file(target))?.uri.fsPath ?? path.dirname(target);
-    const env = {
-      ...process.env,
-      PYTHONPATH: prependPath(process.env.PYTHONPATH, [this.paths.pyhelpers], path.delimiter),
-      PYTHONUNBUFFERED: '1',
-    };
-    const args = ['-m', 'tensorsight', tool, '--json', target];
-    this.log.info(`${python} ${args.join(' ')}  (cwd ${cwd})`);
+    const launch = toolLaunch(python, this.paths, tool, target, cwd, process.env);
+    this.log.info(`${launch.command} ${launch.args.join(' ')}`);
     const title = this.title(tool);
     const result = await window.withProgress(
       { location: ProgressLocation.Notification, title, cancellable: true },
@@ -76,9 +73,9 @@ export class CliTools {
         progress.report({ message: path.basename(target) });
         const abort = new AbortController();
         token.onCancellationRequested(() => abort.abort());
-        return runProcess(python, args, {
-          cwd,
-          env,
+        return runProcess(launch.command, launch.args, {
+          cwd: launch.cwd,
+          env: launch.env,
           signal: abort.signal,
           onStderr: (text) => this.log.info(text.trimEnd()),
         });

@@ -7,6 +7,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { InterpreterService } from '../common/interpreterService';
+import type { ExtensionPaths } from '../common/paths';
+import { moduleLaunch } from '../common/pythonLaunch';
 import { readSettings } from '../common/settings';
 import { env, l10n, type LogOutputChannel, Uri, window, workspace } from '../common/vscodeapi';
 
@@ -21,6 +23,7 @@ export class TensorBoard {
   private url: string | undefined;
 
   constructor(
+    private readonly paths: ExtensionPaths,
     private readonly interpreters: InterpreterService,
     private readonly log: LogOutputChannel,
   ) {}
@@ -49,9 +52,14 @@ export class TensorBoard {
     this.dispose();
     const python = await this.interpreters.require();
     if (!python) return;
-    const args = ['-m', 'tensorboard.main', '--logdir', logDir, '--host', '127.0.0.1', '--port', '0'];
-    this.log.info(`${python} ${args.join(' ')}`);
-    const child = spawn(python, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const args = ['--logdir', logDir, '--host', '127.0.0.1', '--port', '0'];
+    const launch = moduleLaunch(python, this.paths, 'tensorboard.main', args, process.env);
+    this.log.info(`${launch.command} ${launch.args.join(' ')}`);
+    const child = spawn(launch.command, launch.args, {
+      cwd: launch.cwd,
+      env: launch.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child = child;
     this.logDir = logDir;
     const url = await new Promise<string | undefined>((resolve) => {

@@ -5,7 +5,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { type InterpreterProvider, parseProbeOutput, PROBE_SCRIPT, type ProbeResult } from './interpreter';
-import { prependPath, runProcess } from './process';
+import { runProcess } from './process';
 import { readSettings } from './settings';
 import { extensions, workspace } from './vscodeapi';
 
@@ -66,8 +66,7 @@ export function findOnPath(name: string, pathValue: string): string | undefined 
 }
 
 export async function probeInterpreter(command: string, bundledLibs: string): Promise<ProbeResult> {
-  const env = { ...process.env, PYTHONPATH: prependPath(process.env.PYTHONPATH, [bundledLibs], path.delimiter) };
-  const result = await runProcess(command, ['-c', PROBE_SCRIPT], { env, timeoutMs: 20_000 });
+  const result = await runProcess(command, ['-I', '-c', PROBE_SCRIPT, bundledLibs], { timeoutMs: 20_000 });
   return parseProbeOutput(result.stdout, result.stderr, result.code, result.spawnError);
 }
 

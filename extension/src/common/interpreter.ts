@@ -91,8 +91,16 @@ export function isSupportedVersion(version: string): boolean {
 }
 
 /** The Python snippet the probe runs: prints one JSON line with the version, the executable and missing modules. */
+/**
+ * Run as `python -I -c PROBE_SCRIPT BUNDLED_LIBS`: the first lines drop the working directory (Python 3.10 still
+ * prepends it under `-I`) and name the bundled libraries, before anything else is imported, so the probe sees what
+ * the isolated server will see and never imports a file from wherever the editor happens to run.
+ */
 export const PROBE_SCRIPT = [
-  'import importlib.util, json, sys',
+  'import sys',
+  'sys.path[:] = [p for p in sys.path if p not in ("", ".")]',
+  'sys.path[:0] = [p for p in sys.argv[1:] if p]',
+  'import importlib.util, json',
   `mods = ${JSON.stringify(REQUIRED_MODULES)}`,
   'missing = [m for m in mods if importlib.util.find_spec(m) is None]',
   'print(json.dumps({"version": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable, "missing": missing}))',

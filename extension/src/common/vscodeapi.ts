@@ -5,6 +5,7 @@
  * this single module with a fake (tests/extension/support/fakeVscode.ts) and run under plain Node.
  */
 import * as vscode from 'vscode';
+import { redactingChannel } from './redaction';
 
 export type {
   CancellationToken,
@@ -58,7 +59,8 @@ export const l10n = {
 };
 
 export const window = {
-  createOutputChannel: (name: string) => vscode.window.createOutputChannel(name, { log: true }),
+  // Redacted: no token reaches the channel, whatever writes to it (our code, the language client's traces).
+  createOutputChannel: (name: string) => redactingChannel(vscode.window.createOutputChannel(name, { log: true })),
   createStatusBarItem: (id: string, alignment: vscode.StatusBarAlignment, priority: number) =>
     vscode.window.createStatusBarItem(id, alignment, priority),
   createWebviewPanel: (
@@ -71,6 +73,9 @@ export const window = {
     vscode.window.showInformationMessage<T>(message, ...items),
   showWarningMessage: <T extends string>(message: string, ...items: T[]) =>
     vscode.window.showWarningMessage<T>(message, ...items),
+  /** A modal warning (the user must answer it before anything else happens), for a choice with consequences. */
+  showModalWarning: <T extends string>(message: string, detail: string, ...items: T[]) =>
+    vscode.window.showWarningMessage<T>(message, { modal: true, detail }, ...items),
   showErrorMessage: <T extends string>(message: string, ...items: T[]) =>
     vscode.window.showErrorMessage<T>(message, ...items),
   showQuickPick: <T extends vscode.QuickPickItem>(items: T[], options: vscode.QuickPickOptions) =>

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import type { InterpreterService } from '../common/interpreterService';
 import type { ExtensionPaths } from '../common/paths';
 import { prependPath } from '../common/process';
+import { isolatedLaunch } from '../common/pythonLaunch';
 import { readSettings } from '../common/settings';
 import {
   DebugAdapterExecutable,
@@ -34,7 +35,41 @@ import {
   toDebugpyLaunch,
 } from './launchConfig';
 import type { AgentSessions } from './sessions';
-import { type DistributedLaunchConfig, toTorchrunLaunch, torchrunProblem, workerAttachEndpoint } from './torchrun';
+import {
+  type DistributedLaunchConfig,
+  isLoopbackHost,
+  toTorchrunLaunch,
+  torchrunProblem,
+  type WorkerEndpoint,
+  workerAttachEndpoint,
+} from './torchrun';
+
+/** Remote debugpy endpoints the user agreed to attach to in this window (`host:port`). */
+const approvedRemoteEndpoints = new Set<string>();
+
+/**
+ * Whether an `attach` with `connect` may go ahead: never in an untrusted workspace; at once for loopback (debugpy's
+ * own child session for a process it follows); for another host only once the user confirmed it, since a
+ * launch.json can name any host and attaching lets that debugger drive this editor's session.
+ */
+async function approveAttach(endpoint: WorkerEndpoint): Promise<boolean> {
+  if (!workspace.isTrusted()) {
+    void window.showWarningMessage(l10n.t('TensorSight does not run code in an untrusted workspace.'));
+    return false;
+  }
+  if (isLoopbackHost(endpoint.host)) return true;
+  const address = `${endpoint.host}:${endpoint.port}`;
+  if (approvedRemoteEndpoints.has(address)) return true;
+  const connect = l10n.t('Connect');
+  const choice = await window.showModalWarning(
+    l10n.t('Attach to the debugger at {0}?', address),
+    l10n.t('This configuration connects to another machine. Attach only to a debugger you started yourself.'),
+    connect,
+  );
+  if (choice !== connect) return false;
+  approvedRemoteEndpoints.add(address);
+  return true;
+}
 
 export class TrainingConfigurationProvider implements DebugConfigurationProvider {
   constructor(
@@ -81,7 +116,8 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
     config: DebugConfiguration,
   ): Promise<DebugConfiguration | undefined> {
     // A child session debugpy announced for a subprocess: it attaches to the running adapter, already injected.
-    if (workerAttachEndpoint(config)) return config;
+    const worker = workerAttachEndpoint(config);
+    if (worker) return (await approveAttach(worker)) ? config : undefined;
     if (!workspace.isTrusted()) {
       void window.showWarningMessage(l10n.t('TensorSight does not run code in an untrusted workspace.'));
       return undefined;
@@ -118,7 +154,7 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
   }
 }
 
-/** Runs debugpy's adapter with the bundled debugpy first on its PYTHONPATH. */
+/** Runs debugpy's adapter with the bundled debugpy first on its path, isolated from the workspace. */
 export class TrainingAdapterFactory implements DebugAdapterDescriptorFactory {
   constructor(
     private readonly paths: ExtensionPaths,
@@ -129,15 +165,27 @@ export class TrainingAdapterFactory implements DebugAdapterDescriptorFactory {
   async createDebugAdapterDescriptor(session: DebugSession): Promise<DebugAdapterDescriptor | undefined> {
     const worker = workerAttachEndpoint(session.configuration);
     if (worker) {
+      if (!isLoopbackHost(worker.host) && !approvedRemoteEndpoints.has(`${worker.host}:${worker.port}`)) {
+        this.log.warn(`debug adapter: not attaching to ${worker.host}:${worker.port} (not confirmed)`);
+        return undefined;
+      }
       this.log.info(`debug adapter: subprocess ${worker.pid} via ${worker.host}:${worker.port}`);
       return new DebugAdapterServer(worker.port, worker.host);
     }
     const configured = (session.configuration as TensorSightLaunchConfig).python;
     const python = typeof configured === 'string' && configured ? configured : await this.interpreters.require();
     if (!python) return undefined;
+    // The adapter's processes (launcher, debuggee) inherit PYTHONPATH and its working directory as before (a
+    // configuration without `cwd` runs where the editor runs); the adapter itself imports only from `--path`.
     const env = { PYTHONPATH: prependPath(process.env.PYTHONPATH, [this.paths.bundledLibs], path.delimiter) };
-    this.log.info(`debug adapter: ${python} -m debugpy.adapter`);
-    return new DebugAdapterExecutable(python, ['-m', 'debugpy.adapter'], { env });
+    const launch = isolatedLaunch(
+      python,
+      this.paths.pyhelpers,
+      { module: 'debugpy.adapter', searchPath: [this.paths.bundledLibs], chdir: process.cwd() },
+      env,
+    );
+    this.log.info(`debug adapter: ${launch.command} ${launch.args.join(' ')}`);
+    return new DebugAdapterExecutable(launch.command, launch.args, { env: launch.env, cwd: launch.cwd });
   }
 }
 

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { LanguageServer } from '../server/languageServer';
 import { Methods, type StartSessionResult } from '../server/protocol';
 import { debug, type DebugSession, type Disposable, EventEmitter, type LogOutputChannel } from '../common/vscodeapi';
+import { rememberSecret } from '../common/redaction';
 import type { Hub } from './launchConfig';
 import { SESSION_ID_KEY } from './launchConfig';
 
@@ -48,6 +49,7 @@ export class AgentSessions implements Disposable {
     const sessionId = randomUUID();
     await this.server.settled(HUB_WAIT_MS); // F5 right after opening VS Code: let a starting server come up
     const hub = await this.server.request<StartSessionResult>(Methods.startSession, { sessionId });
+    if (hub?.token) rememberSecret(hub.token); // hidden from every log line from now on
     if (hub?.address && hub.token) return { sessionId, hub: { address: hub.address, token: hub.token } };
     this.log.info(`session ${sessionId}: no hub (language server ${this.server.state}); the agent runs alone`);
     return { sessionId };

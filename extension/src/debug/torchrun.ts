@@ -144,6 +144,15 @@ export function workerAttachEndpoint(config: Record<string, unknown>): WorkerEnd
   return { host, port: connect.port, pid: config.subProcessId };
 }
 
+/** Whether a debugpy endpoint is on this machine's loopback (what debugpy itself announces for a child session). */
+export function isLoopbackHost(host: string): boolean {
+  const name = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '');
+  return name === 'localhost' || name === '::1' || /^127(?:\.\d{1,3}){3}$/.test(name);
+}
+
 function nodesText(nodes: unknown): string {
   return typeof nodes === 'number' || typeof nodes === 'string' ? String(nodes) : nodes === undefined ? '1' : '?';
 }

@@ -1,6 +1,6 @@
 /**
- * Owns the language server's lifetime: resolves the interpreter, starts `python -m tensorsight.server` with
- * vscode-languageclient, restarts it serially when the interpreter or a server setting changes, and relays the
+ * Owns the language server's lifetime: resolves the interpreter, starts the server (isolated from the workspace, see
+ * common/pythonLaunch.ts) with vscode-languageclient, restarts it serially when the interpreter or a server setting changes, and relays the
  * custom notifications (run events, GPU, status) to the rest of the extension. Called from extension.ts.
  */
 import * as fs from 'node:fs';
@@ -16,11 +16,12 @@ import {
 } from 'vscode-languageclient/node';
 import type { Resolution } from '../common/interpreter';
 import type { ExtensionPaths } from '../common/paths';
+import { SERVER_MODULE, serverLaunch } from '../common/pythonLaunch';
 import { SerialRunner } from '../common/serial';
 import { readSettings } from '../common/settings';
 import { EventEmitter, type LogOutputChannel, workspace } from '../common/vscodeapi';
-import { SERVER_MODULE, serverLaunch } from './launch';
 import { type GpuParams, Methods, type RunEventParams, type StatusParams } from './protocol';
+import { runEventsOf } from './runEvents';
 
 export type ServerState = 'starting' | 'ready' | 'failed' | 'disabled' | 'stopped';
 
@@ -146,11 +147,13 @@ export class LanguageServer {
       command: launch.command,
       args: launch.args,
       transport: TransportKind.stdio,
-      options: { env: launch.env, cwd: workspace.workspaceFolders()?.[0]?.uri.fsPath },
+      options: { env: launch.env, cwd: launch.cwd },
     };
     let exitedEarly = false;
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: 'file', language: 'python' }],
+      // The log redacts secrets (extension.ts): with `tensorsight.trace.server: verbose` the client traces every
+      // message there, the startSession answer (the hub's token) included.
       outputChannel: this.log,
       connectionOptions: { maxRestartCount: 0 },
       initializationOptions: { trusted: workspace.isTrusted() },
@@ -169,7 +172,9 @@ export class LanguageServer {
       initializationFailedHandler: () => false,
     };
     const client = new LanguageClient('tensorsight', 'TensorSight', serverOptions, clientOptions);
-    client.onNotification(Methods.runEvent, (params: RunEventParams) => this.runEventEmitter.fire(params));
+    client.onNotification(Methods.runEvent, (batch: unknown) => {
+      for (const params of runEventsOf(batch)) this.runEventEmitter.fire(params);
+    });
     client.onNotification(Methods.gpu, (params: GpuParams) => this.gpuEmitter.fire(params));
     client.onNotification(Methods.status, (params: StatusParams) => this.statusEmitter.fire(params));
     this.client = client;

@@ -187,9 +187,16 @@ export interface RunEvent {
   [key: string]: unknown;
 }
 
+/** One run event, as the rest of the extension receives them (the notification carries a batch). */
 export interface RunEventParams {
   sessionId: string;
   event: RunEvent;
+}
+
+/** A session's run events in one notification: at most 4 a second per session, 500 events each. */
+export interface RunEventBatch {
+  sessionId: string;
+  events: RunEvent[];
 }
 
 export interface GpuInfo {
@@ -254,7 +261,7 @@ export interface Requests {
 
 /** Each notification's params, by method. */
 export interface Notifications {
-  'tensorsight/runEvent': RunEventParams;
+  'tensorsight/runEvent': RunEventBatch;
   'tensorsight/gpu': GpuParams;
   'tensorsight/status': StatusParams;
 }

@@ -34,8 +34,10 @@ ENV_SESSION = "TENSORSIGHT_SESSION"  # the editor's session id (set by the exten
 ENV_RANK = "RANK"
 ENV_WORLD_SIZE = "WORLD_SIZE"
 ENV_LOCAL_RANK = "LOCAL_RANK"
-# the language server's own environment (set by the extension for ``python -m tensorsight.server``)
-ENV_BUNDLED_LIBS = "TENSORSIGHT_BUNDLED_LIBS"  # os.pathsep-separated folders put first on sys.path
+# the language server's own environment
+# os.pathsep-separated folders put first on sys.path by ``python -m tensorsight.server`` started by hand; the extension
+# names its bundled libraries to the isolated bootstrap instead (``--path``, see tensorsight/launch.py)
+ENV_BUNDLED_LIBS = "TENSORSIGHT_BUNDLED_LIBS"
 ENV_LOG_LEVEL = "TENSORSIGHT_LOG_LEVEL"  # the server's stderr logging level, e.g. "INFO"
 
 AGENT_ENVIRONMENT = (ENV_HUB, ENV_TOKEN, ENV_OPTIONS, ENV_SESSION)
@@ -117,7 +119,9 @@ def option_default(name: str) -> Any:
 # ---------------------------------------------------------------------------------------------- hub handshake
 HUB_PROTOCOL = 1  # the hello's "protocol"
 HUB_HOST = "127.0.0.1"  # the hub listens on loopback only
-HELLO_TIMEOUT_SECONDS = 10.0  # a connection must say hello within this
+HELLO_TIMEOUT_SECONDS = 2.0  # a connection must say hello within this (an agent says it as soon as it connects)
+MAX_HELLO_BYTES = 16 << 10  # a longer hello is rejected (what a peer without the token may make the hub hold)
+MAX_ARGV_ITEM_CHARS = 256  # the agent cuts each of its hello's "argv" items to this, so a real hello always fits
 MAX_LINE_BYTES = 1 << 20  # a longer line is rejected as malformed
 MAX_TYPE_LENGTH = 64  # an event "type" longer than this is malformed
 ORIGINS = ("debugger", "doctor")  # the hello's "origin": who installed the agent
@@ -419,7 +423,16 @@ INTERFACES: tuple[Interface, ...] = (
         "An agent event as the agent sent it (non-finite numbers arrive as 'NaN', 'Infinity', '-Infinity').",
         open_ended=True,
     ),
-    Interface("RunEventParams", (Field("sessionId", "string"), Field("event", "RunEvent"))),
+    Interface(
+        "RunEventParams",
+        (Field("sessionId", "string"), Field("event", "RunEvent")),
+        "One run event, as the rest of the extension receives them (the notification carries a batch).",
+    ),
+    Interface(
+        "RunEventBatch",
+        (Field("sessionId", "string"), Field("events", "RunEvent[]")),
+        "A session's run events in one notification: at most 4 a second per session, 500 events each.",
+    ),
     Interface(
         "GpuInfo",
         (
@@ -482,7 +495,7 @@ REQUESTS: tuple[Request, ...] = (
     Request(SUGGEST_CONDITIONS, "suggestConditions", "SuggestConditionsParams", "ConditionSuggestion[]"),
 )
 NOTIFICATIONS: tuple[Notification, ...] = (
-    Notification(RUN_EVENT, "runEvent", "RunEventParams"),
+    Notification(RUN_EVENT, "runEvent", "RunEventBatch"),
     Notification(GPU, "gpu", "GpuParams"),
     Notification(STATUS, "status", "StatusParams"),
 )

@@ -1,8 +1,11 @@
-"""``python -m tensorsight.server``: the language server over stdio, as the extension starts it.
+"""The language server over stdio, as the extension starts it: ``python -I pyhelpers/tensorsight/launch.py --path
+BUNDLED_LIBS --path PYHELPERS -m tensorsight.server`` from the ``pyhelpers`` folder.
 
-The extension passes the libraries it bundles (pygls, lsprotocol, cattrs, nvidia-ml-py, ...) in
-``TENSORSIGHT_BUNDLED_LIBS`` (``os.pathsep``-separated); they go first on ``sys.path`` before anything imports pygls,
-so the bundled versions win over whatever the user's interpreter has.
+The bootstrap (``tensorsight/launch.py``) has already put the libraries the extension bundles (pygls, lsprotocol,
+cattrs, nvidia-ml-py, ...) first on ``sys.path``, so the bundled versions win over whatever the user's interpreter has,
+and nothing of the workspace is on it. ``python -m tensorsight.server`` by hand (a development checkout, another
+editor) still works, with ``TENSORSIGHT_BUNDLED_LIBS`` naming such folders, but imports from the working directory
+first: start it from a folder you trust.
 """
 
 from __future__ import annotations

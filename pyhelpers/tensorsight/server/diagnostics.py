@@ -42,8 +42,12 @@ def position(lines: Sequence[str], line: int, column: int, units: Units = utf16_
 
 
 def line_range(lines: Sequence[str], line: int, units: Units = utf16_units) -> types.Range:
-    """The line's text without its indentation (what an editor underlines for a whole-line finding)."""
-    index = min(max(line, 1), max(len(lines), 1)) - 1
+    """The line's text without its indentation (what an editor underlines for a whole-line finding); without the
+    text (a file the server may not read), the start of that line."""
+    if not lines:
+        at = types.Position(line=max(line, 1) - 1, character=0)
+        return types.Range(start=at, end=at)
+    index = min(max(line, 1), len(lines)) - 1
     text = lines[index].rstrip("\r\n") if lines else ""
     start = len(text) - len(text.lstrip())
     end = len(text.rstrip()) or len(text)

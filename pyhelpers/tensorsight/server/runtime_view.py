@@ -25,6 +25,7 @@ from tensorsight.server.rank_book import HANG_AFTER_SECONDS, RankBook, RankCheck
 
 PHASE_ORDER = ("data", "forward", "backward", "optimizer", "other")
 MAX_FINDINGS_PER_FILE = 200
+MAX_FILES = 256  # files with findings (and, apart, files with shapes) a run may name; more are ignored
 MAX_SHAPES_PER_FILE = 2000
 MAX_TEXT = 200
 
@@ -217,6 +218,8 @@ class RuntimeView:
         line = _line(event.get("line"))
         text = _str(event.get("text"), "text")[:MAX_TEXT]
         name = event.get("name") if isinstance(event.get("name"), str) else None
+        if path not in self._shapes and len(self._shapes) >= MAX_FILES:
+            return Update()
         per_file = self._shapes.setdefault(path, {})
         key = (line, name)
         seen = per_file.get(key)
@@ -278,6 +281,8 @@ class RuntimeView:
 
     def _add_finding(self, finding: Finding) -> Update:
         path = normalize_path(finding.file)
+        if path not in self._findings and len(self._findings) >= MAX_FILES:
+            return Update()
         per_file = self._findings.setdefault(path, {})
         key: tuple[Any, ...] = (finding.kind, finding.line, finding.rank)
         if finding.kind != "nonfinite":

@@ -10,6 +10,13 @@ parts; each LSP feature lives in its own module, which says what a user sees:
   ``runtime_view`` into refreshes and ``tensorsight/runEvent`` notifications, the rank verdicts (checked on each rank
   report and about once a second), and the ``tensorsight/status`` and ``tensorsight/gpu`` notifications.
 Method names and payloads: ``tensorsight.core.protocol`` (and README.md in this folder).
+
+Restricted Mode: the extension says in ``initializationOptions.trusted`` whether the workspace is trusted (absent
+counts as not trusted). Untrusted, the server only reads files as text (static rules); ``startSession`` is refused,
+so no hub listens and nothing from a debugged program arrives. What arrives from a debugged program is bounded:
+events reach the extension in batches (``run_events``), each file's diagnostics are published at most once per
+refresh (``REFRESH_SECONDS``, at most ``MAX_PUBLISHES_PER_REFRESH`` files each), and a finding's file that is not
+open is read only under the rules of ``source_files``, in a worker thread.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -43,13 +51,17 @@ from tensorsight.server.diagnostics import (
     to_diagnostic,
 )
 from tensorsight.server.gpu_monitor import GpuMonitor
-from tensorsight.server.hub import Hub
+from tensorsight.server.hub import Hub, printable
 from tensorsight.server.params import required_str
+from tensorsight.server.run_events import RunEventBatcher
 from tensorsight.server.runtime_view import RuntimeView, normalize_path
+from tensorsight.server.source_files import MAX_SOURCE_BYTES, source_lines
 
 GPU_POLL_SECONDS = 1.0
 RANK_CHECK_SECONDS = 1.0  # a silent rank or a hang shows without any event arriving, so the ranks are also polled
 REFRESH_SECONDS = 0.2  # coalesce bursts of runtime events into one publish / refresh
+MAX_PUBLISHES_PER_REFRESH = 64  # files; the others wait for the next refresh
+UNTRUSTED_CODE = -32001  # the JSON-RPC error of a request Restricted Mode refuses (server-defined range)
 
 _LOG_LEVELS = {"info": types.MessageType.Info, "warning": types.MessageType.Warning, "error": types.MessageType.Error}
 
@@ -61,6 +73,8 @@ class TensorSightServer(LanguageServer):
         super().__init__("tensorsight", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.view = RuntimeView()
         self.hub = Hub(self.on_hub_event, self.log, self.send_status)
+        self.run_events = RunEventBatcher(self._send_run_events)
+        self.trusted = False  # until the client says otherwise in initializationOptions
         self.gpu = gpu or GpuMonitor()
         self.static = StaticAnalysis()
         self.loops = TrainingLoops()
@@ -69,6 +83,7 @@ class TensorSightServer(LanguageServer):
         self._refresh_hints = False
         self._refresh_lenses = False
         self._refresh_handle: asyncio.TimerHandle | None = None
+        self._refreshing = False  # a refresh task is reading files or publishing
         self._gpu_task: asyncio.Task[None] | None = None
         self._ranks_task: asyncio.Task[None] | None = None
         self._last_gpu: dict[str, Any] | None = None
@@ -98,10 +113,22 @@ class TensorSightServer(LanguageServer):
         return None
 
     def source_of(self, uri: str) -> str:
-        """The open buffer's text, else the file's (empty when unreadable)."""
+        """The open buffer's text, else the file's when ``source_files`` allows it (empty otherwise)."""
         if uri in self.workspace.text_documents:
             return self.workspace.get_text_document(uri).source
-        return "".join(_read_lines(to_fs_path(uri) or uri))
+        return "".join(source_lines(to_fs_path(uri) or uri, self.source_folders()) or ())
+
+    def source_folders(self) -> list[str]:
+        """Where a file named by a run may be read from: the workspace folders and the running scripts' folders."""
+        folders = [to_fs_path(folder.uri) for folder in self.workspace.folders.values()]
+        if self.workspace.root_path:
+            folders.append(self.workspace.root_path)
+        for session in self.view.active_sessions():
+            for process in session.processes.values():
+                script = process.get("script")
+                if isinstance(script, str) and os.path.isabs(script):
+                    folders.append(os.path.dirname(script))
+        return [folder for folder in dict.fromkeys(folders) if folder]
 
     # ------------------------------------------------------------------ static diagnostics
     def analyze_now(self, uri: str) -> None:
@@ -130,8 +157,9 @@ class TensorSightServer(LanguageServer):
             return []
         return self.static.findings(uri, document.version, document.source, path)
 
-    def publish(self, uri: str) -> None:
-        """Static findings of an open document plus the run's findings for its file."""
+    def publish(self, uri: str, file_lines: Sequence[str] | None = None) -> None:
+        """Static findings of an open document plus the run's findings for its file. For a file that is not open,
+        ``file_lines`` (read by the caller, off the event loop) places them; without, they go on the line's start."""
         path = to_fs_path(uri) or uri
         diagnostics: list[types.Diagnostic] = []
         if uri in self.workspace.text_documents:
@@ -139,7 +167,7 @@ class TensorSightServer(LanguageServer):
             lines = document.lines
             diagnostics += [to_diagnostic(f, lines, SOURCE_STATIC, self.units) for f in self.static_findings(uri)]
         else:
-            lines = _read_lines(path)
+            lines = file_lines or []
         diagnostics += [to_diagnostic(f, lines, SOURCE_RUNTIME, self.units) for f in self.view.diagnostics(path)]
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
 
@@ -151,10 +179,11 @@ class TensorSightServer(LanguageServer):
     def on_hub_event(self, session_id: str, event: dict[str, Any]) -> None:
         update = self.view.apply(session_id, event)
         if update.error is not None:
-            self.log("warning", f"hub: rejected an event from pid {event.get('pid')}: {update.error}")
+            pid, error = printable(event.get("pid")), printable(update.error, 300)
+            self.log("warning", f"hub: rejected an event from pid {pid}: {error}")
             return
         if event.get("type") in protocol.FORWARDED_EVENT_TYPES:
-            self.notify(protocol.RUN_EVENT, {"sessionId": session_id, "event": event})
+            self.run_events.add(session_id, event)
         self._dirty_paths |= update.diagnostics
         self._refresh_hints = self._refresh_hints or bool(update.hints)
         self._refresh_lenses = self._refresh_lenses or update.lenses
@@ -172,10 +201,10 @@ class TensorSightServer(LanguageServer):
             event = {"type": "finding", "finding": finding.to_dict(), "time": time.time(), "origin": "server"}
             if finding.rank is not None:
                 event["rank"] = finding.rank
-            self.notify(protocol.RUN_EVENT, {"sessionId": session_id, "event": event})
+            self.run_events.add(session_id, event)
         if check.changed:
             event = {"type": "ranks", "verdicts": check.verdicts, "time": time.time()}
-            self.notify(protocol.RUN_EVENT, {"sessionId": session_id, "event": event})
+            self.run_events.add(session_id, event)
         if check.diagnostics:
             self._dirty_paths |= check.diagnostics
             self._schedule_refresh()
@@ -192,21 +221,44 @@ class TensorSightServer(LanguageServer):
                     self.log("error", f"ranks: check of session {session.session_id} failed: {exc!r}")
             await asyncio.sleep(RANK_CHECK_SECONDS)
 
-    def _schedule_refresh(self) -> None:
-        if self._refresh_handle is None:
-            self._refresh_handle = asyncio.get_running_loop().call_later(REFRESH_SECONDS, self._refresh)
+    def _send_run_events(self, session_id: str, events: list[dict[str, Any]]) -> None:
+        self.notify(protocol.RUN_EVENT, {"sessionId": session_id, "events": events})
 
-    def _refresh(self) -> None:
+    def _schedule_refresh(self) -> None:
+        if self._refresh_handle is None and not self._refreshing:
+            self._refresh_handle = asyncio.get_running_loop().call_later(REFRESH_SECONDS, self._start_refresh)
+
+    def _start_refresh(self) -> None:
         self._refresh_handle = None
-        dirty, self._dirty_paths = self._dirty_paths, set()
-        for path in sorted(dirty):
-            self.publish(self.open_uri_for(path) or from_fs_path(path) or path)
-        capabilities = self.client_capabilities.workspace
-        if self._refresh_hints and capabilities and capabilities.inlay_hint and capabilities.inlay_hint.refresh_support:
-            self.workspace_inlay_hint_refresh(None)
-        if self._refresh_lenses and capabilities and capabilities.code_lens and capabilities.code_lens.refresh_support:
-            self.workspace_code_lens_refresh(None)
+        self._refreshing = True
+        task = asyncio.ensure_future(self._refresh())
+        task.add_done_callback(self._refresh_done)
+
+    def _refresh_done(self, task: asyncio.Future[None]) -> None:
+        self._refreshing = False
+        if not task.cancelled() and task.exception() is not None:
+            self.log("error", f"refresh failed: {task.exception()!r}")
+        if self._dirty_paths or self._refresh_hints or self._refresh_lenses:
+            self._schedule_refresh()
+
+    async def _refresh(self) -> None:
+        """Publish the files a run changed (a bounded number per refresh) and ask for hint and lens refreshes."""
+        hints, lenses = self._refresh_hints, self._refresh_lenses
         self._refresh_hints = self._refresh_lenses = False
+        ordered = sorted(self._dirty_paths)
+        batch = ordered[:MAX_PUBLISHES_PER_REFRESH]
+        self._dirty_paths = set(ordered[MAX_PUBLISHES_PER_REFRESH:])
+        uris = {path: self.open_uri_for(path) or from_fs_path(path) or path for path in batch}
+        closed = [path for path, uri in uris.items() if uri not in self.workspace.text_documents]
+        folders = self.source_folders()
+        read = await asyncio.to_thread(lambda: {path: source_lines(path, folders, MAX_SOURCE_BYTES) for path in closed})
+        for path, uri in uris.items():
+            self.publish(uri, read.get(path))
+        capabilities = self.client_capabilities.workspace
+        if hints and capabilities and capabilities.inlay_hint and capabilities.inlay_hint.refresh_support:
+            self.workspace_inlay_hint_refresh(None)
+        if lenses and capabilities and capabilities.code_lens and capabilities.code_lens.refresh_support:
+            self.workspace_code_lens_refresh(None)
 
     def send_status(self) -> None:
         status = self.view.status()
@@ -222,6 +274,11 @@ class TensorSightServer(LanguageServer):
         self.notify(protocol.STATUS, status)
 
     async def start_session(self, session_id: str) -> dict[str, str]:
+        if not self.trusted:
+            raise JsonRpcException(
+                code=UNTRUSTED_CODE,
+                message="the workspace is not trusted: TensorSight starts no debug session (Restricted Mode)",
+            )
         touched = self.view.start_session(session_id)
         session = await self.hub.start_session(session_id)
         self._dirty_paths |= touched
@@ -235,6 +292,7 @@ class TensorSightServer(LanguageServer):
         return {"address": session.address, "token": session.token}
 
     async def end_session(self, session_id: str) -> bool:
+        self.run_events.forget(session_id)
         ended = await self.hub.end_session(session_id)
         ended = self.view.end_session(session_id) or ended
         self.send_status()
@@ -259,6 +317,12 @@ server = TensorSightServer()
 
 
 # ---------------------------------------------------------------------------------------------- LSP features
+@server.feature(types.INITIALIZE)
+def initialize(ls: TensorSightServer, params: types.InitializeParams) -> None:
+    options = params.initialization_options
+    ls.trusted = isinstance(options, dict) and options.get("trusted") is True
+
+
 @server.feature(types.INITIALIZED)
 async def initialized(ls: TensorSightServer, params: types.InitializedParams) -> None:
     ls.send_status()
@@ -344,14 +408,6 @@ def validate_condition(ls: TensorSightServer, params: Any) -> dict[str, Any]:
 @server.feature(protocol.SUGGEST_CONDITIONS)
 def suggest_conditions(ls: TensorSightServer, params: Any) -> list[Any]:
     return conditions.suggest_conditions(params, ls.view, to_fs_path)
-
-
-def _read_lines(path: str) -> Sequence[str]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.readlines()
-    except OSError:
-        return []
 
 
 def main() -> None:

@@ -40,7 +40,7 @@ export interface StartOptions {
   examples?: string[];
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();

@@ -81,7 +81,7 @@ export class DebugAdapterExecutable {
   constructor(
     readonly command: string,
     readonly args: string[],
-    readonly options?: { env?: Record<string, string> },
+    readonly options?: { env?: Record<string, string>; cwd?: string },
   ) {}
 }
 export class DebugAdapterServer {
@@ -173,6 +173,10 @@ export const window = {
   showInformationMessage: message('info'),
   showWarningMessage: message('warning'),
   showErrorMessage: message('error'),
+  showModalWarning: (text: string, detail: string, ...items: string[]) => {
+    fake.messages.push({ level: 'warning', text: `${text} ${detail}`, items });
+    return Promise.resolve(fake.warningChoice);
+  },
   showQuickPick: (items: Array<{ label: string; condition?: string }>) => {
     fake.quickPickItems = items;
     return fake.quickPick(items);

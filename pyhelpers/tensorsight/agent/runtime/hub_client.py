@@ -222,7 +222,8 @@ class HubClient:
             "pid": os.getpid(),
             "time": time.time(),
             "script": os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else None,
-            "argv": list(sys.argv[:16]),
+            # each argument cut short: the hub takes a hello of protocol.MAX_HELLO_BYTES at most
+            "argv": [str(arg)[: protocol.MAX_ARGV_ITEM_CHARS] for arg in sys.argv[:16]],
             "origin": installed_origin(),
         }
         rank = events.current_rank()
