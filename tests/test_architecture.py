@@ -321,10 +321,8 @@ NOT_YET_IMPORTED_BY_A_TEST = frozenset(
         "tensorsight.agent.runtime.guard",
         "tensorsight.agent.runtime.lazy_import",
         "tensorsight.agent.runtime.steps",
-        "tensorsight.agent.runtime.tensor_walk",
         "tensorsight.agent.runtime.user_code",
         "tensorsight.agent.shapes.observers",
-        "tensorsight.agent.shapes.shape_map",
     }
 )
 
