@@ -34,14 +34,9 @@ from support.dap import DapError
 from support.dap_multi import MultiProcessSession
 from support.paths import EXAMPLES, PYHELPERS, PYTHON, REPO, example, marked_lines
 from tensorsight.agent.distributed import ranks as distributed
-from tensorsight.agent.distributed.ranks import (
-    RankInfo,
-    RankStateTracker,
-    ThreadSample,
-    rank_info_from_env,
-    sample_thread,
-)
-from tensorsight.agent.runtime import options
+from tensorsight.agent.distributed.ranks import RankStateTracker, ThreadSample, sample_thread
+from tensorsight.agent.runtime import identity, options
+from tensorsight.agent.runtime.identity import RankInfo, rank_info_from_env
 from tensorsight.core.ranks import classify_ranks, diverging_rank, latest_states, series_from_scalars
 from tensorsight.server.hub import Hub
 
@@ -111,13 +106,13 @@ def test_rank_comes_from_torchrun_environment():
 
 
 def test_ranks_option_limits_stops_to_chosen_ranks(monkeypatch, capsys):
-    monkeypatch.setattr(distributed, "_info", None)  # whatever an earlier in-process run learned
+    monkeypatch.setattr(identity, "_learned", None)  # whatever an earlier in-process run learned
     try:
         monkeypatch.setenv("RANK", "0")
         monkeypatch.setenv("WORLD_SIZE", "2")
         options.set_options({"ranks": [1]})
         assert distributed.chosen_ranks() == frozenset({1})
-        assert distributed.rank() == 0 and not distributed.stops_allowed()
+        assert identity.rank() == 0 and not distributed.stops_allowed()
         monkeypatch.setenv("RANK", "1")
         assert distributed.stops_allowed()
         options.set_options({"ranks": 1})

@@ -24,7 +24,7 @@ EXPECTED = {
     "meta": "f32[1000, 1000] meta (meta tensor: shape only, no data)",
     "coo": "f32[10, 10] cpu sparse_coo nnz=2 μ=0.02 σ=0.317 [-1, 3]",
     "csr": "f32[10, 10] cpu sparse_csr nnz=2 μ=0.02 σ=0.317 [-1, 3]",
-    "quantized": "qint8[20] cpu scale=0.5 zero_point=0 μ=0.125 σ=0.759 [-1, 1]",
+    "quantized": "qi8[20] cpu scale=0.5 zero_point=0 μ=0.125 σ=0.759 [-1, 1]",
     "complex_values": "c64[12] cpu ⚠ NaN×4 μ=1.5+0j σ=1.2 |z|∈[1.41, 2.24]",
     "flags": "bool[20] cpu 10 True (50%)",
     "integers": "i8[100] cpu μ=-0.5 σ=29 [-50, 49]",

@@ -1,6 +1,6 @@
 """OOM figures and ranked remedies; the source line that keeps a graph alive (pure)."""
 
-from tensorsight.core.memory import OomFacts, accumulation_line, format_bytes, parse_oom_message, rank_oom_remedies
+from tensorsight.core.memory import OomFacts, accumulation_line, parse_oom_message, rank_oom_remedies
 
 # The text PyTorch 2.x prints for a CUDA OOM (shape of the message from c10/cuda/CUDACachingAllocator.cpp).
 OOM_TEXT = (
@@ -44,12 +44,6 @@ def test_eval_with_grad_ranks_no_grad_first_and_first_step_ranks_batch_size():
     assert "no_grad" in titles(OomFacts(in_eval_with_grad=True, steps_completed=3))[0]
     first = rank_oom_remedies(OomFacts(steps_completed=0))
     assert "batch size" in first[0].title and first[0].why == "the first step did not fit"
-
-
-def test_bytes_read_well():
-    assert format_bytes(512) == "512 B"
-    assert format_bytes(3 * 1024**2) == "3.0 MiB"
-    assert format_bytes(2.5 * GIB) == "2.5 GiB"
 
 
 SOURCE = """\

@@ -1,4 +1,4 @@
-"""core.shapes: shape texts, broadcasting analysis, torch shape-error parsing, statement targets, the table."""
+"""core.shapes: broadcasting analysis, torch shape-error parsing, statement targets, the table."""
 
 import pytest
 
@@ -7,29 +7,12 @@ from tensorsight.core.shapes import (
     broadcast_shapes,
     elementwise_broadcast_problem,
     format_shape_table,
-    human_bytes,
     loss_broadcast_problem,
     parse_shape_error,
-    shape_text,
     statement_targets,
 )
 
 pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13 (scripts/test.sh)
-
-
-@pytest.mark.parametrize(
-    ("shape", "dtype", "text"),
-    [
-        ((64, 16), "torch.float32", "f32[64, 16]"),
-        ((), "float64", "f64[]"),
-        ((3,), "torch.bfloat16", "bf16[3]"),
-        ((2, 2), "torch.int64", "i64[2, 2]"),
-        ((1,), "torch.bool", "bool[1]"),
-        ((4,), "weird_type", "weird_type[4]"),
-    ],
-)
-def test_shape_text(shape, dtype, text):
-    assert shape_text(shape, dtype) == text
 
 
 def test_broadcast_shapes_follows_numpy_rules():
@@ -178,12 +161,6 @@ def test_format_shape_table_indents_children_and_sums_memory():
     assert any(line.startswith("Net ") for line in lines)
     assert any(line.startswith("  fc (Linear)") and "f32[8, 2]" in line for line in lines)
     assert "Total params: 10" in table and "168 B" in table
-
-
-def test_human_bytes():
-    assert human_bytes(512) == "512 B"
-    assert human_bytes(1536) == "1.5 KiB"
-    assert human_bytes(3 * 1024**3) == "3.0 GiB"
 
 
 def test_shape_row_to_dict_omits_unknown_location():

@@ -10,7 +10,6 @@ from tensorsight.core.summary import (
     OptimizerFacts,
     TensorFacts,
     assemble,
-    format_bytes,
     format_count,
     format_number,
     format_values,
@@ -133,9 +132,8 @@ def test_format_number(value, text):
     assert format_number(value) == text
 
 
-def test_counts_bytes_values():
+def test_counts_and_values():
     assert [format_count(n) for n in (950, 9999, 12810, 1_234_567, 7e9)] == ["950", "9999", "12.8K", "1.23M", "7B"]
-    assert [format_bytes(n) for n in (512, 4096, 400_000_000)] == ["512 B", "4.0 KiB", "381.5 MiB"]
     assert format_values([[1.0, 2.5], [float("nan"), True]]) == "[[1, 2.5], [nan, True]]"
 
 

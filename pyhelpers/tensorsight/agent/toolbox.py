@@ -27,10 +27,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tensorsight.agent.runtime.user_code import user_location
+from tensorsight.agent.runtime.user_libs import is_array, is_module, is_tensor, loaded_torch
 from tensorsight.core.devices import DeviceIssue, device_issues
 from tensorsight.core.findings import Finding
 from tensorsight.core.nonfinite import NonFiniteCounts, nonfinite_counts
-from tensorsight.core.shapes import ShapeRow, format_shape_table, shape_text
+from tensorsight.core.notation import shape_text
+from tensorsight.core.shapes import ShapeRow, format_shape_table
 
 # names implemented by the measurement features, re-exported lazily so ``tensorsight.agent.toolbox.Timer`` works too
 _ELSEWHERE = {
@@ -62,25 +64,6 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module_name), name)
 
 
-def _torch() -> Any:
-    return sys.modules.get("torch")
-
-
-def _is_tensor(value: Any) -> bool:
-    torch = _torch()
-    return torch is not None and isinstance(value, torch.Tensor)
-
-
-def _is_array(value: Any) -> bool:
-    np = sys.modules.get("numpy")
-    return np is not None and isinstance(value, np.ndarray)
-
-
-def _is_module(value: Any) -> bool:
-    torch = _torch()
-    return torch is not None and isinstance(value, torch.nn.Module)
-
-
 def _caller_argument_names(depth: int = 2) -> list[str]:
     """The source text of the arguments in the caller's call (``check_devices(model, xb, yb)`` -> model, xb, yb)."""
     try:
@@ -104,23 +87,23 @@ def _where() -> str:
 
 def _fallback_summary(value: Any) -> str:
     """A summary line when the presentation feature is not available: shape, device and exact NaN/Inf counts."""
-    if _is_tensor(value):
+    if is_tensor(value):
         text = f"{shape_text(tuple(value.shape), value.dtype)} {value.device}"
         counts = nonfinite_counts(value)
         if counts:
             text += f" ⚠ NaN×{counts.nan} +Inf×{counts.posinf} -Inf×{counts.neginf}"
         elif (
             value.numel()
-            and (value.is_floating_point() or value.dtype == _torch().int64)
+            and (value.is_floating_point() or value.dtype == loaded_torch().int64)
             and value.device.type != "meta"
         ):
-            with _torch().no_grad():
+            with loaded_torch().no_grad():
                 flat = value.detach().reshape(-1)[:: max(1, value.numel() // 1_000_000)].double()
                 text += f" mean={flat.mean().item():.4g} min={flat.min().item():.4g} max={flat.max().item():.4g}"
         if value.requires_grad:
             text += " grad"
         return text
-    if _is_array(value):
+    if is_array(value):
         text = shape_text(value.shape, value.dtype) + " ndarray"
         counts = nonfinite_counts(value)
         if counts:
@@ -129,7 +112,7 @@ def _fallback_summary(value: Any) -> str:
             sample = value.reshape(-1)[:: max(1, value.size // 1_000_000)]
             text += f" mean={sample.mean():.4g} min={sample.min():.4g} max={sample.max():.4g}"
         return text
-    if _is_module(value):
+    if is_module(value):
         params = sum(p.numel() for p in value.parameters())
         devices = sorted({str(p.device) for p in value.parameters()}) or ["no parameters"]
         mode = "train" if value.training else "eval"
@@ -167,11 +150,11 @@ def debug_print(*values: Any, file: Any = None, **named: Any) -> str:
     lines = []
     where = _where()
     for name, value in items:
-        if isinstance(value, Mapping) and not _is_tensor(value):
+        if isinstance(value, Mapping) and not is_tensor(value):
             children = list(value.items())[:20]
             lines.append(f"[debug] {where}{name}: {type(value).__name__} of {len(value)}")
             lines.extend(f"[debug]   {name}[{k!r}]: {_summary(v)}" for k, v in children)
-        elif isinstance(value, (list, tuple)) and any(_is_tensor(v) or _is_array(v) for v in value[:20]):
+        elif isinstance(value, (list, tuple)) and any(is_tensor(v) or is_array(v) for v in value[:20]):
             lines.append(f"[debug] {where}{name}: {type(value).__name__} of {len(value)}")
             lines.extend(f"[debug]   {name}[{i}]: {_summary(v)}" for i, v in enumerate(value[:20]))
         else:
@@ -203,8 +186,8 @@ def check_shapes(model: Any, sample: Any, *, print_table: bool = True, file: Any
     forked and restored, and the model's train/eval flags put back. A shape error does not raise: the rows up to
     the failing module are returned with ``error`` and the explanation (module path, operands, fix).
     """
-    torch = _torch()
-    if torch is None or not _is_module(model):
+    torch = loaded_torch()
+    if torch is None or not is_module(model):
         raise TypeError(f"check_shapes expects a torch.nn.Module and a sample batch, got {type(model).__name__}")
     from tensorsight.agent.shapes.shape_map import ShapeMapRecorder
 
@@ -253,9 +236,9 @@ def check_shapes(model: Any, sample: Any, *, print_table: bool = True, file: Any
 
 def _named_tensors(value: Any, name: str) -> list[tuple[str, Any]]:
     """Tensors/arrays in ``value``: itself, a module's weights and gradients, or a container's items (bounded)."""
-    if _is_tensor(value) or _is_array(value):
+    if is_tensor(value) or is_array(value):
         return [(name, value)]
-    if _is_module(value):
+    if is_module(value):
         out: list[tuple[str, Any]] = []
         for pname, p in value.named_parameters():
             out.append((f"{name}.{pname}", p))
@@ -291,7 +274,7 @@ def _counts_dict(counts: NonFiniteCounts | None, elements: int) -> dict[str, Any
 
 
 def _elements(value: Any) -> int:
-    return int(value.numel()) if _is_tensor(value) else int(value.size)
+    return int(value.numel()) if is_tensor(value) else int(value.size)
 
 
 def invalid_values(value: Any, name: str | None = None, *, quiet: bool = False) -> dict[str, dict[str, Any]]:
@@ -420,7 +403,7 @@ def check_devices(model: Any, *tensors: Any, quiet: bool = False, **named: Any) 
     ``check_devices(model, xb, yb)`` or ``check_devices(model, batch=batch)``; nested tuples/lists/dicts of tensors
     are looked into. Returns the issues (empty when all is on one device) and prints a one-line verdict or each issue.
     """
-    if not _is_module(model):
+    if not is_module(model):
         raise TypeError(f"check_devices expects a torch.nn.Module first, got {type(model).__name__}")
     arg_names = _caller_argument_names()[1:]
     model_tensors = {n: str(p.device) for n, p in model.named_parameters()}
@@ -434,7 +417,7 @@ def check_devices(model: Any, *tensors: Any, quiet: bool = False, **named: Any) 
         found = _named_tensors(value, label)
         if not found and value is not None:
             raise TypeError(f"check_devices: {label} is a {type(value).__name__}, not a tensor or a container of them")
-        inputs.extend((tname, str(t.device)) for tname, t in found if _is_tensor(t))
+        inputs.extend((tname, str(t.device)) for tname, t in found if is_tensor(t))
     model_name = (_caller_argument_names() or ["model"])[0]
     issues = device_issues(model_tensors, inputs, model_name=model_name)
     if not quiet:

@@ -7,6 +7,8 @@ line that keeps autograd graphs alive.
   fragmentation) by what the measured numbers show.
 - ``accumulation_line`` finds, in the user's source, the statement that keeps growing a variable (``total += loss``,
   ``losses.append(loss)``), which is where a retained autograd graph should be reported.
+
+Sizes are written by ``core.notation.format_bytes`` (the units parsed here are the ones PyTorch prints).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+
+from tensorsight.core.notation import format_bytes
 
 _UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
 _SIZE = r"([0-9.]+)\s*(B|KiB|MiB|GiB|TiB)"
@@ -35,17 +39,6 @@ def parse_oom_message(text: str) -> dict[str, int]:
         if match:
             found[key] = int(float(match.group(1)) * _UNITS[match.group(2)])
     return found
-
-
-def format_bytes(count: float | None) -> str:
-    if count is None:
-        return "?"
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
 
 
 @dataclass(frozen=True)

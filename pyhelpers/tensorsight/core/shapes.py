@@ -1,6 +1,5 @@
 """Pure shape logic shared by the agent's observers, the toolbox, the ``shapes`` CLI and the demo.
 
-- ``shape_text``: the compact ``f32[64, 16]`` form that ``shape`` events and inlay hints carry;
 - ``ShapeRow`` and ``format_shape_table``: one row per module of a shape map (what torchinfo shows);
 - broadcasting analysis: ``broadcast_shapes``, ``loss_broadcast_problem``, ``elementwise_broadcast_problem``
   (prediction ``[N, 1]`` against target ``[N]`` silently becomes ``[N, N]``);
@@ -8,7 +7,8 @@
   broadcasting, conv channel, view/reshape, cat, norm and loss size errors) into a structured explanation;
 - ``statement_targets``: which names a source line assigns, so an observed shape can be named (``x: f32[64, 16]``).
 
-No torch or numpy here: shapes are tuples of ints and dtypes are names such as ``"float32"``.
+No torch or numpy here: shapes are tuples of ints and dtypes are names such as ``"float32"``; they are written
+through ``core.notation`` (``f32[64, 16]``, ``1.5 KiB``), like every other place that shows them.
 """
 
 from __future__ import annotations
@@ -20,57 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tensorsight.core.notation import format_bytes, shape_text
+
 Shape = tuple[int, ...]
-
-# dtype name (torch or numpy spelling, without the "torch." prefix) -> short prefix used in shape texts
-_DTYPE_SHORT = {
-    "float32": "f32",
-    "float": "f32",
-    "float64": "f64",
-    "double": "f64",
-    "float16": "f16",
-    "half": "f16",
-    "bfloat16": "bf16",
-    "float8_e4m3fn": "f8e4m3",
-    "float8_e5m2": "f8e5m2",
-    "int64": "i64",
-    "long": "i64",
-    "int32": "i32",
-    "int": "i32",
-    "int16": "i16",
-    "short": "i16",
-    "int8": "i8",
-    "uint8": "u8",
-    "uint16": "u16",
-    "uint32": "u32",
-    "uint64": "u64",
-    "bool": "bool",
-    "complex64": "c64",
-    "cfloat": "c64",
-    "complex128": "c128",
-    "cdouble": "c128",
-    "qint8": "qi8",
-    "quint8": "qu8",
-    "qint32": "qi32",
-}
-
-
-def dtype_name(dtype: Any) -> str:
-    """``torch.float32`` / ``np.dtype('float32')`` / ``"float32"`` -> ``"float32"``."""
-    text = str(dtype)
-    return text[6:] if text.startswith("torch.") else text
-
-
-def short_dtype(dtype: Any) -> str:
-    name = dtype_name(dtype)
-    return _DTYPE_SHORT.get(name, name)
-
-
-def shape_text(shape: Iterable[int], dtype: Any = None) -> str:
-    """``(64, 16), "float32"`` -> ``"f32[64, 16]"``; a scalar is ``"f32[]"``."""
-    dims = ", ".join(str(int(d)) for d in shape)
-    prefix = short_dtype(dtype) if dtype is not None else ""
-    return f"{prefix}[{dims}]"
 
 
 def numel(shape: Iterable[int]) -> int:
@@ -122,16 +74,6 @@ class ShapeRow:
         return out
 
 
-def human_bytes(count: float) -> str:
-    """``1536`` -> ``"1.5 KiB"``."""
-    value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"  # pragma: no cover - loop always returns
-
-
 def _shapes_cell(shapes: Sequence[Sequence[int]], dtype: str) -> str:
     if not shapes:
         return "-"
@@ -153,7 +95,7 @@ def format_shape_table(rows: Sequence[ShapeRow], title: str | None = None) -> st
                 _shapes_cell(row.output_shapes, row.dtype),
                 f"{row.params:,}",
                 f"{row.trainable:,}",
-                human_bytes(row.memory_bytes),
+                format_bytes(row.memory_bytes),
             )
         )
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
@@ -174,7 +116,7 @@ def format_shape_table(rows: Sequence[ShapeRow], title: str | None = None) -> st
         out.append("-" * len(line(header)))
         out.append(
             f"Total params: {root.params:,}  Trainable: {root.trainable:,}  "
-            f"Memory for this batch (outputs + weights): {human_bytes(total_memory)}"
+            f"Memory for this batch (outputs + weights): {format_bytes(total_memory)}"
         )
     return "\n".join(out)
 

@@ -1,7 +1,8 @@
 """The summary-line grammar: one short line per tensor, array, module, optimizer or data loader.
 
 Pure formatting over plain facts (the agent's presentation gathers them from live objects; the toolbox and the
-language server reuse the same lines). A line reads most important first and stays within ``MAX_WIDTH`` characters:
+language server reuse the same lines). Dtypes, shapes and sizes are written by ``core.notation``, as in inlay hints
+and the shape map. A line reads most important first and stays within ``MAX_WIDTH`` characters:
 
     f32[64, 16] cpu μ=0.012 σ=1.01 [-3.2, 2.9] grad
     f32[] cpu nan ⚠ NaN
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tensorsight.core.notation import format_shape
 from tensorsight.core.stats import Stats
 
 MAX_WIDTH = 120
@@ -70,27 +72,6 @@ def format_count(n: int | float) -> str:
             scaled = n / (1e3 if suffix == "K" else limit)
             return f"{scaled:.3g}{suffix}"
     return str(int(n)) if n == int(n) else f"{n:.3g}"
-
-
-def format_bytes(n: int) -> str:
-    """``512 B``, ``4.0 KiB``, ``381.5 MiB``."""
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(size) < 1024 or unit == "TiB":
-            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
-
-
-def format_shape(shape: Sequence[int] | None, width: int = 40) -> str:
-    """``[64, 16]``; a shape too long for a line keeps its first and last dimensions: ``[2, 3, 4, …(30)…, 38, 39]``."""
-    if shape is None:
-        return "[?]"
-    dims = [str(int(d)) for d in shape]
-    text = "[" + ", ".join(dims) + "]"
-    if len(text) <= width or len(dims) <= 6:
-        return text
-    return "[" + ", ".join([*dims[:3], f"…({len(dims) - 5})…", *dims[-2:]]) + "]"
 
 
 def format_values(values: Any) -> str:

@@ -32,23 +32,20 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any, TypeVar
 
-from tensorsight.agent.runtime import events, steps
+from tensorsight.agent.runtime import events, identity, steps
 from tensorsight.agent.runtime.guard import report_once
 from tensorsight.agent.runtime.tensor_walk import (
     Gathered,
-    _torch,
     exact_counts,
     gather,
     gradients_of,
-    is_module,
-    is_optimizer,
-    is_tensor,
     nonfinite_of,
     optimizer_parameters,
     suspects,
     type_name,
 )
 from tensorsight.agent.runtime.user_code import is_user_file
+from tensorsight.agent.runtime.user_libs import is_module, is_optimizer, is_tensor, loaded_numpy, loaded_torch
 from tensorsight.core.nonfinite import NONE_FOUND, NonFiniteCounts
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -169,7 +166,7 @@ def _gathered(predicate: str, x: Any, with_grads: bool = True) -> Gathered | Non
 def _torch_functions_off() -> Any:
     """``torch._C.DisableTorchFunction()`` when torch is loaded: ops (and property reads) on a subclass then skip its
     ``__torch_function__`` and return plain tensors; the user's modes are skipped too, and restored on exit."""
-    disable = getattr(getattr(_torch(), "_C", None), "DisableTorchFunction", None)
+    disable = getattr(getattr(loaded_torch(), "_C", None), "DisableTorchFunction", None)
     return disable() if disable is not None else contextlib.nullcontext()
 
 
@@ -219,7 +216,7 @@ def _magnitude(predicate: str, x: Any) -> float | None:
         return abs(x)
     if is_module(x) or is_optimizer(x):
         return _grad_norm_of(gradients_of(x))
-    if is_tensor(x) and x.numel() == 1 and x.layout == _torch().strided and not x.is_meta:
+    if is_tensor(x) and x.numel() == 1 and x.layout == loaded_torch().strided and not x.is_meta:
         return abs(x.detach().reshape(()).item())  # a loss: one number, no reduction
     found = _gathered(predicate, x, with_grads=False)
     if found is None:
@@ -227,7 +224,7 @@ def _magnitude(predicate: str, x: Any) -> float | None:
     if found.empty:
         _misuse(predicate, "there is no value to look at (empty or None)")
         return None
-    torch = _torch()
+    torch = loaded_torch()
     squares = 0.0
     count = 0
     for number in found.numbers:
@@ -243,7 +240,7 @@ def _magnitude(predicate: str, x: Any) -> float | None:
             norm = float(torch.linalg.vector_norm(values))
             squares += norm * norm
             count += values.numel()
-    np = sys.modules.get("numpy")
+    np = loaded_numpy()
     for a in found.arrays:
         if a.size and np is not None and a.dtype.kind in "fciub":
             with np.errstate(all="ignore"):
@@ -294,7 +291,7 @@ def _remember(store: dict[tuple[Any, ...], Any], key: tuple[Any, ...], value: An
 
 
 def _grad_norm_of(found: Gathered) -> float:
-    torch = _torch()
+    torch = loaded_torch()
     total = 0.0
     tensors = [t for t in found.tensors if t.numel() and t.device.type != "meta"]
     if tensors and torch is not None:
@@ -312,7 +309,7 @@ def _grad_norm_of(found: Gathered) -> float:
             norms.extend(torch.linalg.vector_norm(t.coalesce().values()) for t in sparse)
             if norms:
                 total = float(torch.linalg.vector_norm(torch.stack([n.to(norms[0].device) for n in norms])))
-    np = sys.modules.get("numpy")
+    np = loaded_numpy()
     if found.arrays and np is not None:
         squares = sum(float(np.linalg.norm(a.astype(np.float64, copy=False))) ** 2 for a in found.arrays if a.size)
         total = math.sqrt(total * total + squares)
@@ -347,7 +344,7 @@ def exploding(x: Any, limit: float = 1e4) -> bool:
         return True
     if any(abs(v) > limit for v in found.numbers):
         return True
-    torch = _torch()
+    torch = loaded_torch()
     with _no_grad():
         for t in found.tensors:
             if t.numel() == 0 or t.device.type == "meta" or t.dtype == torch.bool or t.layout != torch.strided:
@@ -383,7 +380,7 @@ def zero(x: Any) -> bool:
         return False
     if any(v != 0 for v in found.numbers):
         return False
-    torch = _torch()
+    torch = loaded_torch()
     seen_any = bool(found.numbers)
     with _no_grad():
         for t in found.tensors:
@@ -429,7 +426,7 @@ def changed(x: Any) -> bool:
 
 
 def _fingerprint(found: Gathered) -> tuple[Any, ...]:
-    torch = _torch()
+    torch = loaded_torch()
     parts: list[Any] = [repr(v) for v in found.numbers]
     tensors = [t for t in found.tensors if t.device.type != "meta" and t.layout == torch.strided]
     with _no_grad():
@@ -527,7 +524,7 @@ def wrong_device(*tensors_or_modules: Any, device: Any = None) -> bool:
         return False
     if device is None:
         return len({_normal(d) for d in devices}) > 1
-    torch = _torch()
+    torch = loaded_torch()
     try:
         wanted = torch.device(device) if torch is not None else None
     except (RuntimeError, TypeError, ValueError):
@@ -556,38 +553,19 @@ def step() -> int:
 
 
 def rank() -> int:
-    """This process's rank: torch.distributed's once initialised, else ``RANK`` from the environment, else 0."""
-    dist = sys.modules.get("torch.distributed")
-    try:
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            return int(dist.get_rank())
-    except Exception:  # noqa: BLE001 - a half-initialised group reads as "not distributed yet"
-        pass
-    raw = os.environ.get("RANK", "").strip()
-    return int(raw) if raw.isdigit() else 0
+    """This process's rank (``agent.runtime.identity``): 0 when the program is not distributed."""
+    here = identity.rank()
+    return 0 if here is None else here
 
 
 def world_size() -> int:
-    """Number of processes in the job: torch.distributed's, else ``WORLD_SIZE``, else 1."""
-    dist = sys.modules.get("torch.distributed")
-    try:
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            return int(dist.get_world_size())
-    except Exception:  # noqa: BLE001
-        pass
-    raw = os.environ.get("WORLD_SIZE", "").strip()
-    return int(raw) if raw.isdigit() and int(raw) > 0 else 1
+    """Number of processes in the job (``agent.runtime.identity``): 1 when the program is not distributed."""
+    return identity.world_size()
 
 
 def is_distributed() -> bool:
-    """True inside a torch.distributed job (initialised group, or a launcher's ``RANK`` in the environment)."""
-    dist = sys.modules.get("torch.distributed")
-    try:
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            return True
-    except Exception:  # noqa: BLE001
-        pass
-    return os.environ.get("RANK", "").strip().isdigit()
+    """True inside a distributed job (a launcher's ``RANK`` in the environment, or an initialised process group)."""
+    return identity.is_distributed()
 
 
 @_predicate(False)
@@ -607,5 +585,5 @@ def on_rank(*ranks: int) -> bool:
 
 
 def _no_grad() -> Any:
-    torch = _torch()
+    torch = loaded_torch()
     return torch.no_grad() if torch is not None else contextlib.nullcontext()

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tensorsight.agent.runtime.guard import report_once
+from tensorsight.core.notation import format_bytes, short_dtype
 from tensorsight.core.stats import DEFAULT_BUDGET, Stats, StatsCache, unavailable
 from tensorsight.core.summary import (
     SMALL,
@@ -30,7 +31,6 @@ from tensorsight.core.summary import (
     ModuleFacts,
     OptimizerFacts,
     TensorFacts,
-    format_bytes,
     format_count,
     format_number,
     loader_line,
@@ -220,23 +220,12 @@ def _numel(value: Any) -> int:
 
 # ---- tensors -----------------------------------------------------------------------------------------------------
 
-_DTYPE_PREFIXES = (("bfloat", "bf"), ("float", "f"), ("complex", "c"), ("uint", "u"), ("int", "i"))
-
-
-def dtype_name(dtype: Any) -> str:
-    """``torch.float32``/``float32`` → ``f32``, ``bfloat16`` → ``bf16``, ``int64`` → ``i64``, ``bool`` → ``bool``."""
-    name = str(dtype).replace("torch.", "")
-    for long, short in _DTYPE_PREFIXES:
-        if name.startswith(long) and name[len(long) : len(long) + 1].isdigit():
-            return short + name[len(long) :]
-    return name
-
 
 def tensor_facts(t: Any) -> TensorFacts:
     """Everything a tensor line says, read without changing the tensor."""
     torch = sys.modules["torch"]
     with _quiet_torch():
-        dtype = dtype_name(t.dtype)
+        dtype = short_dtype(t.dtype)
         try:
             shape: tuple[int, ...] | None = tuple(int(d) for d in t.shape)
         except Exception:  # noqa: BLE001 - nested or uninitialised tensors have no single shape
@@ -331,16 +320,6 @@ def _kept_grad(t: Any) -> Any:
 # ---- numpy -------------------------------------------------------------------------------------------------------
 
 
-def array_dtype_name(dtype: Any) -> str:
-    if dtype.names:
-        return "struct(" + ", ".join(dtype.names[:4]) + (", …" if len(dtype.names) > 4 else "") + ")"
-    if dtype.kind == "U":
-        return f"str{dtype.itemsize // 4}"
-    if dtype.kind == "S":
-        return f"bytes{dtype.itemsize}"
-    return dtype_name(dtype.name)
-
-
 def array_facts(a: Any) -> TensorFacts:
     """Everything an ndarray line says; ``where`` names the array class (ndarray, memmap...)."""
     stats = safe_stats(a)
@@ -351,7 +330,7 @@ def array_facts(a: Any) -> TensorFacts:
         except Exception:  # noqa: BLE001
             values = None
     return TensorFacts(
-        dtype=array_dtype_name(a.dtype),
+        dtype=short_dtype(a.dtype),
         shape=tuple(int(d) for d in a.shape),
         where=type(a).__name__,
         stats=stats,
@@ -383,7 +362,7 @@ def module_facts(module: Any) -> ModuleFacts:
             params += n
             trainable += n if p.requires_grad else 0
             devices.add(str(p.device))
-            dtypes.add(dtype_name(p.dtype))
+            dtypes.add(short_dtype(p.dtype))
         for b in buffers:
             with contextlib.suppress(Exception):
                 devices.add(str(b.device))

@@ -14,7 +14,9 @@ program itself) it:
 - honours the launch option ``ranks`` (a list of ranks): on the other ranks the debugger never stops at a line
   breakpoint (``stops_allowed()`` tells other stopping features the same).
 
-The watchdog only reads ``sys._current_frames()`` twice a second; it never touches tensors, never imports torch, and
+The rank itself comes from ``agent.runtime.identity`` (which this module tells once it learned it); the pydevd
+internals used here (breakpoint patch, thread flags, suspend detection) live in ``agent.debugger``. The watchdog only
+reads ``sys._current_frames()`` twice a second; it never touches tensors, never imports torch, and
 is hidden from pydevd (not traced, not suspended, not listed), so it keeps reporting while the debugger holds the
 rank. Processes that are not distributed pay nothing beyond reading three environment variables.
 """
@@ -26,13 +28,15 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from tensorsight.agent.runtime import events, steps
+from tensorsight.agent.debugger.breakpoints import drop_line_breakpoints
+from tensorsight.agent.debugger.threads import held_by_debugger, hide_from_debugger
+from tensorsight.agent.runtime import events, identity, steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.agent.runtime.identity import RankInfo
 from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
 from tensorsight.agent.runtime.user_code import user_frame
@@ -46,51 +50,7 @@ DEFAULT_WAIT_AFTER_SECONDS = 2.0
 # (buffer broadcast, unused-parameter bookkeeping). Matched against the module name of the innermost Python frame.
 _COLLECTIVE_MODULES = ("torch.distributed", "torch.autograd", "torch.nn.parallel.distributed")
 
-# pydevd's frames while it holds a thread at a stop (breakpoint, step, pause, exception, our sentinel).
-_PYDEVD_SUSPEND_FUNCTIONS = frozenset({"do_wait_suspend", "_do_wait_suspend"})
-
-
-@dataclass(frozen=True)
-class RankInfo:
-    """This process's place in the job. ``source`` is ``"env"`` (torchrun) or ``"torch.distributed"``."""
-
-    rank: int
-    world_size: int
-    local_rank: int | None = None
-    source: str = "env"
-
-
-def rank_info_from_env(environ: Mapping[str, str]) -> RankInfo | None:
-    """The rank torchrun (or any launcher following its contract) put in the environment; None when absent."""
-    rank, world = _non_negative(environ.get("RANK")), _non_negative(environ.get("WORLD_SIZE"))
-    if rank is None:
-        return None
-    return RankInfo(rank, world if world else rank + 1, _non_negative(environ.get("LOCAL_RANK")), "env")
-
-
-def _non_negative(raw: str | None) -> int | None:
-    if raw is None or not raw.strip().isdigit():
-        return None
-    return int(raw.strip())
-
-
-_info: RankInfo | None = None
-_lock = threading.Lock()
 _watchdog: RankWatchdog | None = None
-
-
-def rank_info() -> RankInfo | None:
-    """This process's rank, from the environment or, once the program has initialised it, torch.distributed."""
-    if _info is not None:
-        return _info
-    found = rank_info_from_env(os.environ)
-    return found if found is not None else _rank_info_from_torch()
-
-
-def rank() -> int | None:
-    """The global rank of this process, or None when it is not part of a distributed job."""
-    info = rank_info()
-    return None if info is None else info.rank
 
 
 def chosen_ranks() -> frozenset[int] | None:
@@ -110,7 +70,7 @@ def stops_allowed() -> bool:
     chosen = chosen_ranks()
     if chosen is None:
         return True
-    here = rank()
+    here = identity.rank()
     return here is None or here in chosen
 
 
@@ -120,7 +80,7 @@ def stops_allowed() -> bool:
 @never_raise()
 def arm(origin: str = "debugger") -> None:
     """Cheap: reads the environment; in a worker announces the rank and starts the watchdog."""
-    info = rank_info_from_env(os.environ)
+    info = identity.rank_info_from_env(os.environ)
     if info is not None:
         _become(info, origin)
         return
@@ -130,11 +90,9 @@ def arm(origin: str = "debugger") -> None:
 
 
 def _become(info: RankInfo, origin: str) -> None:
-    global _info, _watchdog
-    with _lock:
-        if _info is not None:
-            return
-        _info = info
+    global _watchdog
+    if not identity.learn(info):
+        return
     events.emit(
         "rank",
         rank=info.rank,
@@ -153,23 +111,13 @@ def _become(info: RankInfo, origin: str) -> None:
 
 @never_raise()
 def _learn_rank_at_step(step: int, optimizer: Any) -> None:
-    if _info is not None:
+    if identity.learned() is not None:
         return
-    info = _rank_info_from_torch()
+    info = identity.rank_info_from_torch()
     if info is not None:
         from tensorsight.agent.runtime.install import installed_origin
 
         _become(info, installed_origin() or "debugger")
-
-
-def _rank_info_from_torch() -> RankInfo | None:
-    dist = sys.modules.get("torch.distributed")
-    try:
-        if dist is None or not dist.is_available() or not dist.is_initialized():
-            return None
-        return RankInfo(int(dist.get_rank()), int(dist.get_world_size()), None, "torch.distributed")
-    except Exception:  # noqa: BLE001 - a half-initialised group is simply "not yet"
-        return None
 
 
 def _seconds_option(name: str, default: float) -> float:
@@ -188,38 +136,12 @@ def _wait_after() -> float:
 
 
 def _limit_line_breakpoints() -> None:
-    """Make pydevd keep no line breakpoint in this process (the editor still shows them, verified).
-
-    pydevd funnels every change of a file's line breakpoints through ``PyDB.consolidate_breakpoints``; handing it an
-    empty set means the breakpoints cost nothing here (pydevd does not even trace those functions). This is private
-    pydevd API (checked on debugpy 1.8.x), so a missing hook is reported once and leaves breakpoints as they were.
-    """
-    py_db_class = _running_pydevd_class()
-    original = getattr(py_db_class, "consolidate_breakpoints", None)
-    if original is None or getattr(original, "_tensorsight_rank_filter", False):
-        if original is None:
-            report_once("ranks-hook", "launch option ranks: this debugpy has no breakpoint hook; all ranks stop")
+    """Make pydevd keep no line breakpoint in this process (the editor still shows them, verified)."""
+    if not drop_line_breakpoints():
+        report_once("ranks-hook", "launch option ranks: this debugpy has no breakpoint hook; all ranks stop")
         return
-
-    def consolidate_no_breakpoints(self: Any, filename: Any, id_to_breakpoint: Any, file_to_line: Any) -> Any:
-        return original(self, filename, {}, file_to_line)
-
-    consolidate_no_breakpoints._tensorsight_rank_filter = True  # type: ignore[attr-defined]
-    py_db_class.consolidate_breakpoints = consolidate_no_breakpoints
-    report_once("ranks-limited", f"rank {rank()}: breakpoints are limited to ranks {sorted(chosen_ranks() or [])}")
-
-
-def _running_pydevd_class() -> Any:
-    """pydevd's ``PyDB`` class as the running debugger uses it.
-
-    In the process debugpy launches, pydevd is the module ``pydevd``; in a child it follows (``subProcess``, e.g. a
-    torchrun worker) pydevd.py runs as ``__main__`` and calls our plugin before it runs the user's file.
-    """
-    for name in ("pydevd", "__main__"):
-        module = sys.modules.get(name)
-        if os.path.basename(str(getattr(module, "__file__", ""))) == "pydevd.py" and hasattr(module, "PyDB"):
-            return module.PyDB  # type: ignore[union-attr]
-    return None
+    chosen = sorted(chosen_ranks() or [])
+    report_once("ranks-limited", f"rank {identity.rank()}: breakpoints are limited to ranks {chosen}")
 
 
 # ---- watchdog --------------------------------------------------------------------------------------------------------
@@ -240,14 +162,7 @@ def sample_thread(frame: FrameType | None) -> ThreadSample:
     """Classify one thread's stack: held by the debugger, inside a torch collective, or elsewhere."""
     if frame is None:
         return ThreadSample(False, None, None, None, None)
-    stopped = False
-    walker: FrameType | None = frame
-    while walker is not None:
-        code = walker.f_code
-        if code.co_name in _PYDEVD_SUSPEND_FUNCTIONS and os.path.basename(code.co_filename) == "pydevd.py":
-            stopped = True
-            break
-        walker = walker.f_back
+    stopped = held_by_debugger(frame)
     user = user_frame(frame)
     module = str(frame.f_globals.get("__name__", ""))
     collective = None
@@ -321,9 +236,7 @@ class RankWatchdog:
         thread = threading.Thread(target=self._run, name="tensorsight-rank-watchdog", daemon=True)
         # Hidden from pydevd: not traced (no per-line cost), not suspended when the debugger stops the program (it
         # must report "stopped" exactly then), not listed among the user's threads.
-        thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]
-        thread.pydev_do_not_trace = True  # type: ignore[attr-defined]
-        thread.start()
+        hide_from_debugger(thread).start()
 
     def stop(self) -> None:
         self._stop.set()
@@ -382,15 +295,11 @@ def _write_console(text: str) -> None:
 
 
 __all__ = [
-    "RankInfo",
     "RankStateTracker",
     "RankWatchdog",
     "ThreadSample",
     "arm",
     "chosen_ranks",
-    "rank",
-    "rank_info",
-    "rank_info_from_env",
     "sample_thread",
     "stops_allowed",
 ]

@@ -34,11 +34,11 @@ from tensorsight.core.findings import Finding
 from tensorsight.core.memory import (
     OomFacts,
     accumulation_line,
-    format_bytes,
     oom_summary,
     parse_oom_message,
     rank_oom_remedies,
 )
+from tensorsight.core.notation import format_bytes
 
 RETAINED_CONFIRMATIONS = 3  # consecutive steps a variable must grow the graph chain before it is reported
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import copy
 import math
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tensorsight.agent.measurement.phases import quiet
+from tensorsight.agent.runtime.user_libs import loaded_torch
 
 SAMPLES = 8
 STEPS = 200
@@ -50,8 +50,8 @@ class OverfitResult:
         return data
 
 
-def _torch() -> Any:
-    torch = sys.modules.get("torch")
+def _require_torch() -> Any:
+    torch = loaded_torch()
     if torch is None:
         raise RuntimeError("overfit_one_batch needs PyTorch: import torch and pass a torch.nn.Module")
     return torch
@@ -110,7 +110,7 @@ def train_copy(
     samples: int = SAMPLES,
 ) -> OverfitResult:
     """The engine of ``overfit_one_batch``: inputs already split into positional and keyword arguments."""
-    torch = _torch()
+    torch = _require_torch()
     steps, samples, lr = max(1, int(steps)), max(1, int(samples)), float(lr)
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")

@@ -31,7 +31,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType, ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from tensorsight.agent.runtime import steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
@@ -40,6 +40,15 @@ from tensorsight.core.phases import PHASES, LoaderSettings
 
 Location = tuple[str, int]
 _WRAPPED_MARK = "__tensorsight_wrapped__"
+_After = Callable[[tuple[Any, ...], dict[str, Any], Any], None]  # (args, kwargs, result) of a wrapped call
+
+
+class _Timing(NamedTuple):
+    """How a timed wrapper measures its call: the clock to read and where the seconds go."""
+
+    read: Callable[[], float]
+    add: Callable[[float], None]
+    looks_away_when_quiet: bool  # inside ``quiet()`` (our own training) the call is not timed
 
 
 @dataclass
@@ -171,22 +180,58 @@ class PhaseClock:
         self._handles.append(register_module_forward_hook(self._forward_post, with_kwargs=True, always_call=True))
         self._handles.append(register_optimizer_step_pre_hook(self._optimizer_pre))
         steps.add_step_listener(self._optimizer_post)
-        self._wrap(torch.autograd, "backward", self._make_backward)
         import torch.utils.data.dataloader as dataloader
 
-        self._wrap(dataloader._BaseDataLoaderIter, "__next__", self._make_next)
-        self._wrap(dataloader.DataLoader, "__init__", self._make_loader_init)
-        self._wrap(dataloader.DataLoader, "__iter__", self._make_loader_iter)
-        self._wrap(torch.optim.Optimizer, "__init__", self._make_optimizer_init)
+        # the training loss reaches torch.autograd.backward (what Tensor.backward calls) as its first argument
+        backward = _Timing(read=self._now, add=self._add_backward, looks_away_when_quiet=True)
+        self._wrap(torch.autograd, "backward", self._backward_returned, backward)
+        data = _Timing(read=self._clock, add=self._add_data, looks_away_when_quiet=False)
+        self._wrap(dataloader._BaseDataLoaderIter, "__next__", self._next_returned, data)
+        self._wrap(dataloader.DataLoader, "__init__", lambda args, _kwargs, _result: self._remember_loader(args[0]))
+        self._wrap(dataloader.DataLoader, "__iter__", lambda args, _kwargs, it: self._remember_iterator(args[0], it))
+        self._wrap(torch.optim.Optimizer, "__init__", lambda args, _kwargs, _result: self._remember_optimizer(args[0]))
 
-    def _wrap(self, owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    def _wrap(self, owner: Any, name: str, after: _After, timing: _Timing | None = None) -> None:
+        """Replace ``owner.name`` by ``_wrapper(original, after, timing)``, once, remembering how to undo it."""
         original = getattr(owner, name)
         if getattr(original, _WRAPPED_MARK, False):
             return
-        wrapper = functools.wraps(original)(make(original))
+        wrapper = functools.wraps(original)(self._wrapper(original, after, timing))
         setattr(wrapper, _WRAPPED_MARK, True)
         setattr(owner, name, wrapper)
         self._wrapped.append((owner, name, original, wrapper))
+
+    def _wrapper(self, original: Callable[..., Any], after: _After, timing: _Timing | None) -> Callable[..., Any]:
+        """The one shape of every wrapper: call ``original`` unchanged and re-raise what it raises, then hand
+        ``(args, kwargs, result)`` to ``after`` (which must never raise).
+
+        Without ``timing`` the wrapper only observes: ``after`` runs once ``original`` returned. With it, a call on
+        the training thread is timed with ``timing.read`` into ``timing.add`` and ``after`` runs even when
+        ``original`` raised (result None): the StopIteration that ends every epoch still counts as data time.
+        """
+        if timing is None:
+
+            def observing(*args: Any, **kwargs: Any) -> Any:
+                result = original(*args, **kwargs)
+                after(args, kwargs, result)
+                return result
+
+            return observing
+
+        clock = self
+        read, add, honour_quiet = timing.read, timing.add, timing.looks_away_when_quiet
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if (honour_quiet and _quiet) or (threading.get_ident() != clock._owner and not clock._is_owner()):
+                return original(*args, **kwargs)
+            start = read()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                add(read() - start)
+                after(args, kwargs, None)
+
+        return timed
 
     def uninstall(self) -> None:
         """Remove every hook and wrapper (the benchmark compares armed and unarmed steps in one process)."""
@@ -328,20 +373,11 @@ class PhaseClock:
         self._flush_validation()
 
     # ------------------------------------------------------------------------------------------------ backward
-    def _make_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        clock = self
+    def _add_backward(self, seconds: float) -> None:
+        self._seconds["backward"] += seconds
 
-        def backward(*args: Any, **kwargs: Any) -> Any:
-            if _quiet or (threading.get_ident() != clock._owner and not clock._is_owner()):
-                return original(*args, **kwargs)
-            start = clock._now()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                clock._seconds["backward"] += clock._now() - start
-                clock._after_backward(args[0] if args else kwargs.get("tensors"))
-
-        return backward
+    def _backward_returned(self, args: tuple[Any, ...], kwargs: dict[str, Any], _result: Any) -> None:
+        self._after_backward(args[0] if args else kwargs.get("tensors"))
 
     @never_raise()
     def _after_backward(self, tensors: Any) -> None:
@@ -354,20 +390,11 @@ class PhaseClock:
             self.loss_at = where
 
     # ------------------------------------------------------------------------------------------------------ data
-    def _make_next(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        clock = self
+    def _add_data(self, seconds: float) -> None:
+        self._pending_data += seconds
 
-        def __next__(iterator: Any) -> Any:
-            if threading.get_ident() != clock._owner and not clock._is_owner():
-                return original(iterator)
-            start = clock._clock()
-            try:
-                return original(iterator)
-            finally:
-                clock._pending_data += clock._clock() - start
-                clock._after_next(iterator)
-
-        return __next__
+    def _next_returned(self, args: tuple[Any, ...], _kwargs: dict[str, Any], _result: Any) -> None:
+        self._after_next(args[0])
 
     @never_raise()
     def _after_next(self, iterator: Any) -> None:
@@ -376,15 +403,6 @@ class PhaseClock:
         if iterator not in self._iterator_loop:
             self._iterator_loop[iterator] = caller_location(sys._getframe(1))
         self._pending_loop = self._iterator_loop.get(iterator)
-
-    def _make_loader_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        clock = self
-
-        def __init__(loader: Any, *args: Any, **kwargs: Any) -> None:
-            original(loader, *args, **kwargs)
-            clock._remember_loader(loader)
-
-        return __init__
 
     @never_raise()
     def _remember_loader(self, loader: Any) -> None:
@@ -400,28 +418,9 @@ class PhaseClock:
             batch_size=getattr(loader, "batch_size", None),
         )
 
-    def _make_loader_iter(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        clock = self
-
-        def __iter__(loader: Any) -> Any:
-            iterator = original(loader)
-            clock._remember_iterator(loader, iterator)
-            return iterator
-
-        return __iter__
-
     @never_raise()
     def _remember_iterator(self, loader: Any, iterator: Any) -> None:
         self._iterators[iterator] = self._loaders.get(loader)
-
-    def _make_optimizer_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        clock = self
-
-        def __init__(optimizer: Any, *args: Any, **kwargs: Any) -> None:
-            original(optimizer, *args, **kwargs)
-            clock._remember_optimizer(optimizer)
-
-        return __init__
 
     @never_raise()
     def _remember_optimizer(self, optimizer: Any) -> None:

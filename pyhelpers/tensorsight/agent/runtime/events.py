@@ -12,14 +12,13 @@ wire dict, via ``emit_finding``), ``nonfinite``, ``shape``, ``shape-map``, ``con
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
+from tensorsight.agent.runtime import identity
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.core.findings import Finding
-from tensorsight.core.protocol import ENV_RANK
 
 Listener = Callable[[dict[str, Any]], None]
 
@@ -37,27 +36,11 @@ def subscribe(listener: Listener) -> Callable[[], None]:
     return unsubscribe
 
 
-def current_rank() -> int | None:
-    """The torch.distributed rank of this process, or None when not distributed.
-
-    The launcher's ``RANK`` variable answers first (no torch import); otherwise ``agent.distributed`` asks an
-    already-initialised torch.distributed (e.g. under ``torch.multiprocessing.spawn``).
-    """
-    raw = os.environ.get(ENV_RANK)
-    if raw is not None and raw.isdigit():
-        return int(raw)
-    if "torch.distributed" not in sys.modules:
-        return None
-    from tensorsight.agent.distributed.ranks import rank
-
-    return rank()
-
-
 @never_raise()
 def emit(event_type: str, **data: Any) -> None:
     """Publish one event to every listener; a failing listener is reported once and skipped."""
     event: dict[str, Any] = {"type": event_type, "pid": os.getpid(), "time": time.time(), **data}
-    rank = current_rank()
+    rank = identity.rank()
     if rank is not None and "rank" not in event:
         event["rank"] = rank
     for listener in list(_listeners):
@@ -71,7 +54,7 @@ def emit_finding(finding: Finding) -> None:
     """Publish a finding (the doctor prints it, the hub turns it into a diagnostic)."""
     data = finding.to_dict()
     if finding.rank is None:
-        rank = current_rank()
+        rank = identity.rank()
         if rank is not None:
             data["rank"] = rank
     emit("finding", finding=data)

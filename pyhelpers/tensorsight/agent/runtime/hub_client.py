@@ -31,7 +31,8 @@ import threading
 import time
 from typing import Any
 
-from tensorsight.agent.runtime import events
+from tensorsight.agent.debugger.threads import hide_from_debugger
+from tensorsight.agent.runtime import events, identity
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.install import installed_origin
 from tensorsight.agent.runtime.options import hub_address, hub_token
@@ -146,10 +147,8 @@ class HubClient:
 
     def _start_thread(self) -> None:
         self.state = "connecting"
-        thread = threading.Thread(target=self._run, name="tensorsight-hub-client", daemon=True)
-        # pydevd leaves threads marked like its own alone: not listed, not paused with the program, not traced
-        thread.is_pydev_daemon_thread = True  # type: ignore[attr-defined]
-        thread.pydev_do_not_trace = True  # type: ignore[attr-defined]
+        # not listed, not paused with the program, not traced: it keeps sending while the debugger holds the program
+        thread = hide_from_debugger(threading.Thread(target=self._run, name="tensorsight-hub-client", daemon=True))
         self._thread = thread
         thread.start()
 
@@ -226,7 +225,7 @@ class HubClient:
             "argv": [str(arg)[: protocol.MAX_ARGV_ITEM_CHARS] for arg in sys.argv[:16]],
             "origin": installed_origin(),
         }
-        rank = events.current_rank()
+        rank = identity.rank()
         if rank is not None:
             hello["rank"] = rank
         return hello

@@ -7,18 +7,19 @@ value; ``suspects`` finds the tensors that may hold a NaN/Inf with one reduction
 for all of them, so checking a whole model costs about one pass over its weights.
 
 Nothing here records autograd history, writes to a tensor, or touches the global RNG. torch and numpy are never
-imported here: they are used only when the program has already imported them.
+imported here: they are reached through ``agent.runtime.user_libs``, only when the program has already imported them
+(its ``is_tensor``/``is_array``/``is_module``/``is_optimizer`` are the ones callers of this module use too).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tensorsight.agent.runtime.user_libs import is_array, is_module, is_optimizer, is_tensor, loaded_torch
 from tensorsight.core.nonfinite import NONE_FOUND, NonFiniteCounts, nonfinite_counts
 
 MAX_ITEMS = 100_000  # elements of a Python container we look at (a list of tensors, never a list of floats per se)
@@ -38,34 +39,6 @@ class Gathered:
     @property
     def empty(self) -> bool:
         return not (self.tensors or self.arrays or self.numbers)
-
-
-def _torch() -> Any:
-    return sys.modules.get("torch")
-
-
-def _numpy() -> Any:
-    return sys.modules.get("numpy")
-
-
-def is_tensor(value: Any) -> bool:
-    torch = _torch()
-    return torch is not None and isinstance(value, torch.Tensor)
-
-
-def is_module(value: Any) -> bool:
-    torch = _torch()
-    return torch is not None and isinstance(value, torch.nn.Module)
-
-
-def is_optimizer(value: Any) -> bool:
-    torch = _torch()
-    return torch is not None and isinstance(value, torch.optim.Optimizer)
-
-
-def is_array(value: Any) -> bool:
-    np = _numpy()
-    return np is not None and isinstance(value, np.ndarray)
 
 
 def type_name(value: Any) -> str:
@@ -182,7 +155,7 @@ def suspects(tensors: list[Any]) -> list[int]:
     have no values. An index can be a false alarm only when large finite values overflow the reduction: callers
     confirm with ``exact_counts``. Reduces detached views, so no autograd history is recorded.
     """
-    torch = _torch()
+    torch = loaded_torch()
     if torch is None or not tensors:
         return []
     found: list[int] = []

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tensorsight.agent.debugger import pause
-from tensorsight.agent.runtime import events, steps
+from tensorsight.agent.runtime import events, identity, steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
@@ -1187,7 +1187,7 @@ def _locate_backward_birth(params: list[Any], bad: list[int], counts: NonFiniteC
     touched = [names[id(params[i])] for i in bad if id(params[i]) in names]
     shown = ", ".join(touched[:4]) + (f" and {len(touched) - 4} more" if len(touched) > 4 else "")
     what = f"the gradients of {shown or 'some parameters'} hold {_counts_text(counts)} after backward"
-    if _rank() is not None:
+    if identity.rank() is not None:
         # this rank's own backward made none of it: DDP's gradient all-reduce brought it from another rank
         what += ", but a replay of this rank's backward makes none: they came from another rank (gradient all-reduce)"
         title = _title(counts, born=False)
@@ -1318,7 +1318,7 @@ def _record(
     elif file is not None:
         file = os.path.abspath(file)
     step_number = step if step is not None else steps.current_step() + 1
-    rank = _rank()
+    rank = identity.rank()
     where = f"{os.path.basename(file)}:{line}" if file else "unknown location"
     context = [phase, f"step {step_number}"]
     if rank is not None:
@@ -1376,12 +1376,6 @@ def _stops_allowed() -> bool:
         return bool(stops_allowed())
     except Exception:  # noqa: BLE001
         return True
-
-
-def _rank() -> int | None:
-    from tensorsight.agent.conditions.predicates import is_distributed, rank
-
-    return rank() if is_distributed() else None
 
 
 def _title(counts: NonFiniteCounts, born: bool) -> str:

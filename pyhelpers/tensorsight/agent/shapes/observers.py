@@ -50,12 +50,11 @@ from tensorsight.agent.shapes.shape_map import (
 )
 from tensorsight.core.devices import TransferLog, device_issues, repeated_transfer_message
 from tensorsight.core.findings import Finding
+from tensorsight.core.notation import dtype_name, format_bytes, shape_text
 from tensorsight.core.shapes import (
     StatementTargets,
     elementwise_broadcast_problem,
-    human_bytes,
     loss_broadcast_problem,
-    shape_text,
     statement_targets,
 )
 
@@ -372,7 +371,13 @@ def _emit_line(record: _LineRecord) -> None:
     label: str | None
     if len(names) > 1 and len(outputs) == len(names):
         values = [
-            {"name": name, "text": shape_text(shape, dtype), "shape": list(shape), "dtype": dtype[6:], "device": dev}
+            {
+                "name": name,
+                "text": shape_text(shape, dtype),
+                "shape": list(shape),
+                "dtype": dtype_name(dtype),
+                "device": dev,
+            }
             for name, (shape, dtype, dev) in zip(names, outputs, strict=False)
         ]
         text = ", ".join(v["text"] for v in values)
@@ -390,7 +395,7 @@ def _emit_line(record: _LineRecord) -> None:
         "line": record.line,
         "text": text,
         "shape": list(first[0]),
-        "dtype": first[1][6:] if first[1].startswith("torch.") else first[1],
+        "dtype": dtype_name(first[1]),
         "device": first[2],
         "step": steps.current_step(),
     }
@@ -517,7 +522,7 @@ def _report_transfers() -> None:
         if key in _state.reported:
             continue
         _state.reported.add(key)
-        message = repeated_transfer_message(info, human_bytes(info["nbytes"]))
+        message = repeated_transfer_message(info, format_bytes(info["nbytes"]))
         events.emit_finding(Finding("device", "warning", message, file, line, steps.current_step(), None, dict(info)))
 
 

@@ -19,10 +19,12 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from tensorsight.agent.runtime.user_code import is_user_file
+from tensorsight.agent.runtime.user_libs import is_module, is_tensor, loaded_torch
 from tensorsight.agent.shapes.shape_map import module_label
 from tensorsight.core.devices import parse_device_error
 from tensorsight.core.findings import Finding
-from tensorsight.core.shapes import parse_shape_error, shape_text
+from tensorsight.core.notation import shape_text
+from tensorsight.core.shapes import parse_shape_error
 
 MAX_NAMED_MODULES = 20_000
 
@@ -33,16 +35,6 @@ def _frames(tb: TracebackType | None) -> list[tuple[FrameType, int]]:
         out.append((tb.tb_frame, tb.tb_lineno))
         tb = tb.tb_next
     return out
-
-
-def _is_module(value: Any) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.nn.Module)
-
-
-def _is_tensor(value: Any) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.Tensor)
 
 
 def _describe(t: Any) -> str:
@@ -92,7 +84,7 @@ def _line_operands(frame: FrameType, lineno: int) -> list[tuple[str, Any]]:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in seen:
             seen.add(node.id)
             value = frame.f_locals.get(node.id, frame.f_globals.get(node.id))
-            if _is_tensor(value):
+            if is_tensor(value):
                 found.append((node.id, value))
     return found[:6]
 
@@ -103,7 +95,7 @@ def _forward_inputs(frames: list[tuple[FrameType, int]], module: Any) -> list[tu
         if frame.f_code.co_name == "forward" and frame.f_locals.get("self") is module:
             code = frame.f_code
             names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-            return [(n, frame.f_locals[n]) for n in names if n != "self" and _is_tensor(frame.f_locals.get(n))][:4]
+            return [(n, frame.f_locals[n]) for n in names if n != "self" and is_tensor(frame.f_locals.get(n))][:4]
     return []
 
 
@@ -111,7 +103,7 @@ def _specific_hint(module: Any, inputs: list[tuple[str, Any]]) -> str | None:
     """A fix phrased for the layer that failed (Linear features, conv channels)."""
     if module is None or not inputs:
         return None
-    torch = sys.modules.get("torch")
+    torch = loaded_torch()
     if torch is None:
         return None
     first = inputs[0][1]
@@ -147,7 +139,7 @@ def describe_error(exc: BaseException) -> tuple[str, str, dict[str, Any]] | None
             last_user_before = frame
         if frame.f_code.co_name == "_call_impl":
             candidate = frame.f_locals.get("self")
-            if _is_module(candidate) and (not modules or modules[-1] is not candidate):
+            if is_module(candidate) and (not modules or modules[-1] is not candidate):
                 if not modules:
                     caller_of_root = last_user_before
                 modules.append(candidate)
@@ -165,7 +157,7 @@ def describe_error(exc: BaseException) -> tuple[str, str, dict[str, Any]] | None
         details["module_type"] = type(inner).__name__
         operands = _forward_inputs(frames, inner)
         weight = getattr(inner, "weight", None)
-        if _is_tensor(weight):
+        if is_tensor(weight):
             operands.append(("weight", weight))
     elif user is not None:
         operands = _line_operands(*user)

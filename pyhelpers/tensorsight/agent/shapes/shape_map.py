@@ -13,14 +13,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from tensorsight.agent.runtime.user_code import user_location
-from tensorsight.core.shapes import ShapeRow, dtype_name
+from tensorsight.agent.runtime.user_libs import loaded_torch
+from tensorsight.core.notation import dtype_name
+from tensorsight.core.shapes import ShapeRow
 
 MAX_MODULES = 5000  # a shape map of a bigger model keeps its first modules (tree order)
 
 
 def tensors_in(value: Any, limit: int = 16) -> list[Any]:
     """Tensors inside a module's inputs/outputs (tuples, lists, dicts, nested), in order, at most ``limit``."""
-    torch = sys.modules.get("torch")
+    torch = loaded_torch()
     found: list[Any] = []
     if torch is None:
         return found
@@ -135,7 +137,7 @@ def module_label(module: Any) -> str:
 
 
 def is_loss_module(module: Any) -> bool:
-    torch = sys.modules.get("torch")
+    torch = loaded_torch()
     return torch is not None and isinstance(module, torch.nn.modules.loss._Loss)
 
 

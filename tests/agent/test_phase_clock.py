@@ -1,0 +1,76 @@
+"""agent.measurement.phases: the phase clock's wrappers, all made by one factory, on a real torch training loop.
+
+In this process (no debugger): install wraps torch.autograd.backward, the DataLoader iterator's __next__,
+DataLoader.__init__/__iter__ and Optimizer.__init__; a loop of four steps gets data and backward time, its loss, the
+user lines of its loader and optimizer; the epoch's StopIteration and a failing backward pass through unchanged;
+``quiet()`` hides our own backward; uninstall puts every original back.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import torch.utils.data.dataloader as dataloader
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from tensorsight.agent.measurement.phases import PhaseClock, quiet
+
+HERE = os.path.abspath(__file__)
+
+
+def _wrapped_places() -> tuple:
+    return (
+        torch.autograd.backward,
+        dataloader._BaseDataLoaderIter.__next__,
+        DataLoader.__init__,
+        DataLoader.__iter__,
+        torch.optim.Optimizer.__init__,
+    )
+
+
+def test_the_wrappers_time_observe_pass_errors_through_and_come_off():
+    originals = _wrapped_places()
+    clock = PhaseClock(torch)
+    records = []
+    clock.step_listeners.append(records.append)
+    clock.install()
+    try:
+        for wrapper, original in zip(_wrapped_places(), originals, strict=True):
+            assert wrapper is not original and wrapper.__wrapped__ is original  # functools.wraps: same name, doc
+            assert wrapper.__name__ == original.__name__
+        torch.manual_seed(0)
+        model = nn.Linear(4, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        optimizer_line = _line_of("optimizer = torch.optim.SGD")
+        loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
+        losses = []
+        for x, y in loader:  # the epoch ends with a StopIteration raised through the timed __next__
+            loss = ((model(x) - y) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss.detach()))
+        assert len(records) == 4
+        assert all(r.seconds["data"] > 0 and r.seconds["backward"] > 0 for r in records)
+        assert [r.loss for r in records] == pytest.approx(losses)
+        assert clock.optimizer_at(optimizer) == (HERE, optimizer_line)
+        settings = clock.loader_settings()
+        assert settings is not None and settings.batch_size == 8 and settings.file == HERE
+
+        before = dict(clock._seconds)
+        with quiet():
+            (model(torch.ones(1, 4)) ** 2).sum().backward()  # our own work: not timed, not a training loss
+        assert clock._seconds["backward"] == before["backward"] and clock._losses == []
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            torch.ones(2).sum().backward()  # the original's error, unchanged
+    finally:
+        clock.uninstall()
+    assert _wrapped_places() == originals
+
+
+def _line_of(text: str) -> int:
+    with open(HERE, encoding="utf-8") as handle:
+        return next(i for i, line in enumerate(handle, 1) if line.strip().startswith(text))
