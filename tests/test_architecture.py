@@ -229,11 +229,6 @@ def test_core_imports_no_torch_or_numpy_at_import_time():
     assert sorted(_core_modules_importing_torch_or_numpy_at_import() - {"tensorsight.core.leakage"}) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core/leakage.py imports numpy at module top and touches live objects; the `guest` engineer is moving that "
-    "code out of core (issue 11)",
-)
 def test_core_leakage_imports_no_numpy_at_import_time():
     assert "tensorsight.core.leakage" not in _core_modules_importing_torch_or_numpy_at_import()
 

@@ -12,7 +12,7 @@ def _tiers(relative: str) -> set[str]:
 
 
 def test_a_debugpy_session_test_is_dap_and_subprocess():
-    assert _tiers("tests/agent/test_variables.py") == {"dap", "subprocess"}
+    assert _tiers("tests/agent/display/test_variables.py") == {"dap", "subprocess"}
 
 
 def test_a_language_server_test_is_lsp():

@@ -57,16 +57,11 @@ _LAZY: dict[str, str] = {
     "setup_logging": "tensorsight.agent.measurement.training_log",
     "memory_top": "tensorsight.agent.measurement.memory",
     "overfit_one_batch": "tensorsight.agent.measurement.overfit",
+    # ``%load_ext tensorsight`` in IPython/Jupyter (IPython looks the name up on this module)
+    "load_ipython_extension": "tensorsight.agent.notebook",
 }
 
 __all__ = sorted(_LAZY)
-
-
-def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext tensorsight`` in IPython/Jupyter: install the builtin and arm the agent in the kernel."""
-    from tensorsight.agent.notebook import load
-
-    load(ipython)
 
 
 def __getattr__(name: str) -> Any:

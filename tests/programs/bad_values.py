@@ -1,6 +1,6 @@
 """The bad inputs a summary must survive (issue 2), built once for the in-process tests and the debuggee alike.
 
-Used by tests/agent/test_good_guest.py directly and by tests/programs/tensors_bad.py under a real debugger.
+Used by tests/agent/display/test_good_guest.py directly and by tests/programs/tensors_bad.py under a real debugger.
 """
 
 import os

@@ -1,4 +1,4 @@
-"""Test program for tensor breakpoint conditions (tests/agent/test_breakpoints_dap.py).
+"""Test program for tensor breakpoint conditions (tests/agent/conditions/test_breakpoints_dap.py).
 
 A small training loop in which each `# @bp NAME` line has a value that first satisfies predicate NAME at a known
 step; the test puts `tensorsight.NAME(...)` conditions on those lines and checks the step each one stops at.

@@ -1,4 +1,5 @@
-"""Test program for tensorsight.agent.debugger.threads and .breakpoints (tests/agent/test_debugger_internals.py).
+"""Test program for tensorsight.agent.debugger.threads and .breakpoints
+(tests/agent/debugger/test_debugger_internals.py).
 
 A thread hidden from pydevd keeps sampling the main thread while the debugger holds it at ``# @bp held``; the test
 checks that the Threads view does not list it and that a breakpoint set after ``drop_line_breakpoints`` never stops.

@@ -1,6 +1,6 @@
-"""Test program for tensorsight.agent.debugger.pause (tests/agent/test_pause_dap.py): a helper stops the debugger in
-the frame
-of its caller, the way the NaN sentinel stops in the user's frame from inside its hooks. No torch needed."""
+"""Test program for tensorsight.agent.debugger.pause (tests/agent/debugger/test_pause_dap.py): a helper stops the
+debugger in the frame of its caller, the way the NaN sentinel stops in the user's frame from inside its hooks. No
+torch needed."""
 
 import sys
 

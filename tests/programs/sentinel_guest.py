@@ -1,4 +1,4 @@
-"""Test program: the NaN sentinel is a good guest (tests/agent/test_sentinel_doctor.py).
+"""Test program: the NaN sentinel is a good guest (tests/agent/sentinel/test_sentinel_doctor.py).
 
 A model with BatchNorm (running statistics updated in forward) and Dropout (random draws) in which a NaN is born
 inside a module at step 2, so the sentinel replays that forward to find the op. The program writes what it can

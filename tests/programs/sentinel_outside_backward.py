@@ -1,4 +1,4 @@
-"""Test program: a gradient born in backward of an op outside any module (tests/agent/test_sentinel_doctor.py).
+"""Test program: a gradient born in backward of an op outside any module (tests/agent/sentinel/test_sentinel_doctor.py).
 
 The distance between an embedding and itself is sqrt(0) = 0: finite forward, NaN gradient in backward.
 """

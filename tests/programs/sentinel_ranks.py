@@ -1,4 +1,4 @@
-"""Test program: two gloo ranks, one of which divides by zero at step 2 (tests/agent/test_sentinel_doctor.py).
+"""Test program: two gloo ranks, one of which divides by zero at step 2 (tests/agent/sentinel/test_sentinel_doctor.py).
 
 Launched twice by the test with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT in the environment (as torchrun would).
 """

@@ -1,4 +1,4 @@
-"""Debuggee for tests/agent/test_variables.py: one frame holding every kind of value TensorSight presents.
+"""Debuggee for tests/agent/display/test_variables.py: one frame holding every kind of value TensorSight presents.
 
 Values are deterministic so the test can assert exact summary lines. After the pause, the program checks that
 the debugger changed nothing (values, ``_version``, autograd graph, RNG states) and prints the verdict.

@@ -1,4 +1,5 @@
-"""Debuggee for tests/agent/test_good_guest.py: every bad input (bad_values.py) in one frame, under a real debugger.
+"""Debuggee for tests/agent/display/test_good_guest.py: every bad input (bad_values.py) in one frame, under a real
+debugger.
 
 Each value gets a truthful summary in the debugger and must come out unchanged: after the pause the program
 checks values, ``_version``, the autograd graph, both RNG states, and that no user ``__torch_function__`` ran.

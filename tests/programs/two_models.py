@@ -1,4 +1,4 @@
-"""Run by tests/test_shape_report.py through ``python -m tensorsight shapes``: which model gets mapped, and when.
+"""Run by tests/cli/test_shape_report.py through ``python -m tensorsight shapes``: which model gets mapped, and when.
 
 A small auxiliary layer runs first; the autoencoder is the training model. The script prints after its first
 optimizer step, which the shapes command must never reach.

@@ -9,7 +9,7 @@ loopback. A second DAP connection to that port, attaching with that configuratio
 is what VS Code does when it starts a child session. The child runs no user code until that session's
 ``configurationDone``, so breakpoints set before it are never missed.
 
-Usage (see tests/agent/test_distributed.py):
+Usage (see tests/agent/distributed/test_distributed.py):
 
     with MultiProcessSession.launch(module="torch.distributed.run", args=[...], breakpoints=[...]) as job:
         workers = job.wait_for_workers(2)              # attached, configured and running

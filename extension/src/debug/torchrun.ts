@@ -15,7 +15,7 @@
  * connect that child session to the running adapter instead of starting a new one.
  *
  * Pure functions; pinned by tests/extension/torchrun.test.ts and, against a real torchrun job under a real
- * debugpy adapter, by tests/agent/test_distributed.py.
+ * debugpy adapter, by tests/agent/distributed/test_distributed.py.
  */
 import type { TensorSightLaunchConfig } from './launchConfig';
 

@@ -31,3 +31,8 @@ def load(ipython: Any = None) -> None:
         if armed
         else "[tensorsight] the agent could not install its builtin here\n"
     )
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """IPython's entry point for ``%load_ext tensorsight``: the package forwards the name here, lazily."""
+    load(ipython)

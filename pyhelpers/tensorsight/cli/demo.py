@@ -2,7 +2,7 @@
 
 The lesson's toolbox demo, grown up. All data is made here, in code, with a seeded local generator (nothing is
 downloaded); the whole run takes a few seconds on a CPU. Each section prints the tool's own output, and the demo
-ends with a one-line verdict per tool, so the output doubles as a smoke test (tests/test_demo.py reads it).
+ends with a one-line verdict per tool, so the output doubles as a smoke test (tests/cli/test_demo.py reads it).
 A tool that fails (a module renamed, a check broken) shows as ``FAILED`` and the demo exits 1.
 """
 
