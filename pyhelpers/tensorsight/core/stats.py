@@ -133,6 +133,27 @@ def compute_stats(value: Any, budget: StatsBudget = DEFAULT_BUDGET, *, zeros: bo
     return None
 
 
+def elements_to_read(value: Any) -> int:
+    """How many elements ``compute_stats`` would reduce: what its figures cost (0 for a meta tensor or a string
+    array, the stored values of a sparse tensor, the distinct elements of an expanded one). May raise: callers guard.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        with _plain_tensors(torch):
+            if getattr(value, "is_nested", False) or value.device.type == "meta" or _why_no_data(torch, value):
+                return 0
+            if value.layout != torch.strided:
+                return (
+                    int(value._nnz()) if value.is_sparse or value.layout in _compressed(torch) else int(value.numel())
+                )
+            return int(_unexpand(value)[0].numel())
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.ndarray):
+        array = np.asarray(value)
+        return 0 if _numpy_kind(array.dtype) == "none" else int(_np_unexpand(array)[0].size)
+    return 0
+
+
 # ---- accumulation shared by both libraries ------------------------------------------------------------------------
 
 
@@ -243,6 +264,10 @@ def _plain_tensors(torch: Any) -> Any:
 
 
 _SPARSE_COMPRESSED = ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
+
+
+def _compressed(torch: Any) -> tuple[Any, ...]:
+    return tuple(getattr(torch, name) for name in _SPARSE_COMPRESSED if hasattr(torch, name))
 
 
 class _TorchStats:
@@ -852,25 +877,26 @@ class StatsCache:
 
     An entry belongs to one tensor object (checked through a weak reference, so a freed tensor whose memory is
     reused cannot inherit its stats) and is valid while its ``_version`` (bumped by every in-place write), shape,
-    strides, storage offset, data pointer, dtype and device are unchanged. numpy arrays carry no version counter,
-    so they are always recomputed. Thread-safe; bounded to ``capacity`` entries.
+    strides, storage offset, data pointer, dtype and device are unchanged. Exact figures serve any budget; an
+    estimate serves only the budget it was made under. numpy arrays carry no version counter, so they are always
+    recomputed. Thread-safe; holds ``capacity`` entries, least recently used out first; ``reserve`` grows it to
+    what is in view (a module with 10,000 parameters), up to ``MAX_CAPACITY``.
     """
+
+    MAX_CAPACITY = 1 << 18  # entries are a weak reference and a few figures: about 100 MB at most
 
     def __init__(self, capacity: int = 512) -> None:
         self.capacity = capacity
-        self._entries: dict[int, tuple[weakref.ref[Any], tuple[Any, ...], Stats]] = {}
+        self._entries: dict[int, tuple[weakref.ref[Any], tuple[Any, ...], StatsBudget, Stats]] = {}
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
     def stats(self, value: Any, budget: StatsBudget = DEFAULT_BUDGET, *, zeros: bool = False) -> Stats | None:
-        key = _version_key(value, budget)
+        key = _version_key(value)
         if key is None:
             return compute_stats(value, budget, zeros=zeros)
-        ident = id(value)
-        with self._lock:
-            entry = self._entries.get(ident)
-        cached = entry[2] if entry is not None and entry[0]() is value and entry[1] == key else None
+        cached = self._lookup(value, key, budget)
         if cached is not None and (not zeros or cached.zeros is not None or not cached.has_values):
             self.hits += 1
             return cached
@@ -878,10 +904,20 @@ class StatsCache:
         result = compute_stats(value, budget, zeros=zeros)
         if result is None:
             return None
-        if cached is not None and cached.zeros is None and result.zeros is not None:
+        if cached is not None and cached.zeros is None and result.zeros is not None and cached.exact:
             result = replace(cached, zeros=result.zeros)
-        self._store(ident, value, key, result)
+        self._store(id(value), value, key, budget, result)
         return result
+
+    def cached(self, value: Any, budget: StatsBudget = DEFAULT_BUDGET) -> Stats | None:
+        """The stats this cache holds for ``value`` (valid under ``budget``), computing nothing; None if none."""
+        key = _version_key(value)
+        return None if key is None else self._lookup(value, key, budget)
+
+    def reserve(self, entries: int) -> None:
+        """Make room for ``entries`` more live tensors than the default capacity (never shrinks)."""
+        with self._lock:
+            self.capacity = min(self.MAX_CAPACITY, max(self.capacity, entries))
 
     def clear(self) -> None:
         with self._lock:
@@ -890,7 +926,18 @@ class StatsCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _store(self, ident: int, value: Any, key: tuple[Any, ...], result: Stats) -> None:
+    def _lookup(self, value: Any, key: tuple[Any, ...], budget: StatsBudget) -> Stats | None:
+        ident = id(value)
+        with self._lock:
+            entry = self._entries.get(ident)
+            if entry is None or entry[0]() is not value or entry[1] != key:
+                return None
+            if not (entry[3].exact or entry[2] == budget):
+                return None
+            self._entries[ident] = self._entries.pop(ident)  # most recently used goes last
+            return entry[3]
+
+    def _store(self, ident: int, value: Any, key: tuple[Any, ...], budget: StatsBudget, result: Stats) -> None:
         entries = self._entries
 
         def forget(ref: weakref.ref[Any], ident: int = ident) -> None:
@@ -905,23 +952,23 @@ class StatsCache:
             return
         with self._lock:
             entries.pop(ident, None)
-            entries[ident] = (ref, key, result)
+            entries[ident] = (ref, key, budget, result)
             while len(entries) > self.capacity:
                 del entries[next(iter(entries))]
 
 
-def _version_key(value: Any, budget: StatsBudget) -> tuple[Any, ...] | None:
+def _version_key(value: Any) -> tuple[Any, ...] | None:
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(value, torch.Tensor):
         return None
     try:
         with _plain_tensors(torch):
-            return _tensor_key(torch, value, budget)
+            return _tensor_key(torch, value)
     except Exception:  # noqa: BLE001 - exotic subclasses: no caching, never a failure
         return None
 
 
-def _tensor_key(torch: Any, value: Any, budget: StatsBudget) -> tuple[Any, ...] | None:
+def _tensor_key(torch: Any, value: Any) -> tuple[Any, ...] | None:
     if value.layout != torch.strided or value.is_nested:
         return None
     return (
@@ -932,5 +979,4 @@ def _tensor_key(torch: Any, value: Any, budget: StatsBudget) -> tuple[Any, ...] 
         value.data_ptr(),
         value.dtype,
         str(value.device),
-        budget,
     )
