@@ -9,7 +9,8 @@ What the debugger asks for (``present``, ``child_entries``) runs under the reque
 (a direct ``summarize`` call outside a request has no time limit): pydevd gives a whole Variables request 3 s, so a
 summary that would not fit in what is left of it does less and says so: figures from a strided sample (``≈``,
 "sampled"), no figures yet ("figures on expand"), or a module scan that stopped part-way ("scanned 2.1K of 10K
-tensors"). Expanding the value is a new request, with a new budget, and shows the rest.
+tensors for NaN/Inf"); an expanded module lists its first 500 members. Expanding the value is a new request, with
+a new budget, and shows the rest.
 
 Good-guest rules kept here: stdlib only at import, torch/numpy used only when the program already imported them
 (``can_present`` looks at ``sys.modules`` and never imports); reads only (``torch.no_grad``, detached views, no
@@ -435,15 +436,13 @@ def module_facts(module: Any) -> ModuleFacts:
         bad_params: list[str] = []
         bad_grads: list[str] = []
         grad_sumsq: float | None = None
+        scanned: tuple[int, int] | None = None
         if params <= MODULE_SCAN_ELEMENTS:
             CACHE.reserve(4 * len(sized))  # its parameters and grads are what an expand shows next
             scan = _scan_parameters(torch, sized)
             bad_params, bad_grads, grad_sumsq = scan.bad_params, scan.bad_grads, scan.grad_sumsq
             if scan.scanned < len(sized):
-                note = (
-                    f"scanned {format_count(scan.scanned)} of {format_count(len(sized))} tensors for NaN/Inf: "
-                    "time budget; expand for the rest"
-                )
+                scanned = (scan.scanned, len(sized))
                 grad_sumsq = None  # a norm over part of the grads would read as the whole
         else:
             note = f"over {format_count(MODULE_SCAN_ELEMENTS)} parameters: not scanned for NaN/Inf"
@@ -460,6 +459,7 @@ def module_facts(module: Any) -> ModuleFacts:
         grad_norm=None if grad_sumsq is None else math.sqrt(grad_sumsq),
         lazy=lazy,
         note=note,
+        scanned=scanned,
     )
 
 
