@@ -83,6 +83,8 @@ def test_a_module_scan_stops_at_the_budget_and_says_how_far_it_got(monkeypatch):
         model[1999][0] = float("nan")
     full = presentation.present(model)
     assert full == "ParameterList train 6000 params (all trainable) cpu f32 ⚠ NaN/Inf in weights: 1999 grad norm=77.5"
+    with torch.no_grad():
+        model[0][0] = 1.0  # an in-place write: the last scan no longer holds
     monkeypatch.setattr(CLOCK, "budget_s", 0.0)
     line = presentation.present(model)
     assert line.startswith("ParameterList train 6000 params (all trainable) cpu f32"), line
@@ -127,3 +129,21 @@ def test_cache_drops_the_least_recently_used_and_grows_to_what_is_in_view():
     assert cache.capacity == 10_000
     cache.reserve(5)
     assert cache.capacity == 10_000
+
+
+def test_a_stopped_module_scan_goes_on_at_the_next_view_and_a_finished_one_is_reused(monkeypatch):
+    model = torch.nn.ParameterList(torch.nn.Parameter(torch.ones(3)) for _ in range(1500))
+    with torch.no_grad():
+        model[1400][1] = float("inf")
+    monkeypatch.setattr(CLOCK, "budget_s", 0.0)
+    lines = [presentation.present(model) for _ in range(3)]  # each view scans one more batch of 512
+    assert "(scanned 512 of 1500 tensors for NaN/Inf)" in lines[0]
+    assert "(scanned 1024 of 1500 tensors for NaN/Inf)" in lines[1]
+    assert lines[2] == "ParameterList train 4500 params (all trainable) cpu f32 ⚠ NaN/Inf in weights: 1400"
+    calls = []
+    monkeypatch.setattr(presentation, "_norms", lambda *args: calls.append(args) or [])
+    assert presentation.present(model) == lines[2] and not calls  # unchanged parameters: the scan is reused
+    monkeypatch.undo()
+    with torch.no_grad():
+        model[1400][1] = 0.0  # an in-place write bumps _version: scanned again
+    assert presentation.summarize(model) == "ParameterList train 4500 params (all trainable) cpu f32"

@@ -26,7 +26,9 @@ import keyword
 import math
 import reprlib
 import sys
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -439,7 +441,7 @@ def module_facts(module: Any) -> ModuleFacts:
         scanned: tuple[int, int] | None = None
         if params <= MODULE_SCAN_ELEMENTS:
             CACHE.reserve(4 * len(sized))  # its parameters and grads are what an expand shows next
-            scan = _scan_parameters(torch, sized)
+            scan = _module_scan(torch, module, sized)
             bad_params, bad_grads, grad_sumsq = scan.bad_params, scan.bad_grads, scan.grad_sumsq
             if scan.scanned < len(sized):
                 scanned = (scan.scanned, len(sized))
@@ -473,16 +475,53 @@ class _Scan:
         self.scanned = 0
 
 
-def _scan_parameters(torch: Any, sized: list[tuple[str, Any]]) -> _Scan:
+_SCANS: dict[int, tuple[weakref.ref[Any], tuple[Any, ...], _Scan]] = {}
+_SCANS_KEPT = 64  # modules whose last scan is kept (a hover, then an expand, then the next pause's view)
+_SCANS_LOCK = threading.Lock()
+
+
+def _module_scan(torch: Any, module: Any, sized: list[tuple[str, Any]]) -> _Scan:
+    """The module's parameter scan, reused while no parameter or grad changed, resumed where a budget stopped it.
+
+    The signature is each parameter's and grad's identity and ``_version`` (an in-place write or a new grad changes
+    it), so a repeated hover costs one pass over the parameter list, not a scan.
+    """
+    signature = tuple(
+        (id(p), p._version, id(g), g._version if g is not None else None) for _, p in sized for g in (_param_grad(p),)
+    )
+    with _SCANS_LOCK:
+        entry = _SCANS.get(id(module))
+    previous = entry[2] if entry is not None and entry[0]() is module and entry[1] == signature else None
+    if previous is not None and previous.scanned >= len(sized):
+        return previous
+    scan = _scan_parameters(torch, sized, resume=previous)
+    try:
+        ref = weakref.ref(module)
+    except TypeError:
+        return scan
+    with _SCANS_LOCK:
+        _SCANS.pop(id(module), None)
+        _SCANS[id(module)] = (ref, signature, scan)
+        while len(_SCANS) > _SCANS_KEPT:
+            del _SCANS[next(iter(_SCANS))]
+    return scan
+
+
+def _scan_parameters(torch: Any, sized: list[tuple[str, Any]], resume: _Scan | None = None) -> _Scan:
     """NaN/Inf in weights and grads, and the total grad norm, a batch of parameters at a time until the budget ends.
 
     One fused ``_foreach_norm`` per batch (what ``clip_grad_norm_`` uses) instead of a summary per tensor: a
     non-finite norm is the cheap test, and only a tensor that fails it gets exact stats (a norm also overflows on
-    large finite values). Exotic tensors (subclasses, sparse, quantized) get their stats one by one.
+    large finite values). Exotic tensors (subclasses, sparse, quantized) get their stats one by one. ``resume``
+    is an earlier partial scan of the same, unchanged parameters: it goes on from where that one stopped.
     """
     scan = _Scan()
-    for start in range(0, len(sized), MODULE_SCAN_BATCH):
-        if start and CLOCK.remaining() <= 0:
+    if resume is not None:
+        scan.bad_params, scan.bad_grads = list(resume.bad_params), list(resume.bad_grads)
+        scan.grad_sumsq, scan.scanned = resume.grad_sumsq, resume.scanned
+    first = scan.scanned
+    for start in range(first, len(sized), MODULE_SCAN_BATCH):
+        if start > first and CLOCK.remaining() <= 0:  # one batch at least: every view makes progress
             break
         batch = sized[start : start + MODULE_SCAN_BATCH]
         batch_grads = [_param_grad(p) for _, p in batch]
