@@ -25,7 +25,7 @@ class FakeTime:
 
 def test_calls_close_together_share_one_budget_and_a_pause_starts_another():
     now = FakeTime()
-    clock = RequestClock(budget_s=1.0, gap_s=0.25, clock=now)
+    clock = RequestClock(budget_s=1.0, gap_s=0.25, clock=now, value_budget_s=10.0)
     assert clock.remaining() == math.inf  # outside any request: no limit
     with clock.call():
         now.now += 0.6
@@ -40,6 +40,20 @@ def test_calls_close_together_share_one_budget_and_a_pause_starts_another():
     now.now += 0.3  # a pause: a new request
     with clock.call():
         assert clock.remaining() == pytest.approx(1.0)
+
+
+def test_one_value_cannot_take_the_whole_request_budget():
+    now = FakeTime()
+    clock = RequestClock(budget_s=1.0, gap_s=0.25, clock=now, value_budget_s=0.4)
+    with clock.call():
+        now.now += 0.3
+        assert clock.remaining() == pytest.approx(0.1)  # the value's own 0.4 s
+    with clock.call():  # the next value of the same request: 0.4 s again, within the 0.7 s the request has left
+        assert clock.remaining() == pytest.approx(0.4)
+        now.now += 0.4
+    with clock.call():
+        now.now += 0.1
+        assert clock.remaining() == pytest.approx(0.2)  # now the request's budget is the shorter one
 
 
 def test_the_clock_learns_speed_only_from_reductions_long_enough_to_time():
