@@ -486,15 +486,20 @@ def _module_scan(torch: Any, module: Any, sized: list[tuple[str, Any]]) -> _Scan
     The signature is each parameter's and grad's identity and ``_version`` (an in-place write or a new grad changes
     it), so a repeated hover costs one pass over the parameter list, not a scan.
     """
-    signature = tuple(
-        (id(p), p._version, id(g), g._version if g is not None else None) for _, p in sized for g in (_param_grad(p),)
+    tensors = [p for _, p in sized]
+    grads = [_param_grad(p) for p in tensors]
+    signature = (  # C-speed where it can be: 10,000 parameters in a few milliseconds
+        tuple(map(id, tensors)),
+        tuple(p._version for p in tensors),
+        tuple(map(id, grads)),
+        tuple(-1 if g is None else g._version for g in grads),
     )
     with _SCANS_LOCK:
         entry = _SCANS.get(id(module))
     previous = entry[2] if entry is not None and entry[0]() is module and entry[1] == signature else None
     if previous is not None and previous.scanned >= len(sized):
         return previous
-    scan = _scan_parameters(torch, sized, resume=previous)
+    scan = _scan_parameters(torch, sized, grads, resume=previous)
     try:
         ref = weakref.ref(module)
     except TypeError:
@@ -507,7 +512,7 @@ def _module_scan(torch: Any, module: Any, sized: list[tuple[str, Any]]) -> _Scan
     return scan
 
 
-def _scan_parameters(torch: Any, sized: list[tuple[str, Any]], resume: _Scan | None = None) -> _Scan:
+def _scan_parameters(torch: Any, sized: list[tuple[str, Any]], grads: list[Any], resume: _Scan | None = None) -> _Scan:
     """NaN/Inf in weights and grads, and the total grad norm, a batch of parameters at a time until the budget ends.
 
     One fused ``_foreach_norm`` per batch (what ``clip_grad_norm_`` uses) instead of a summary per tensor: a
@@ -524,10 +529,10 @@ def _scan_parameters(torch: Any, sized: list[tuple[str, Any]], resume: _Scan | N
         if start > first and CLOCK.remaining() <= 0:  # one batch at least: every view makes progress
             break
         batch = sized[start : start + MODULE_SCAN_BATCH]
-        batch_grads = [_param_grad(p) for _, p in batch]
-        weights = _norms(torch, [p for _, p in batch])
-        grads = _norms(torch, batch_grads)
-        for (name, p), grad, weight_norm, grad_norm in zip(batch, batch_grads, weights, grads, strict=True):
+        batch_grads = grads[start : start + MODULE_SCAN_BATCH]
+        weight_norms = _norms(torch, [p for _, p in batch])
+        grad_norms = _norms(torch, batch_grads)
+        for (name, p), grad, weight_norm, grad_norm in zip(batch, batch_grads, weight_norms, grad_norms, strict=True):
             if not _finite(weight_norm) and safe_stats(p).nonfinite:
                 scan.bad_params.append(name)
             if grad is None:
