@@ -7,10 +7,10 @@ Exact by default, and fast enough to be: a dense float32 tensor costs three whol
 and ``vector_norm`` over rows of ROW_ELEMENTS, whose per-row results are added in float64, and ``aminmax``), about
 three ``sum`` passes, with no temporary beyond two floats per 4096 elements. Other dtypes and layouts go through
 chunks of ``chunk_elements`` (converted or copied one chunk at a time); complex values through their real view. A
-finite row sum proves that no element of the row is NaN or Inf, so a tensor holding NaN/Inf pays one more range
-reduction over its clean rows, and only its bad rows are copied and counted element by element: exact NaN/+Inf/-Inf
-counts, kept out of the figures, at about four ``sum`` passes when they are few (a tensor full of them pays
-per bad element, in bounded chunks).
+finite row sum proves that no element of the row is NaN or Inf; on the CPU the range is taken after the sums, over
+the clean rows only, and only the bad rows are copied and counted element by element: exact NaN/+Inf/-Inf counts,
+kept out of the figures, at the three passes of a clean tensor when they are few (a tensor full of them pays per
+bad element, in bounded chunks).
 Expanded dimensions (stride 0) are reduced once and counted as repeats, so a huge ``expand`` stays exact and cheap.
 Past ``exact_elements`` the figures come from a deterministic strided sample and are marked inexact; nothing here
 draws from an RNG.
