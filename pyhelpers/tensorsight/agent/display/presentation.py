@@ -21,9 +21,12 @@ appear as placeholders with the expression to evaluate); nothing raises out of t
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
+import itertools
 import keyword
 import math
+import operator
 import reprlib
 import sys
 import threading
@@ -419,17 +422,28 @@ def module_facts(module: Any) -> ModuleFacts:
         note = None
         lazy = False
         sized: list[tuple[str, Any]] = []
-        plain = (torch.Tensor, torch.nn.Parameter)
-        for name, p in named:
-            if type(p) not in plain and _uninitialised(torch, p):
-                lazy = True
-                continue
-            n = int(p.numel())
-            sized.append((name, p))
-            params += n
-            trainable += n if p.requires_grad else 0
-            devices.add(p.device)
-            raw_dtypes.add(p.dtype)
+        plain = {torch.Tensor, torch.nn.Parameter}
+        tensors = [p for _, p in named]
+        if set(map(type, tensors)) <= plain:
+            # The common case read in bulk, through C-level map(): under the debugger every Python-level step per
+            # parameter is traced, which makes a loop over 10,000 parameters several times slower than stock repr.
+            sized = named
+            sizes = list(map(torch.Tensor.numel, tensors))
+            params = sum(sizes)
+            trainable = sum(itertools.compress(sizes, map(_REQUIRES_GRAD, tensors)))
+            devices.update(map(_DEVICE, tensors))
+            raw_dtypes.update(map(_DTYPE, tensors))
+        else:
+            for name, p in named:
+                if type(p) not in plain and _uninitialised(torch, p):
+                    lazy = True
+                    continue
+                n = int(p.numel())
+                sized.append((name, p))
+                params += n
+                trainable += n if p.requires_grad else 0
+                devices.add(p.device)
+                raw_dtypes.add(p.dtype)
         for b in buffers:
             with contextlib.suppress(Exception):
                 devices.add(b.device)
@@ -487,12 +501,12 @@ def _module_scan(torch: Any, module: Any, sized: list[tuple[str, Any]]) -> _Scan
     it), so a repeated hover costs one pass over the parameter list, not a scan.
     """
     tensors = [p for _, p in sized]
-    grads = [_param_grad(p) for p in tensors]
-    signature = (  # C-speed where it can be: 10,000 parameters in a few milliseconds
+    grads = _grads(tensors)
+    signature = (  # C-level map() throughout: no traced Python step per parameter
         tuple(map(id, tensors)),
-        tuple(p._version for p in tensors),
+        tuple(map(_VERSION, tensors)),
         tuple(map(id, grads)),
-        tuple(-1 if g is None else g._version for g in grads),
+        tuple(map(_VERSION, filter(functools.partial(operator.is_not, None), grads))),
     )
     with _SCANS_LOCK:
         entry = _SCANS.get(id(module))
@@ -530,6 +544,15 @@ def _scan_parameters(torch: Any, sized: list[tuple[str, Any]], grads: list[Any],
             break
         batch = sized[start : start + MODULE_SCAN_BATCH]
         batch_grads = grads[start : start + MODULE_SCAN_BATCH]
+        scan.scanned += len(batch)
+        weights_ok = _all_finite(torch, [p for _, p in batch])
+        if weights_ok and all(map(operator.is_, batch_grads, itertools.repeat(None))):
+            continue  # no grads (yet): the weights' norms said it all
+        grads_sumsq = _finite_sumsq(torch, batch_grads)
+        if weights_ok and grads_sumsq is not None:
+            scan.grad_sumsq = (scan.grad_sumsq or 0.0) + grads_sumsq
+            continue
+        # something is not finite (or not plain): find out which, one tensor at a time
         weight_norms = _norms(torch, [p for _, p in batch])
         grad_norms = _norms(torch, batch_grads)
         for (name, p), grad, weight_norm, grad_norm in zip(batch, batch_grads, weight_norms, grad_norms, strict=True):
@@ -545,8 +568,53 @@ def _scan_parameters(torch: Any, sized: list[tuple[str, Any]], grads: list[Any],
                 scan.bad_grads.append(name)
             elif grad_stats.sumsq is not None:
                 scan.grad_sumsq = (scan.grad_sumsq or 0.0) + grad_stats.sumsq
-        scan.scanned += len(batch)
     return scan
+
+
+def _fused_norms(torch: Any, tensors: list[Any]) -> Any | None:
+    """The 2-norms of plain dense float tensors sharing one device and dtype, as one float64 tensor, from one fused
+    kernel; None when the list is empty or mixed (then ``_norms`` goes one group or one tensor at a time)."""
+    if not tensors or not set(map(type, tensors)) <= {torch.Tensor, torch.nn.Parameter}:
+        return None
+    if set(map(_LAYOUT, tensors)) != {torch.strided} or not all(map(torch.Tensor.is_floating_point, tensors)):
+        return None
+    if len(set(map(_DEVICE, tensors))) != 1 or len(set(map(_DTYPE, tensors))) != 1:
+        return None
+    foreach_norm = getattr(torch, "_foreach_norm", None)
+    if foreach_norm is None:
+        return None
+    try:
+        return torch.stack(list(foreach_norm(tensors))).double()
+    except Exception:  # noqa: BLE001 - e.g. meta tensors: the one-by-one path says why
+        return None
+
+
+def _all_finite(torch: Any, tensors: list[Any]) -> bool | None:
+    """Whether every tensor's norm is finite (one fused kernel); None when that cannot be told in one go."""
+    norms = _fused_norms(torch, tensors)
+    return None if norms is None else bool(torch.isfinite(norms).all())
+
+
+def _finite_sumsq(torch: Any, tensors: list[Any]) -> float | None:
+    """Σ‖t‖² when every tensor is present, plain and finite (one fused kernel); None otherwise."""
+    norms = _fused_norms(torch, tensors)
+    if norms is None:
+        return None
+    total = float(norms.square().sum())
+    return total if math.isfinite(total) and bool(torch.isfinite(norms).all()) else None
+
+
+_DEVICE, _DTYPE, _VERSION = operator.attrgetter("device"), operator.attrgetter("dtype"), operator.attrgetter("_version")
+_LAYOUT = operator.attrgetter("layout")
+_REQUIRES_GRAD, _GRAD = operator.attrgetter("requires_grad"), operator.attrgetter("grad")
+
+
+def _grads(tensors: list[Any]) -> list[Any]:
+    """Each tensor's ``.grad`` (None where it has none), in bulk; one by one, guarded, if any getter raises."""
+    try:
+        return list(map(_GRAD, tensors))
+    except Exception:  # noqa: BLE001 - a subclass's grad property may raise
+        return [_param_grad(p) for p in tensors]
 
 
 def _param_grad(p: Any) -> Any:
