@@ -312,11 +312,6 @@ NOT_YET_IMPORTED_BY_A_TEST = frozenset(
         "tensorsight.agent.measurement.profiling",
         "tensorsight.agent.measurement.scalars",
         "tensorsight.agent.measurement.tensorboard_writer",
-        "tensorsight.agent.runtime.excepthook",
-        "tensorsight.agent.runtime.guard",
-        "tensorsight.agent.runtime.lazy_import",
-        "tensorsight.agent.runtime.steps",
-        "tensorsight.agent.runtime.user_code",
         "tensorsight.agent.shapes.observers",
     }
 )
