@@ -310,8 +310,6 @@ NOT_YET_IMPORTED_BY_A_TEST = frozenset(
     {
         "tensorsight.agent.measurement.pipeline",
         "tensorsight.agent.measurement.profiling",
-        "tensorsight.agent.measurement.scalars",
-        "tensorsight.agent.measurement.tensorboard_writer",
         "tensorsight.agent.shapes.observers",
     }
 )
