@@ -28,6 +28,7 @@ import {
   PositionClass,
   SourceBreakpoint,
 } from './support/fakeVscode';
+import { PACKAGE_JSON } from './support/paths';
 
 const SOURCE = ['import torch', 'loss = model(x).sum()', 'loss.backward()'].join('\n');
 
@@ -164,6 +165,53 @@ describe('Debug Training providers', () => {
     assert.equal(resolved?.type, 'tensorsight');
     assert.equal(resolved?.program, '/w/train.py');
     assert.equal(provider.dynamicConfigurations(undefined)[0]?.name, 'Debug Training: train.py');
+  });
+
+  test('create a launch.json: one entry per name, plain ${file} / ${workspaceFolder}, resolved unchanged', async () => {
+    // VS Code writes the manifest's initialConfigurations followed by what an initial provider returns.
+    const provider = new TrainingConfigurationProvider(paths, interpreters, sessions, logChannel() as never);
+    const debuggers = (PACKAGE_JSON.contributes as { debuggers: Array<Record<string, unknown>> }).debuggers;
+    const manifest = (debuggers.find((d) => d.type === 'tensorsight')?.initialConfigurations ?? []) as Array<
+      Record<string, unknown>
+    >;
+    const initialProvider = provider as { provideDebugConfigurations?: (folder: undefined) => unknown[] };
+    const written = [...manifest, ...(initialProvider.provideDebugConfigurations?.(undefined) ?? [])] as Array<
+      typeof config
+    >;
+    const names = written.map((c) => c.name);
+    assert.deepEqual(names, [...new Set(names)], 'two launch.json entries with the same name');
+    for (const entry of written) {
+      assert.equal(entry.program, '${file}');
+      assert.equal((entry as Record<string, unknown>).cwd, '${workspaceFolder}');
+      assert.equal(provider.resolveDebugConfiguration(undefined, entry), entry, 'a valid entry is left as written');
+    }
+    // After VS Code substitutes the variables, F5 launches that file.
+    const substituted = { ...written[0], name: 'Debug Training', program: '/w/train.py', cwd: '/w' };
+    const resolved = await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, substituted);
+    assert.equal(resolved?.program, '/w/train.py');
+    assert.equal(resolved?.cwd, '/w');
+    assert.deepEqual(fake.messages, []);
+  });
+
+  test('a launch.json entry with ^"…" snippet text is read as the string it stands for, with a warning', () => {
+    const log = logChannel();
+    const provider = new TrainingConfigurationProvider(paths, interpreters, sessions, log as never);
+    const broken = { ...config, program: '^"\\${file}"', cwd: '^"\\${workspaceFolder}"', args: [] };
+    const resolved = provider.resolveDebugConfiguration(undefined, broken);
+    assert.equal(resolved?.program, '${file}');
+    assert.equal(resolved?.cwd, '${workspaceFolder}');
+    assert.deepEqual(resolved?.args, []);
+    assert.equal(fake.messages.length, 1);
+    assert.equal(fake.messages[0]?.level, 'warning');
+    assert.match(fake.messages[0]?.text ?? '', /"program": "\$\{file\}"/);
+    assert.ok(log.lines.some((l) => l.startsWith('warn') && l.includes('snippet syntax')));
+  });
+
+  test('snippet text that stands for no string is refused with a clear message', () => {
+    const provider = new TrainingConfigurationProvider(paths, interpreters, sessions, logChannel() as never);
+    assert.equal(provider.resolveDebugConfiguration(undefined, { ...config, program: '^"${file}' }), undefined);
+    assert.equal(fake.messages[0]?.level, 'error');
+    assert.match(fake.messages[0]?.text ?? '', /"program" in launch\.json/);
   });
 
   test('the adapter is debugpy.adapter from the bundled libs, isolated from the workspace', async () => {
