@@ -64,7 +64,10 @@ describe('Add Tensor Breakpoint', () => {
     });
     fake.quickPick = (items) => Promise.resolve(items[1]);
     await addTensorBreakpoint(server);
-    assert.deepEqual(server.calls[0], ['tensorsight/suggestConditions', { name: 'loss' }]);
+    assert.deepEqual(server.calls[0], [
+      'tensorsight/suggestConditions',
+      { name: 'loss', uri: 'file:///w/train.py', line: 2 },
+    ]);
     assert.deepEqual(server.calls[1], [
       'tensorsight/validateCondition',
       { uri: 'file:///w/train.py', line: 2, condition: 'tensorsight.spike(loss, 3)' },
@@ -88,19 +91,50 @@ describe('Add Tensor Breakpoint', () => {
     assert.equal(fake.breakpoints[0]?.condition, 'tensorsight.nan(loss)');
   });
 
-  test('warns when the condition names something undefined at that line; "Add Anyway" is needed', async () => {
+  test('warns once when the condition names something undefined at that line; "Add Anyway" is needed', async () => {
     editorAt(1, 1);
+    const said = '`los` is not defined at line 2: debugpy would treat the condition as false and never stop.';
     const server = fakeServer({
-      'tensorsight/validateCondition': { undefinedNames: ['los'], message: 'Did you mean loss?' },
+      'tensorsight/validateCondition': { undefinedNames: ['los'], message: said, syntaxError: null },
     });
     fake.quickPick = (items) => Promise.resolve(items.at(-1)); // "Type a condition…"
     fake.inputBox = () => Promise.resolve(' tensorsight.nan(los) ');
     await addTensorBreakpoint(server);
     assert.equal(fake.breakpoints.length, 0, 'not added without confirmation');
-    assert.match(fake.messages.at(-1)?.text ?? '', /los.*line 2.*Did you mean loss\?/);
+    assert.deepEqual(
+      fake.messages.map((m) => m.text),
+      [said],
+      'one warning, saying it once',
+    );
     fake.warningChoice = 'Add Anyway';
     await addTensorBreakpoint(server);
     assert.equal(fake.breakpoints[0]?.condition, 'tensorsight.nan(los)');
+  });
+
+  test('on a method the line calls, the conditions are about its receiver', async () => {
+    editorAt(2, 8); // "backward" in `loss.backward()`
+    const server = fakeServer({
+      'tensorsight/suggestConditions': [{ label: 'NaN', condition: 'tensorsight.nan(loss)', description: '' }],
+      'tensorsight/validateCondition': { undefinedNames: [], message: '', syntaxError: null },
+    });
+    await addTensorBreakpoint(server);
+    assert.equal((server.calls[0]?.[1] as { name: string }).name, 'loss');
+    assert.equal(fake.breakpoints[0]?.condition, 'tensorsight.nan(loss)');
+    fake.reset();
+    editorAt(2, 8);
+    await addTensorBreakpoint(fakeServer({})); // no server: the built-in list, on the receiver too
+    assert.equal(fake.breakpoints[0]?.condition, 'tensorsight.nan(loss)');
+    assert.ok(fake.quickPickItems.every((item) => !item.condition?.includes('backward')));
+  });
+
+  test('on a module or a function (the server offers nothing) only "Type a condition…" is left', async () => {
+    editorAt(0, 9); // `torch` in `import torch`
+    const server = fakeServer({ 'tensorsight/suggestConditions': [] });
+    fake.quickPick = () => Promise.resolve(undefined);
+    await addTensorBreakpoint(server);
+    assert.equal(fake.quickPickItems.length, 1);
+    assert.equal(fake.quickPickItems[0]?.condition, undefined);
+    assert.equal(fake.breakpoints.length, 0);
   });
 
   test('needs a Python editor', async () => {
