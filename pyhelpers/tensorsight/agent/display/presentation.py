@@ -960,6 +960,19 @@ def _try(fn: Callable[[], Any]) -> Any:
         return Info(f"raises {_short_error(exc)}")
 
 
+def _grad_norm_shown(facts: ModuleFacts) -> float | Info:
+    """The module's ``(grad norm)`` row: a number, or why there is none, in words that never mistake "no backward
+    yet" for NaN gradients (``tensorsight.grad_norm`` answers ``inf`` for the latter and no number for the former)."""
+    if facts.nonfinite_grads:
+        count = len(facts.nonfinite_grads)
+        return Info(f"inf (NaN/Inf in {count} grad{'s' if count > 1 else ''})")
+    if facts.grad_norm is not None:
+        return facts.grad_norm
+    if facts.note is not None:
+        return Info("not computed (too many parameters)")
+    return Info("no grads yet" if facts.trainable else "no trainable params")
+
+
 def _module_children(module: Any) -> list[Entry]:
     facts = module_facts(module)
     entries: list[Entry] = [
@@ -968,7 +981,7 @@ def _module_children(module: Any) -> list[Entry]:
         ("(mode)", Info("train" if facts.training else "eval"), ".training"),
         ("(devices)", Info(", ".join(facts.devices) or "none"), None),
         ("(dtypes)", Info(", ".join(facts.dtypes) or "none"), None),
-        ("(grad norm)", facts.grad_norm if facts.grad_norm is not None else Info("no finite grads"), None),
+        ("(grad norm)", _grad_norm_shown(facts), None),
     ]
     if facts.nonfinite_params or facts.nonfinite_grads:
         bad = [*facts.nonfinite_params, *(f"{n}.grad" for n in facts.nonfinite_grads)]
