@@ -1,0 +1,73 @@
+"""What observing ops outside modules op by op costs, step by step, and which steps the outside-modules mode
+(``outside``) observes. Fed by that mode and by the backward node hooks it places (``backward``); read at each
+outermost module call (``boundaries``)."""
+
+from __future__ import annotations
+
+import collections
+import math
+import time
+
+from tensorsight.agent.sentinel.state import st
+
+
+class Budget:
+    """What observing ops outside modules costs, step by step, and which steps are observed.
+
+    A step here is the period from one outermost module call to the next. The cost of an observed step is what our
+    mode and hooks spend besides the op itself (measured), plus the dispatch of each op into Python
+    (``DISPATCH_SECONDS``, measured on a small CPU). While the median share of the last ``WINDOW`` observed steps
+    (one slow or fast step, a garbage collection, does not decide) exceeds ``SHARE`` of the step's own time, only
+    one step in ``stride`` is observed, so that the average stays within the share.
+
+    The budget holds in debug sessions, where the program runs for its own sake. The doctor, a diagnostic run,
+    observes every step (``active`` False): there, finding the line matters more than the time."""
+
+    SHARE = 0.10
+    DISPATCH_SECONDS = 1.2e-6
+    WINDOW = 3
+    MAX_STRIDE = 1000
+
+    def spent(self, seconds: float) -> None:
+        """One op (or one of our backward hooks) took ``seconds`` of ours, besides its dispatch."""
+        self.ops += 1
+        self.check_seconds += seconds
+
+    def __init__(self) -> None:
+        self.active = True
+        self.ops = 0
+        self.check_seconds = 0.0
+        self.started = time.perf_counter()
+        self.steps = 0
+        self.stride = 1
+        self.recent: collections.deque[float] = collections.deque(maxlen=self.WINDOW)
+
+    @property
+    def share(self) -> float:
+        """The observed steps' cost, as a share of their own time (the median of the recent ones)."""
+        return sorted(self.recent)[len(self.recent) // 2] if self.recent else 0.0
+
+    def period_ended(self) -> bool:
+        """Account for the period that just ended (from one outermost module call to the next: a training step, or
+        one inference with its post-processing); True when the next one is observed."""
+        now = time.perf_counter()
+        elapsed, self.started = now - self.started, now
+        if st.observing and self.ops:
+            cost = self.check_seconds + self.ops * self.DISPATCH_SECONDS
+            self.recent.append(cost / max(elapsed - cost, 1e-9))
+            over = self.share / self.SHARE if len(self.recent) == self.WINDOW else 0.0
+            self.stride = 1 if over <= 1 else min(self.MAX_STRIDE, math.ceil(over))
+        self.ops = 0
+        self.check_seconds = 0.0
+        self.steps += 1
+        return not self.active or self.steps % self.stride == 0
+
+    def note(self) -> str:
+        """Why a birth outside modules was not seen at its op (for the report of a step that was not observed)."""
+        return (
+            f"; this step's ops outside modules were not checked one by one (checking them costs {self.share:.0%} of "
+            f"a step, so the sentinel observes one step in {self.stride})"
+        )
+
+
+budget = Budget()
