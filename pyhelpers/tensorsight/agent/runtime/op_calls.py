@@ -10,14 +10,19 @@ deduplication would apply to our location instead of the user's. ``call_as_calle
 function compiled with the caller's file name, line number and globals: warnings get exactly the location,
 module and registry they would get without us. Those functions are hidden from the debugger (``pause.hide_code``:
 no breakpoint hit, no step into, not in the Call Stack) and from our own frame walks (``is_op_call``).
+
+Our own reads of the program's tensors (``.shape``, a reduction, ``.grad_fn``) must not run a tensor subclass's
+``__torch_function__`` either: the program would count extra calls. ``shielded`` turns torch-function dispatch off
+around them when a subclass is there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 OP_CALL_NAME = "<tensorsight op call>"
@@ -83,3 +88,23 @@ def _hide(code: types.CodeType, filename: str) -> None:
     pause = sys.modules.get("tensorsight.agent.debugger.pause")
     if pause is not None:
         pause.hide_code(code, filename)
+
+
+def has_subclass(tensors: list[Any]) -> bool:
+    """True when one of the tensors is of a subclass (other than ``nn.Parameter``)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    plain, parameter = torch.Tensor, torch.nn.Parameter
+    return any(type(t) is not plain and type(t) is not parameter for t in tensors)
+
+
+@contextlib.contextmanager
+def shielded(tensors: list[Any]) -> Iterator[None]:
+    """Run our reads of ``tensors`` with torch-function dispatch off (no subclass ``__torch_function__``, no mode)
+    when one is of a subclass. Entering the guard costs about a microsecond, so it is taken only then."""
+    if tensors and has_subclass(tensors):
+        with sys.modules["torch"]._C.DisableTorchFunction():
+            yield
+    else:
+        yield

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tensorsight.agent.runtime.op_calls import shielded
 from tensorsight.agent.runtime.tensor_walk import exact_counts, is_tensor
 from tensorsight.agent.sentinel.budget import budget as outside_cost
 from tensorsight.agent.sentinel.ops import born, op_name
@@ -22,7 +23,6 @@ from tensorsight.agent.sentinel.reading import (
     elements,
     fast_suspects,
     module_names,
-    shielded,
     tensors_in,
     unwrap,
     user_frame,

@@ -25,6 +25,7 @@ from typing import Any
 from tensorsight.agent.debugger import pause
 from tensorsight.agent.runtime import steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.agent.runtime.op_calls import shielded
 from tensorsight.agent.runtime.tensor_walk import exact_counts, optimizer_parameters, suspects
 from tensorsight.agent.sentinel.backward import flush_pending, locate_backward_birth
 from tensorsight.agent.sentinel.ops import inherited
@@ -32,7 +33,6 @@ from tensorsight.agent.sentinel.outside import budget, make_outside_mode, sync_m
 from tensorsight.agent.sentinel.reading import (
     display_module,
     fast_suspects,
-    shielded,
     state_tensors,
     tensors_in,
     unwrap,
@@ -65,7 +65,6 @@ def install(torch: types.ModuleType) -> None:
 
     sw.cuda_present = bool(torch.cuda.is_available())
     sw.tensor_type = torch.Tensor
-    sw.parameter_type = torch.nn.Parameter
     sw.mode = make_outside_mode(torch)
     sw.handles.append(register_module_forward_pre_hook(_before_module))
     sw.handles.append(register_module_forward_hook(_after_module, with_kwargs=True, always_call=True))

@@ -11,7 +11,7 @@ gradients before ``optimizer.step()``), and the report says that the ops were no
 
 What the program sees is unchanged: each op runs from a function compiled at the caller's line
 (``runtime.op_calls``), so warnings keep their location, filters and deduplication; our own reads of its tensors are
-shielded from a tensor subclass's ``__torch_function__`` (``reading.shielded``), which runs exactly as often as
+shielded from a tensor subclass's ``__torch_function__`` (``op_calls.shielded``), which runs exactly as often as
 without us.
 
 Called by ``boundaries`` (``sync_mode``, ``budget``); reports through ``records``.
@@ -26,6 +26,7 @@ from typing import Any
 
 from tensorsight.agent.runtime import op_calls
 from tensorsight.agent.runtime.guard import report_once
+from tensorsight.agent.runtime.op_calls import shielded
 from tensorsight.agent.runtime.tensor_walk import exact_counts, is_tensor
 from tensorsight.agent.sentinel.backward import flush_pending, watch_backward
 from tensorsight.agent.sentinel.budget import budget
@@ -44,7 +45,6 @@ from tensorsight.agent.sentinel.reading import (
     elements,
     fast_suspects,
     mixed_precision,
-    shielded,
     tensors_in,
     user_frame,
 )

@@ -1,20 +1,17 @@
-"""How the sentinel reads the program without changing it: the user's frame, the tensors in a value, module names,
-and the shield that keeps a tensor subclass's ``__torch_function__`` (and other modes) out of our own reads.
+"""How the sentinel reads the program without changing it: the user's frame, the tensors in a value, module names.
+Our reads are shielded from tensor subclasses by ``runtime.op_calls.shielded``.
 
 Used by every section of the sentinel; imports none of them."""
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import types
-from collections.abc import Iterator
 from typing import Any
 
 from tensorsight.agent.runtime.op_calls import is_op_call
 from tensorsight.agent.runtime.tensor_walk import is_tensor, suspects
 from tensorsight.agent.runtime.user_code import is_user_file
-from tensorsight.agent.sentinel.state import sw
 
 _user_codes: dict[Any, bool] = {}
 
@@ -100,22 +97,3 @@ def unwrap(module: Any) -> Any:
         else:
             break
     return module
-
-
-def has_subclass(tensors: list[Any]) -> bool:
-    """True when one of the tensors is of a user's subclass: our reads then run shielded (see ``shielded``)."""
-    plain = sw.tensor_type
-    parameter = sw.parameter_type
-    return any(type(t) is not plain and type(t) is not parameter for t in tensors)
-
-
-@contextlib.contextmanager
-def shielded(tensors: list[Any]) -> Iterator[None]:
-    """Our own reads of the program's tensors (reductions, ``.grad_fn``, ``.shape``) must not run a tensor subclass's
-    ``__torch_function__``: the program would see extra calls. Entering the guard costs about a microsecond, so it is
-    taken only when a subclass is there."""
-    if tensors and has_subclass(tensors):
-        with sys.modules["torch"]._C.DisableTorchFunction():
-            yield
-    else:
-        yield

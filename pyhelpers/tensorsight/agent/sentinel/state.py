@@ -73,7 +73,6 @@ class Switches:
         self.explained_inf: dict[int, tuple[int, int]] = {}  # module id -> (+Inf, -Inf) its output holds by design
         self.cuda_present = False
         self.tensor_type: Any = ()  # torch.Tensor once torch is imported (isinstance against () is always False)
-        self.parameter_type: Any = ()  # torch.nn.Parameter, likewise
 
 
 st = ThreadState()
