@@ -61,7 +61,7 @@ with warnings.catch_warnings(record=True) as caught:
         # torch warns here (copy construct from a tensor), once: the default filter shows a location once
         copied = torch.tensor(loss.detach())  # @torch_warning
         if step % 2 == 0:
-            warnings.warn("user warning every other step")  # @user_warning
+            warnings.warn("user warning every other step", stacklevel=1)  # @user_warning
         seen.append(repr(float(copied)))
     warnings_seen = [(w.category.__name__, w.filename, w.lineno) for w in caught]
 
