@@ -63,7 +63,9 @@ class _Inspector:
         self.seen: set[tuple[int, bool]] = set()
         self.budget = MAX_FUNCTIONS
 
-    def value(self, name: str, value: Any, where: str, attribute_use: bool = False) -> str | None:
+    def value(
+        self, name: str, value: Any, where: str, attribute_use: bool = False, scope: str = "global"
+    ) -> str | None:
         """The reason a name read by the forward makes the replay unsafe, or None. ``attribute_use``: the code reads
         or changes an attribute of it (``Counter.calls += 1``), not just calls it or compares with it."""
         if isinstance(value, types.ModuleType):
@@ -71,7 +73,7 @@ class _Inspector:
         if isinstance(value, _IMMUTABLE):
             return None
         if isinstance(value, tuple):
-            return next((r for r in (self.value(name, v, where, attribute_use) for v in value) if r), None)
+            return next((r for r in (self.value(name, v, where, attribute_use, scope) for v in value) if r), None)
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(value, (torch.dtype, torch.device)):
             return None
@@ -93,7 +95,7 @@ class _Inspector:
             return self.function(value.__func__, name)
         if _is_torch_code(type(value)) and not is_tensor(value):
             return None  # torch's own callables (torch.ops namespaces, builtins wrapped by torch)
-        return f"{where} reads the global {name} ({type(value).__name__}), which a second run could change"
+        return f"{where} reads the {scope} {name} ({type(value).__name__}), which a second run could change"
 
     def function(self, func: Any, label: str, self_writes: bool = False) -> str | None:
         """``self_writes``: the function is a method of a module class, whose ``self`` is the private copy."""
@@ -117,7 +119,7 @@ class _Inspector:
                     continue
                 if name == "__class__":
                     continue
-                reason = self.value(name, content, label, attribute_use=True)
+                reason = self.value(name, content, label, attribute_use=True, scope="outer variable")
                 if reason:
                     break
         return reason
