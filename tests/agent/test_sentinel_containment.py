@@ -4,6 +4,7 @@ copy; one that reaches state outside it is not, with a reason naming what. The c
 
 import math
 import random
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -33,6 +34,17 @@ class SelfContained(nn.Module):
 
     def helper(self, x):
         return torch.relu(x) + len(self.history)
+
+
+@dataclass
+class Output:
+    logits: torch.Tensor
+    extra: float = 0.0
+
+
+class ReturnsDataclass(nn.Module):
+    def forward(self, x):
+        return Output(logits=x * 2)
 
 
 class WritesGlobal(nn.Module):
@@ -103,6 +115,7 @@ class Counted(torch.Tensor):
 def test_a_forward_whose_effects_stay_in_the_module_is_replayable():
     assert unsafe_reason(SelfContained(), [torch.randn(8, 4)]) is None
     assert unsafe_reason(nn.Sequential(nn.Linear(4, 4), nn.GELU()), []) is None
+    assert unsafe_reason(ReturnsDataclass(), []) is None  # a constructor sets attributes of the new object only
 
 
 @pytest.mark.parametrize(

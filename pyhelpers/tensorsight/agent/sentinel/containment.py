@@ -82,8 +82,12 @@ class _Inspector:
                 return None
             if attribute_use:
                 return f"{where} uses an attribute of the class {value.__qualname__}, which a second run could change"
-            init = value.__dict__.get("__init__")
-            return self.function(init, f"{value.__qualname__}.__init__") if inspect.isfunction(init) else None
+            for method in ("__init__", "__post_init__"):  # constructing one runs them on the new object
+                member = value.__dict__.get(method)
+                reason = self.function(member, f"{value.__qualname__}.{method}", self_writes=True)
+                if reason:
+                    return reason
+            return None
         if isinstance(value, types.BuiltinFunctionType):
             builtin = str(getattr(value, "__name__", ""))
             if builtin in UNSAFE_BUILTINS and getattr(builtins, builtin, None) is value:
@@ -98,7 +102,8 @@ class _Inspector:
         return f"{where} reads the {scope} {name} ({type(value).__name__}), which a second run could change"
 
     def function(self, func: Any, label: str, self_writes: bool = False) -> str | None:
-        """``self_writes``: the function is a method of a module class, whose ``self`` is the private copy."""
+        """``self_writes``: the function may set attributes of its first argument: a method of a module class (whose
+        ``self`` is the private copy) or a constructor (the new object)."""
         func = inspect.unwrap(func) if inspect.isfunction(func) else func
         if inspect.ismethod(func):
             func = func.__func__
