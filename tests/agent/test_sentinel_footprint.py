@@ -15,7 +15,8 @@ from torch.overrides import _get_current_function_mode_stack
 from tensorsight.agent import sentinel
 
 def ours():
-    return [type(m).__name__ for m in _get_current_function_mode_stack() if type(m).__module__.startswith("tensorsight")]
+    stack = _get_current_function_mode_stack()
+    return [type(m).__name__ for m in stack if type(m).__module__.startswith("tensorsight")]
 
 class Counted(torch.Tensor):
     calls = 0
