@@ -22,7 +22,7 @@ import contextlib
 import os
 import sys
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 OP_CALL_NAME = "<tensorsight op call>"
@@ -99,12 +99,13 @@ def has_subclass(tensors: list[Any]) -> bool:
     return any(type(t) is not plain and type(t) is not parameter for t in tensors)
 
 
-@contextlib.contextmanager
-def shielded(tensors: list[Any]) -> Iterator[None]:
-    """Run our reads of ``tensors`` with torch-function dispatch off (no subclass ``__torch_function__``, no mode)
-    when one is of a subclass. Entering the guard costs about a microsecond, so it is taken only then."""
+def shielded(tensors: list[Any]) -> contextlib.AbstractContextManager[Any]:
+    """A context for our reads of ``tensors``: torch-function dispatch off (no subclass ``__torch_function__``, no
+    mode) when one is of a subclass, else nothing (entering the guard costs about a microsecond, and this runs for
+    every op a mode observes)."""
     if tensors and has_subclass(tensors):
-        with sys.modules["torch"]._C.DisableTorchFunction():
-            yield
-    else:
-        yield
+        return sys.modules["torch"]._C.DisableTorchFunction()  # type: ignore[no-any-return]
+    return _NOTHING
+
+
+_NOTHING = contextlib.nullcontext()

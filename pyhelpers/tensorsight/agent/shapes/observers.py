@@ -120,6 +120,7 @@ class _State:
         self.busy = False
         self.depth = 0
         self.file_kinds: dict[str, int] = {}
+        self.full_paths: dict[str, str] = {}  # co_filename -> absolute path (asked for every observed op)
         self.targets: dict[str, dict[int, StatementTargets]] = {}
         self.lines: dict[tuple[str, int], _LineRecord] = {}
         self.last_line_of_code: dict[Any, tuple[str, int]] = {}
@@ -360,7 +361,10 @@ def _record_output(frame: FrameType, value: Any) -> None:
         return
     filename = frame.f_code.co_filename
     statement = _statement(filename, frame.f_lineno)
-    key = (os.path.abspath(filename), statement.anchor)
+    full = _state.full_paths.get(filename)
+    if full is None:
+        full = _state.full_paths[filename] = os.path.abspath(filename)
+    key = (full, statement.anchor)
     record = _state.lines.get(key)
     if record is None:
         record = _state.lines[key] = _LineRecord(key[0], key[1], statement.names)
