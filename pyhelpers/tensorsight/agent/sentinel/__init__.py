@@ -15,9 +15,10 @@ empty mode alone 1.7× on tiny ops). Two tiers, one section each:
   outputs of outermost module calls, the gradients once before each ``optimizer.step()``, and the parameters it
   produced at the next forward. Each check is one reduction and one sync per group of tensors (``tensor_walk``).
 - ``outside``: ops outside any module (the loss written by hand, data conversion), checked op by op by a
-  TorchFunctionMode that is on the stack only between module calls and optimizer steps of observed steps (every
-  step while that costs little; see ``outside.Budget``), so model internals and torch code before training pay
-  nothing per op.
+  TorchFunctionMode that is on the stack only between module calls and optimizer steps of observed steps (``budget``:
+  the first 50 steps, then every step while that costs little; the doctor observes all), so model internals and
+  torch code before training pay nothing per op. Ops run from the user's line (warnings keep their location) and
+  our reads never run a tensor subclass's ``__torch_function__`` (``runtime.op_calls``).
 - ``replay``: only when a boundary check fails, the failing outermost module's forward runs again, op by op, on a
   private copy of the module and its inputs with the RNG state it had (forked), when ``containment`` vouches that it
   reaches nothing outside that copy; the first op whose output is born non-finite is where the debugger stops.

@@ -3,9 +3,9 @@
 
 When it is on: armed, after the program's first module call, outside every module forward and ``optimizer.step()``
 (the boundary hooks take it off at the outermost module call and put it back after, so model internals pay nothing
-per op), never during a replay, and only in observed steps (``budget``: a step is observed while checking its ops
-outside modules costs at most ``Budget.SHARE`` of it; a program whose steps are mostly tiny ops outside modules gets
-one observed step in ``stride``, so the sentinel stays within its cost, ``benchmarks/bench_sentinel.py`` part 3).
+per op), never during a replay, and only in observed steps (``budget``: past the first steps, a step is observed
+while checking its ops outside modules costs at most ``Budget.SHARE`` of it; a program whose steps are mostly tiny
+ops outside modules gets one observed step in ``stride``, ``benchmarks/bench_sentinel.py`` part 3).
 In a step that is not observed, a birth outside modules is still caught at the next boundary (the model's input, the
 gradients before ``optimizer.step()``), and the report says that the ops were not checked one by one.
 
@@ -14,7 +14,7 @@ What the program sees is unchanged: each op runs from a function compiled at the
 shielded from a tensor subclass's ``__torch_function__`` (``op_calls.shielded``), which runs exactly as often as
 without us.
 
-Called by ``boundaries`` (``sync_mode``, ``budget``); reports through ``records``.
+Called by ``boundaries`` (``sync_mode``, ``make_outside_mode``); reports through ``records``.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ class ThreadState(threading.local):
         self.grads_finite = True
         self.last_step: Step | None = None
         self.started = False  # the program called a module: training has begun (the outside mode may join)
-        self.observing = True  # this step's ops outside modules are checked op by op (see outside.Budget)
+        self.observing = True  # this step's ops outside modules are checked op by op (see sentinel.budget)
 
 
 class Switches:
