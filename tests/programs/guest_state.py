@@ -1,6 +1,6 @@
 """Test program: with the NaN sentinel armed, the program sees exactly what it sees without TensorSight
-(tests/agent/sentinel/test_sentinel_doctor.py and tests/agent/sentinel/test_sentinel_dap.py run it plainly and under TensorSight and
-compare the JSON it writes to the file named on the command line).
+(tests/agent/sentinel/test_sentinel_doctor.py and tests/agent/sentinel/test_sentinel_dap.py run it plainly and under
+TensorSight and compare the JSON it writes to the file named on the command line).
 
 Its model keeps state the way real models do: an EMA in a plain tensor attribute updated in place, a call counter, a
 list it appends to, and Dropout drawing from the RNG. At step 2 a NaN is born inside the model (``# @nan``), so the
