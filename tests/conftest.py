@@ -24,26 +24,29 @@ for _name in ("TENSORSIGHT_HUB", "TENSORSIGHT_TOKEN", "TENSORSIGHT_OPTIONS"):
 _HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
-def _imports_torch_at_top(path: Path) -> bool:
-    """True when a module imports torch at its top level, so that merely collecting it needs torch."""
+def _imports_a_missing_module_at_top(path: Path) -> bool:
+    """True when a module imports, at its top level, a package this interpreter lacks (torch, or a test dependency of
+    the torch tier such as tensorboard or line_profiler), so that merely collecting it would fail."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError):
         return False
+    names = set()
     for node in tree.body:
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "torch" for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch":
-            return True
-    return False
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return any(importlib.util.find_spec(name) is None for name in names)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Without torch, test modules that import it at the top are not collected (the numpy-only tiers select with
-    ``-m numpy_only``, but pytest imports every module before it reads markers)."""
+    """Without torch (the numpy-only tiers), test modules that need a missing package at the top are not collected:
+    the tiers select with ``-m numpy_only``, but pytest imports every module before it reads markers. With torch
+    nothing is skipped this way, so a missing test dependency of the main tier still fails loudly."""
     if _HAS_TORCH or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
         return None
-    return True if _imports_torch_at_top(collection_path) else None
+    return True if _imports_a_missing_module_at_top(collection_path) else None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

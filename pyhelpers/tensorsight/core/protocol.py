@@ -190,7 +190,7 @@ EVENTS: tuple[EventType, ...] = (
             "module?",
             "node?",
         ),
-        "agent/sentinel",
+        "agent/sentinel/records",
         True,
         True,
         "the first NaN/Inf of the run: a diagnostic and a hover at its line",

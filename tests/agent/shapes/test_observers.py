@@ -164,11 +164,6 @@ def mse_warning_location() -> tuple[str, int]:
     return warning.filename, warning.lineno
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug in agent.shapes.observers: inside a window torch's warnings (stacklevel=2) point at the observer's "
-    "__torch_function__ (observers.py) instead of the user's line",
-)
 def test_a_window_leaves_torchs_warning_locations_at_the_users_line(state):
     unobserved = mse_warning_location()
     assert unobserved[0] == HERE
