@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tensorsight.core.findings import Finding
@@ -50,6 +50,8 @@ class ShapeSeen:
     shape: list[int] | None = None
     count: int = 1
     texts: list[str] = field(default_factory=list)  # distinct texts seen, oldest first (at most 4)
+    # per target of a line that assigns several (``for xb, yb in loader``): (name, text, dtype), for a hover on one
+    values: list[tuple[str, str, str | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -239,6 +241,12 @@ class RuntimeView:
         seen.summary = _optional_str(event.get("summary"))
         shape = event.get("shape")
         seen.shape = [int(d) for d in shape] if isinstance(shape, list) and all(_is_dim(d) for d in shape) else None
+        values = event.get("values")
+        seen.values = [
+            (v["name"][:MAX_TEXT], v["text"][:MAX_TEXT], _optional_str(v.get("dtype")))
+            for v in (values if isinstance(values, list) else [])[:8]
+            if isinstance(v, Mapping) and isinstance(v.get("name"), str) and isinstance(v.get("text"), str)
+        ]
         return Update(hints={path})
 
     def _on_finding(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
@@ -364,7 +372,13 @@ class RuntimeView:
         parts: list[str] = []
         shapes = [s for s in self._shapes.get(key, {}).values() if s.line == line]
         if word:
-            named = [s for s in shapes if s.name == word]
+            one_of = [
+                replace(s, name=name, text=text, dtype=dtype, summary=None, texts=[])
+                for s in shapes
+                for name, text, dtype in s.values
+                if name == word
+            ]
+            named = [s for s in shapes if s.name == word] or one_of
             shapes = named or ([s for s in shapes if s.name is None] if len(shapes) == 1 else [])
         for seen in shapes[:3]:
             label = f"`{seen.name}`" if seen.name else "this line"
