@@ -12,6 +12,12 @@ time; ``--wall`` measures wall-clock time instead.
 
 Part 2: the cost of one evaluation of a breakpoint condition (debugpy evaluates it on every hit), against the plain
 condition a user would write without TensorSight.
+
+Part 3: ops outside modules, sentinel armed vs unarmed (target: at most 1.15x). (a) A training step whose work is
+mostly small ops outside any module: a tiny model and a loss and metrics written op by op in the training loop (the
+sentinel checks them op by op within its cost budget, once past the first 50 steps: ``sentinel/budget.py``).
+(b) Small ops before the program's first module call (torch code that runs before training): nothing of the
+sentinel's is on their path.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ from torch import nn
 import tensorsight
 from tensorsight.agent import sentinel
 from tensorsight.agent.runtime import options
+from tensorsight.agent.sentinel import state as sentinel_state
+from tensorsight.agent.sentinel.budget import budget as sentinel_budget
 
 
 def mlp() -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
@@ -208,11 +216,68 @@ def measure_conditions() -> None:
         print(f"  {label:<26} {ours_text:>10}   {plain_label:<40} {plain_text:>10} {ours_t / plain_t:>6.2f}x")
 
 
+def outside_heavy_step() -> Callable[[], None]:
+    """A step dominated by small ops outside modules: per-class losses and metrics written out in the loop."""
+    model = nn.Linear(32, 8)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    inputs, targets = torch.randn(64, 32), torch.randint(0, 8, (64,))
+
+    def step() -> None:
+        optimizer.zero_grad()
+        probabilities = model(inputs).softmax(dim=-1)
+        loss = torch.zeros(())
+        for label in range(8):
+            chosen = probabilities[:, label]
+            truth = (targets == label).float()
+            loss = loss - (truth * torch.log(chosen + 1e-6) + (1 - truth) * torch.log(1 - chosen + 1e-6)).mean()
+        accuracy = (probabilities.argmax(dim=-1) == targets).float().mean()
+        loss.backward()
+        optimizer.step()
+        del accuracy
+
+    return step
+
+
+def small_ops() -> None:
+    """Small ops with no module call: what runs before training starts."""
+    x = torch.ones(16)
+    for _ in range(20):
+        x = torch.sqrt(x * 1.0001 + 0.5)
+
+
+def measure_outside(rounds: int, steps: int) -> None:
+    print(f"Part 3: ops outside modules, sentinel armed vs unarmed ({rounds} rounds, median ratio; target <= 1.15x)")
+    torch.manual_seed(0)
+    cases = (("loss and metrics op by op", outside_heavy_step()), ("small ops before training", small_ops))
+    for label, run in cases:
+        if run is small_ops:
+            sentinel_state.st.started = False  # as before the program's first module call
+        sentinel.break_on_nonfinite(True)
+        for _ in range(60):  # past the first steps, which the sentinel always observes (sentinel/budget.py)
+            run()
+        sentinel.break_on_nonfinite(False)
+        ratios, bases = [], []
+        for _ in range(rounds):
+            base = timed(run, steps)
+            sentinel.break_on_nonfinite(True)
+            for _ in range(5):  # the mode joins at the next module call, the budget measures a few steps
+                run()
+            armed = timed(run, steps)
+            sentinel.break_on_nonfinite(False)
+            run()
+            bases.append(base)
+            ratios.append(armed / base)
+        ratio = statistics.median(ratios)
+        verdict = "ok" if ratio <= 1.15 else "OVER TARGET"
+        print(f"  {label:<28} {statistics.median(bases) * 1e3:>8.3f}ms {ratio:>9.3f}x  (target 1.15x: {verdict})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--wall", action="store_true", help="measure wall-clock time instead of thread CPU time")
+    parser.add_argument("--only", choices=("training", "conditions", "outside"), help="run one part")
     args = parser.parse_args()
     global CLOCK
     if args.wall:
@@ -220,8 +285,13 @@ def main() -> None:
     torch.set_num_threads(1)
     options.set_options({})
     sentinel.arm("doctor")  # no debugger here: a birth would be reported, never stopped at
-    measure_training(args.rounds, args.steps)
-    measure_conditions()
+    sentinel_budget.active = True  # ...but the cost budget of a debug session (the doctor observes every step)
+    if args.only in (None, "training"):
+        measure_training(args.rounds, args.steps)
+    if args.only in (None, "conditions"):
+        measure_conditions()
+    if args.only in (None, "outside"):
+        measure_outside(args.rounds, args.steps)
 
 
 if __name__ == "__main__":

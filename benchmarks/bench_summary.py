@@ -11,6 +11,12 @@ Targets (issue 2), on a 1e8-element float32 CPU tensor unless said otherwise:
 - DAP Variables request, frame of 20 large tensors, TensorSight vs stock debugpy: ≤ 1.3× (cold: new tensors each
   pause; repeat: same pause, asked again)
 
+Targets (issue 12), the same tensor with one NaN, and frames that would stall an unbudgeted debugger:
+- summary of the tensor with one NaN   ≤ 5× one ``x.sum()``
+- seed ``debug_print`` on it           ≥ 5× slower than the summary
+- DAP Variables request, TensorSight vs stock debugpy, on a frame holding (a) that tensor, (b) a module with
+  10,000 parameter tensors: ≤ 1.5× (cold: new values each pause)
+
 Timings are the best of ``--rounds`` interleaved rounds, since other work on the machine only ever adds time.
 """
 
@@ -57,19 +63,29 @@ def in_process(elements: int, rounds: int) -> tuple[dict[str, float], float | No
     from tensorsight.agent.display import presentation
 
     x = torch.empty(elements).normal_(generator=torch.Generator().manual_seed(0))
+    with_nan = x.clone()
+    with_nan[elements // 3] = float("nan")
     summary = presentation.summarize
 
-    def cold() -> str:
+    def cold(value: Any = x) -> str:
         presentation.CACHE.clear()
-        return summary(x)
+        return summary(value)
 
     print(f"summary line: {cold()}")
+    print(f"summary line (one NaN): {cold(with_nan)}")
+    contenders: tuple[tuple[str, Callable[[], Any]], ...] = (
+        ("sum", lambda: x.sum()),
+        ("summary", cold),
+        ("debug_print", lambda: seed_debug_print(x)),
+        ("summary_nan", lambda: cold(with_nan)),
+        ("debug_print_nan", lambda: seed_debug_print(with_nan)),
+    )
     times: dict[str, float] = {}
-    for name, fn in (("sum", lambda: x.sum()), ("summary", cold), ("debug_print", lambda: seed_debug_print(x))):
+    for name, fn in contenders:
         fn()  # warm-up
         times[name] = float("inf")
     for _ in range(rounds):  # interleaved, so a busy moment hurts every contender alike
-        for name, fn in (("sum", lambda: x.sum()), ("summary", cold), ("debug_print", lambda: seed_debug_print(x))):
+        for name, fn in contenders:
             times[name] = min(times[name], best_time(fn, 1))
     summary(x)
     times["cached"] = best_time(lambda: summary(x), rounds * 20)
@@ -175,6 +191,38 @@ def dap_variables(elements: int, rounds: int, inject: bool) -> tuple[float, floa
     return cold, repeat
 
 
+def dap_heavy(rounds: int, inject: bool) -> dict[str, float]:
+    """Best cold time of the Variables request on the frame holding the 1e8 tensor with one NaN, and on the frame
+    holding the module with 10,000 parameter tensors (tests/programs/frame_heavy.py, new values each round)."""
+    from support.dap import DebugSession
+    from support.paths import marked_lines, program
+
+    path = program("frame_heavy.py")
+    lines = marked_lines(path)
+    breakpoints = [(path, lines[name], None) for name in ("big", "model")]
+    best = {"big": float("inf"), "model": float("inf")}
+    args = ["100000000", "10000", "1", str(rounds + 1)]
+    with DebugSession.launch(path, args=args, breakpoints=breakpoints, inject=inject, timeout=300) as session:
+        for round_number in range(rounds + 1):
+            for frame in ("big", "model"):
+                stop = session.wait_for_stop(timeout=300)
+                frame_id = session.top_frame_id(stop)
+                scope = next(s for s in session.scopes(frame_id) if s["name"].lower().startswith("locals"))
+                start = time.perf_counter()
+                variables = session.variables(scope["variablesReference"])
+                elapsed = time.perf_counter() - start
+                if round_number == 0:
+                    shown = next(v["value"] for v in variables if v["name"] == frame)
+                    print(f"  {'TensorSight' if inject else 'stock'} {frame}: {shown[:110]}")
+                else:  # round 0 warms up both sides
+                    best[frame] = min(best[frame], elapsed)
+                session.continue_(stop["threadId"])
+        session.wait_for_exit(timeout=300)
+        if "taking too long" in session.stdout():
+            print(f"  {'TensorSight' if inject else 'stock'}: pydevd said a request was taking too long")
+    return best
+
+
 def ratio_line(label: str, value: float, target: str, ok: bool) -> str:
     return f"{label:<58} {value:>10.3g}×   target {target:<8} {'ok' if ok else 'MISSED'}"
 
@@ -201,7 +249,8 @@ def main() -> int:
     memory = measure_memory(args.elements)
     print(
         f"times (best of {args.rounds}): x.sum() {t['sum'] * 1e3:.1f} ms, summary {t['summary'] * 1e3:.1f} ms, "
-        f"debug_print {t['debug_print'] * 1e3:.1f} ms, cached summary {t['cached'] * 1e6:.1f} µs"
+        f"debug_print {t['debug_print'] * 1e3:.1f} ms, cached summary {t['cached'] * 1e6:.1f} µs, "
+        f"with one NaN: summary {t['summary_nan'] * 1e3:.1f} ms, debug_print {t['debug_print_nan'] * 1e3:.1f} ms"
         + (f", lovely-tensors {lovely_time * 1e3:.0f} ms" if lovely_time else "")
     )
     print()
@@ -215,6 +264,10 @@ def main() -> int:
     extra = memory["extra_bytes"] / memory["tensor_bytes"]
     print(ratio_line("extra peak memory / tensor size", extra, "≤ 0.05", extra <= 0.05))
     print(ratio_line("cached repeat summary / x.sum()", t["cached"] / t["sum"], "~0", t["cached"] / t["sum"] < 0.01))
+    nan_ratio = t["summary_nan"] / t["sum"]
+    print(ratio_line("summary with one NaN / x.sum()", nan_ratio, "≤ 5", nan_ratio <= 5))
+    seed_ratio = t["debug_print_nan"] / t["summary_nan"]
+    print(ratio_line("seed debug_print / summary, one NaN", seed_ratio, "≥ 5", seed_ratio >= 5))
     if not args.skip_dap:
         size = f"20 × {args.dap_elements:.3g} float32"
         print(f"\nDAP Variables request on a frame of {size} tensors (best of {args.rounds} pauses):")
@@ -240,6 +293,13 @@ def main() -> int:
                 ours_repeat / stock_repeat <= 1.3,
             )
         )
+        print(f"\nDAP Variables request on heavy frames (best of {args.rounds} pauses, new values each):")
+        ours = dap_heavy(args.rounds, inject=True)
+        stock = dap_heavy(args.rounds, inject=False)
+        for frame, label in (("big", "1e8 float32 with one NaN"), ("model", "module of 10,000 parameter tensors")):
+            print(f"  {label}: TensorSight {ours[frame] * 1e3:.1f} ms, stock debugpy {stock[frame] * 1e3:.1f} ms")
+            ratio = ours[frame] / stock[frame]
+            print(ratio_line(f"Variables, {label}, TensorSight / stock", ratio, "≤ 1.5", ratio <= 1.5))
     return 0
 
 

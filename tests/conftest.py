@@ -58,3 +58,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 by_file[path] = tiers_of(handle.read())
         for tier in sorted(by_file[path]):
             item.add_marker(getattr(pytest.mark, tier))
+
+
+@pytest.fixture(autouse=True)
+def _each_test_is_a_new_debugger_request():
+    """Summaries share one time budget per debugger request, told apart by a pause between calls; tests in one
+    process follow each other with no pause, so each test starts a request of its own."""
+    budget = sys.modules.get("tensorsight.agent.display.budget")
+    if budget is not None:
+        budget.CLOCK.new_request()
+    yield

@@ -7,6 +7,7 @@ import pytest
 from tensorsight.core.conditions import (
     PREDICATES,
     check_condition,
+    condition_target,
     guess_kind,
     suggest_conditions,
     undefined_names,
@@ -218,3 +219,55 @@ def test_every_suggestion_is_a_valid_condition_using_known_helpers():
     for name in ("loss", "model", "optimizer", "logits", "x"):
         for suggestion in suggest_conditions(name, shape=[8, 3]):
             assert validate_condition(source, 3, suggestion["condition"])["undefinedNames"] == [], suggestion
+
+
+CURSOR = textwrap.dedent(
+    """\
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.functional import relu
+
+
+    def evaluate(net, batch):
+        return net(batch)
+
+
+    model = torch.nn.Linear(4, 2)
+    for xb, yb in loader:
+        out = model(xb)
+        loss = F.cross_entropy(out, yb)
+        loss.backward()
+        hidden = relu(out[0])
+        print(loss.item(), model.weight.grad)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "under_cursor", "target"),
+    [
+        (14, "loss.backward", "loss"),  # a method called on the line: its receiver
+        (14, "loss", "loss"),
+        (16, "loss.item", "loss"),
+        (16, "model.weight.grad", "model.weight.grad"),  # an attribute chain that is not called
+        (15, "out[0]", "out[0]"),  # a subscript
+        (12, "model", "model"),  # a variable the line calls (an nn.Module) is still a value
+        (7, "net", "net"),  # a parameter called as a function: still a value
+        (13, "F.cross_entropy", None),  # a function of a module
+        (13, "F", None),  # a module
+        (1, "torch", None),
+        (15, "relu", None),  # a function imported by name and called
+        (16, "print", None),  # a builtin function
+        (6, "evaluate", None),  # a function defined in the file
+        (16, "loss.item()", None),  # a call is never a value: the condition would run the user's code
+        (15, "out[model(xb)]", None),
+    ],
+)
+def test_condition_target_is_a_value_never_a_method_module_or_function(line, under_cursor, target):
+    assert condition_target(CURSOR, line, under_cursor) == target
+
+
+def test_condition_target_reads_the_line_when_the_file_does_not_parse():
+    broken = "loss = compute(\nloss.backward()\n"
+    assert condition_target(broken, 2, "loss.backward") == "loss"
+    assert condition_target(broken, 2, "loss") == "loss"

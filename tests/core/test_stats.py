@@ -90,6 +90,63 @@ def test_all_nan_has_counts_and_no_figures():
     assert not stats.all_zero
 
 
+# Where the non-finite values sit decides which path counts them: one row (of ROW_ELEMENTS), the partial last row,
+# a few runs of clean rows, more runs than MAX_RANGE_RUNS (row-by-row range), every row.
+PLACEMENTS = {
+    "one-nan": lambda x: x.view(-1).__setitem__(12_345, float("nan")),
+    "one-inf": lambda x: x.view(-1).__setitem__(0, float("inf")),
+    "one-neg-inf": lambda x: x.view(-1).__setitem__(-1, -float("inf")),
+    "tail-nan": lambda x: x.view(-1).__setitem__(x.numel() - 3, float("nan")),
+    "nan-and-inf-in-one-row": lambda x: x.view(-1)[100:102].copy_(torch.tensor([float("inf"), -float("inf")])),
+    "many-rows": lambda x: x.view(-1)[::997].fill_(float("nan")),
+    "every-third-row": lambda x: x.view(-1)[::12_288].fill_(-float("inf")),
+    "all-nan": lambda x: x.fill_(float("nan")),
+    "all-inf": lambda x: x.fill_(float("inf")),
+}
+
+
+@pytest.mark.parametrize("budget", [StatsBudget(), StatsBudget(chunk_elements=50_000)], ids=["whole", "chunked"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("placement", list(PLACEMENTS))
+def test_nonfinite_anywhere_gives_exact_counts_and_finite_figures(placement, dtype, budget):
+    x = (seeded(300_001) * 2 + 0.5).to(dtype)
+    PLACEMENTS[placement](x)
+    stats = tensor_stats(x, budget, zeros=True)
+    if not torch.isfinite(x).any():
+        counts = (int(torch.isnan(x).sum()), int(torch.isposinf(x).sum()), int(torch.isneginf(x).sum()))
+        assert (stats.nan, stats.posinf, stats.neginf) == counts and sum(counts) == x.numel()
+        assert stats.finite == 0 and stats.min is None and stats.mean is None and stats.std is None
+        return
+    expected = reference(x)
+    assert_matches(stats, expected, rel=1e-5 if dtype in (torch.float16, torch.bfloat16) else 1e-6)
+    assert stats.total == pytest.approx(x[torch.isfinite(x)].double().sum().item(), rel=1e-6, abs=1e-3)
+
+
+def test_finite_values_whose_squares_overflow_float32_rows_stay_exact():
+    x = seeded(20_000) * 1e20  # each square is finite in float64, a row's Σx² is not in float32
+    x[5] = float("nan")
+    stats = tensor_stats(x)
+    assert stats.nan == 1 and stats.finite == 19_999
+    assert stats.std == pytest.approx(reference(x)["std"], rel=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_nonfinite_parts_are_counted_in_any_row(dtype):
+    z = torch.complex(seeded(50_001, seed=3), seeded(50_001, seed=4)).to(dtype)
+    z[10] = complex(float("nan"), 0.0)
+    z[20_000] = complex(1.0, float("inf"))
+    z[50_000] = complex(float("inf"), float("nan"))  # NaN wins: counted once, as NaN
+    for budget in (StatsBudget(), StatsBudget(chunk_elements=7_000)):
+        stats = tensor_stats(z, budget)
+        kept = z[torch.isfinite(z)].to(torch.complex128)
+        assert (stats.nan, stats.posinf, stats.finite) == (2, 1, 49_998)
+        assert stats.mean == pytest.approx(complex(kept.mean()), rel=1e-6, abs=1e-9)
+        assert stats.std == pytest.approx(kept.std().item(), rel=1e-6)
+        assert stats.min == pytest.approx(kept.abs().min().item(), rel=1e-6)
+        assert stats.max == pytest.approx(kept.abs().max().item(), rel=1e-6)
+    assert tensor_stats(torch.full((9000,), complex(float("nan"), 1.0), dtype=dtype)).nan == 9000
+
+
 def test_large_mean_small_spread_keeps_the_variance():
     # E[x²] - mean² cancels catastrophically here; the centred recomputation must rescue it.
     x = seeded(200_000, dtype=torch.float32) * 0.01 + 1e4

@@ -28,6 +28,7 @@ import {
   PositionClass,
   SourceBreakpoint,
 } from './support/fakeVscode';
+import { PACKAGE_JSON } from './support/paths';
 
 const SOURCE = ['import torch', 'loss = model(x).sum()', 'loss.backward()'].join('\n');
 
@@ -63,7 +64,10 @@ describe('Add Tensor Breakpoint', () => {
     });
     fake.quickPick = (items) => Promise.resolve(items[1]);
     await addTensorBreakpoint(server);
-    assert.deepEqual(server.calls[0], ['tensorsight/suggestConditions', { name: 'loss' }]);
+    assert.deepEqual(server.calls[0], [
+      'tensorsight/suggestConditions',
+      { name: 'loss', uri: 'file:///w/train.py', line: 2 },
+    ]);
     assert.deepEqual(server.calls[1], [
       'tensorsight/validateCondition',
       { uri: 'file:///w/train.py', line: 2, condition: 'tensorsight.spike(loss, 3)' },
@@ -87,19 +91,50 @@ describe('Add Tensor Breakpoint', () => {
     assert.equal(fake.breakpoints[0]?.condition, 'tensorsight.nan(loss)');
   });
 
-  test('warns when the condition names something undefined at that line; "Add Anyway" is needed', async () => {
+  test('warns once when the condition names something undefined at that line; "Add Anyway" is needed', async () => {
     editorAt(1, 1);
+    const said = '`los` is not defined at line 2: debugpy would treat the condition as false and never stop.';
     const server = fakeServer({
-      'tensorsight/validateCondition': { undefinedNames: ['los'], message: 'Did you mean loss?' },
+      'tensorsight/validateCondition': { undefinedNames: ['los'], message: said, syntaxError: null },
     });
     fake.quickPick = (items) => Promise.resolve(items.at(-1)); // "Type a condition…"
     fake.inputBox = () => Promise.resolve(' tensorsight.nan(los) ');
     await addTensorBreakpoint(server);
     assert.equal(fake.breakpoints.length, 0, 'not added without confirmation');
-    assert.match(fake.messages.at(-1)?.text ?? '', /los.*line 2.*Did you mean loss\?/);
+    assert.deepEqual(
+      fake.messages.map((m) => m.text),
+      [said],
+      'one warning, saying it once',
+    );
     fake.warningChoice = 'Add Anyway';
     await addTensorBreakpoint(server);
     assert.equal(fake.breakpoints[0]?.condition, 'tensorsight.nan(los)');
+  });
+
+  test('on a method the line calls, the conditions are about its receiver', async () => {
+    editorAt(2, 8); // "backward" in `loss.backward()`
+    const server = fakeServer({
+      'tensorsight/suggestConditions': [{ label: 'NaN', condition: 'tensorsight.nan(loss)', description: '' }],
+      'tensorsight/validateCondition': { undefinedNames: [], message: '', syntaxError: null },
+    });
+    await addTensorBreakpoint(server);
+    assert.equal((server.calls[0]?.[1] as { name: string }).name, 'loss');
+    assert.equal(fake.breakpoints[0]?.condition, 'tensorsight.nan(loss)');
+    fake.reset();
+    editorAt(2, 8);
+    await addTensorBreakpoint(fakeServer({})); // no server: the built-in list, on the receiver too
+    assert.equal(fake.breakpoints[0]?.condition, 'tensorsight.nan(loss)');
+    assert.ok(fake.quickPickItems.every((item) => !item.condition?.includes('backward')));
+  });
+
+  test('on a module or a function (the server offers nothing) only "Type a condition…" is left', async () => {
+    editorAt(0, 9); // `torch` in `import torch`
+    const server = fakeServer({ 'tensorsight/suggestConditions': [] });
+    fake.quickPick = () => Promise.resolve(undefined);
+    await addTensorBreakpoint(server);
+    assert.equal(fake.quickPickItems.length, 1);
+    assert.equal(fake.quickPickItems[0]?.condition, undefined);
+    assert.equal(fake.breakpoints.length, 0);
   });
 
   test('needs a Python editor', async () => {
@@ -164,6 +199,53 @@ describe('Debug Training providers', () => {
     assert.equal(resolved?.type, 'tensorsight');
     assert.equal(resolved?.program, '/w/train.py');
     assert.equal(provider.dynamicConfigurations(undefined)[0]?.name, 'Debug Training: train.py');
+  });
+
+  test('create a launch.json: one entry per name, plain ${file} / ${workspaceFolder}, resolved unchanged', async () => {
+    // VS Code writes the manifest's initialConfigurations followed by what an initial provider returns.
+    const provider = new TrainingConfigurationProvider(paths, interpreters, sessions, logChannel() as never);
+    const debuggers = (PACKAGE_JSON.contributes as { debuggers: Array<Record<string, unknown>> }).debuggers;
+    const manifest = (debuggers.find((d) => d.type === 'tensorsight')?.initialConfigurations ?? []) as Array<
+      Record<string, unknown>
+    >;
+    const initialProvider = provider as { provideDebugConfigurations?: (folder: undefined) => unknown[] };
+    const written = [...manifest, ...(initialProvider.provideDebugConfigurations?.(undefined) ?? [])] as Array<
+      typeof config
+    >;
+    const names = written.map((c) => c.name);
+    assert.deepEqual(names, [...new Set(names)], 'two launch.json entries with the same name');
+    for (const entry of written) {
+      assert.equal(entry.program, '${file}');
+      assert.equal((entry as Record<string, unknown>).cwd, '${workspaceFolder}');
+      assert.equal(provider.resolveDebugConfiguration(undefined, entry), entry, 'a valid entry is left as written');
+    }
+    // After VS Code substitutes the variables, F5 launches that file.
+    const substituted = { ...written[0], name: 'Debug Training', program: '/w/train.py', cwd: '/w' };
+    const resolved = await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, substituted);
+    assert.equal(resolved?.program, '/w/train.py');
+    assert.equal(resolved?.cwd, '/w');
+    assert.deepEqual(fake.messages, []);
+  });
+
+  test('a launch.json entry with ^"…" snippet text is read as the string it stands for, with a warning', () => {
+    const log = logChannel();
+    const provider = new TrainingConfigurationProvider(paths, interpreters, sessions, log as never);
+    const broken = { ...config, program: '^"\\${file}"', cwd: '^"\\${workspaceFolder}"', args: [] };
+    const resolved = provider.resolveDebugConfiguration(undefined, broken);
+    assert.equal(resolved?.program, '${file}');
+    assert.equal(resolved?.cwd, '${workspaceFolder}');
+    assert.deepEqual(resolved?.args, []);
+    assert.equal(fake.messages.length, 1);
+    assert.equal(fake.messages[0]?.level, 'warning');
+    assert.match(fake.messages[0]?.text ?? '', /"program": "\$\{file\}"/);
+    assert.ok(log.lines.some((l) => l.startsWith('warn') && l.includes('snippet syntax')));
+  });
+
+  test('snippet text that stands for no string is refused with a clear message', () => {
+    const provider = new TrainingConfigurationProvider(paths, interpreters, sessions, logChannel() as never);
+    assert.equal(provider.resolveDebugConfiguration(undefined, { ...config, program: '^"${file}' }), undefined);
+    assert.equal(fake.messages[0]?.level, 'error');
+    assert.match(fake.messages[0]?.text ?? '', /"program" in launch\.json/);
   });
 
   test('the adapter is debugpy.adapter from the bundled libs, isolated from the workspace', async () => {

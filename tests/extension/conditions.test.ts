@@ -1,13 +1,17 @@
-/** The expression under the cursor and the built-in condition list of "Add Tensor Breakpoint…". */
+/**
+ * The expression under the cursor, the built-in condition list and the never-stops warning of "Add Tensor
+ * Breakpoint…".
+ */
+import './support/seam';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { expressionAt, fallbackSuggestions } from '../../extension/src/commands/conditions';
+import { conditionWarning, expressionAt, fallbackSuggestions } from '../../extension/src/commands/conditions';
 
 test('expressionAt picks the dotted name around the cursor', () => {
   const line = '    loss = criterion(model.fc1(x), y)';
   assert.equal(expressionAt(line, 5), 'loss');
   assert.equal(expressionAt(line, 8), 'loss', 'cursor right after the name');
-  assert.equal(expressionAt(line, 28), 'model.fc1');
+  assert.equal(expressionAt(line, 28), 'model', 'a called attribute is not a value: its receiver is');
   assert.equal(expressionAt(line, 23), 'model');
   assert.equal(expressionAt(line, 31), 'x');
   assert.equal(expressionAt(line, 10), undefined, 'on "="');
@@ -16,6 +20,33 @@ test('expressionAt picks the dotted name around the cursor', () => {
   assert.equal(expressionAt('', 0), undefined);
   assert.equal(expressionAt('loss.backward()', 2), 'loss', 'a method call after the name is not part of it');
   assert.equal(expressionAt('model.fc1.weight.grad', 12), 'model.fc1.weight');
+});
+
+test('on a method the line calls, expressionAt offers its receiver, never the method', () => {
+  assert.equal(expressionAt('    loss.backward()', 10), 'loss', 'cursor on "backward"');
+  assert.equal(expressionAt('    loss.backward()', 17), 'loss', 'cursor at the end of "backward"');
+  assert.equal(expressionAt('print(loss.item ())', 12), 'loss', 'a space before the call');
+  assert.equal(expressionAt('y = self.encoder.proj(x)', 18), 'self.encoder');
+  assert.equal(expressionAt('g = model.fc1.weight.grad', 22), 'model.fc1.weight.grad', 'not called: kept');
+  assert.equal(expressionAt('out = model(x)', 8), 'model', 'a called plain name is left to the server');
+});
+
+test('the never-stops warning says it once', () => {
+  const server = {
+    undefinedNames: ['los'],
+    message: '`los` is not defined at line 2: debugpy would treat the condition as false and never stop.',
+    syntaxError: null,
+  };
+  const warning = conditionWarning(server, 2) ?? '';
+  assert.equal(warning, server.message);
+  assert.equal(warning.match(/los/g)?.length, 1, 'the name is named once');
+  assert.equal(warning.match(/never stop/g)?.length, 1);
+  assert.equal(
+    conditionWarning({ ...server, message: '' }, 2),
+    'The condition uses los, not defined at line 2: the breakpoint would never stop.',
+  );
+  assert.match(conditionWarning({ undefinedNames: [], message: '', syntaxError: 'invalid syntax' }, 2) ?? '', /valid/);
+  assert.equal(conditionWarning({ undefinedNames: [], message: '', syntaxError: null }, 2), undefined);
 });
 
 test('fallback suggestions use the tensorsight builtin on the name', () => {

@@ -6,6 +6,12 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
+import {
+  expandSnippetValue,
+  launchProblem,
+  repairSnippetSyntax,
+  type TensorSightLaunchConfig,
+} from '../../extension/src/debug/launchConfig';
 import { PACKAGE_JSON, REPO } from './support/paths';
 
 function readJson(relative: string): Record<string, unknown> {
@@ -110,4 +116,59 @@ test('no source module imports vscode except the seam', () => {
       !file.endsWith(path.join('common', 'vscodeapi.ts')) && /from 'vscode'/.test(fs.readFileSync(file, 'utf8')),
   );
   assert.deepEqual(offenders, []);
+});
+
+/** A manifest value with every string passed through `expand` (objects and arrays walked). */
+function mapStrings(value: unknown, expand: (s: string) => unknown): unknown {
+  if (typeof value === 'string') return expand(value);
+  if (Array.isArray(value)) return value.map((v) => mapStrings(v, expand));
+  if (typeof value === 'object' && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, expand)]));
+  }
+  return value;
+}
+
+function allStrings(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) return value.flatMap(allStrings);
+  if (typeof value === 'object' && value !== null) return Object.values(value).flatMap(allStrings);
+  return [];
+}
+
+test('launch.json: initial configurations are literal and valid; each snippet inserts a valid configuration', () => {
+  const debuggers = (PACKAGE_JSON.contributes as { debuggers: Array<Record<string, unknown>> }).debuggers;
+  const ours = debuggers.find((d) => d.type === 'tensorsight');
+  assert.ok(ours, 'the tensorsight debugger is contributed');
+  const en = readJson('package.nls.json');
+  const localized = (s: string) => s.replace(/^%([\w.]+)%$/, (_, key: string) => String(en[key]));
+
+  // initialConfigurations are written into launch.json as they are: no snippet syntax may appear in them.
+  const initial = mapStrings(ours.initialConfigurations, localized) as TensorSightLaunchConfig[];
+  assert.ok(initial.length >= 1);
+  for (const text of allStrings(initial)) {
+    assert.doesNotMatch(text, /^\^|\\\$/, `snippet syntax in initialConfigurations: ${text}`);
+  }
+  for (const config of initial) {
+    assert.equal(launchProblem(config), undefined);
+    assert.equal(config.program, '${file}');
+    assert.equal(config.cwd, '${workspaceFolder}');
+  }
+  const names = initial.map((c) => c.name);
+  assert.deepEqual(names, [...new Set(names)], 'initial configurations with the same name');
+
+  // A snippet body, once VS Code inserts it (`^"…"` raw JSON text, `\$` an escaped dollar), is a configuration.
+  const snippets = ours.configurationSnippets as Array<{ label: string; body: unknown }>;
+  assert.ok(snippets.length >= 1);
+  for (const snippet of snippets) {
+    const inserted = mapStrings(mapStrings(snippet.body, localized), expandSnippetValue) as TensorSightLaunchConfig;
+    assert.ok(!allStrings(inserted).some((s) => s.startsWith('^') || s.includes('\\$')), snippet.label);
+    assert.equal(launchProblem(inserted), undefined, snippet.label);
+    assert.deepEqual(
+      { type: inserted.type, request: inserted.request, program: inserted.program, cwd: inserted.cwd },
+      { type: 'tensorsight', request: 'launch', program: '${file}', cwd: '${workspaceFolder}' },
+    );
+    assert.deepEqual(repairSnippetSyntax(inserted).repaired, [], 'an inserted snippet needs no repair');
+  }
+  // The raw snippet text really uses the snippet syntax (so the check above is not vacuous).
+  assert.ok(allStrings(snippets.map((s) => s.body)).some((s) => s.startsWith('^"')));
 });

@@ -1,7 +1,7 @@
 """Test harness: run a script under the agent (as the doctor does) and print every event as one JSON line.
 
 ``python agent_events.py '{"observeShapes": true}' script.py`` -> stdout: JSON events (the script's own output goes
-to stderr). Used by tests/agent/shapes/test_observers.py to see ``shape`` events, which the doctor does not print.
+to stderr). Used by tests/agent/shapes/test_observers_dap.py to see ``shape`` events, which the doctor does not print.
 """
 
 import contextlib

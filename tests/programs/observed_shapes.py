@@ -1,4 +1,4 @@
-"""Debugged by tests/agent/shapes/test_observers.py: a tiny training loop whose shapes the observers report.
+"""Debugged by tests/agent/shapes/test_observers_dap.py: a tiny training loop whose shapes the observers report.
 
 The program records the agent's events itself (the test has no hub), so the test can read them at the breakpoint.
 """

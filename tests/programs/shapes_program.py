@@ -1,4 +1,4 @@
-"""Run by tests/agent/shapes/test_observers.py under tests/programs/agent_events.py: lines whose shapes are observed.
+"""Run by tests/agent/shapes/test_observers_dap.py under tests/programs/agent_events.py: lines whose shapes it sees.
 
 ``# @line NAME`` marks the lines the test looks up. The loop runs 12 optimizer steps; lines that run only at one
 step show which steps the observers sample.

@@ -1,4 +1,4 @@
-"""Debugged by tests/agent/shapes/test_observers.py: an uncaught ``mat1 and mat2`` error in a debug session.
+"""Debugged by tests/agent/shapes/test_observers_dap.py: an uncaught ``mat1 and mat2`` error in a debug session.
 
 The program appends every finding the agent publishes to the file named by FINDINGS_FILE (the test has no hub).
 """

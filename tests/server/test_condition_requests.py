@@ -48,3 +48,22 @@ async def test_suggestions_for_a_name(client: LanguageClient):
     result = await client.protocol.send_request_async("tensorsight/suggestConditions", {"name": "loss"})
     assert result and all("loss" in item["condition"] for item in result)
     assert all(item["label"] and item["description"] for item in result)
+
+
+async def test_suggestions_are_about_the_receiver_of_a_method_and_none_for_a_module(
+    client: LanguageClient, tmp_path: pathlib.Path
+):
+    path = tmp_path / "train.py"
+    path.write_text(SOURCE)
+    uri = await open_and_wait(client, path)
+    on_method = await client.protocol.send_request_async(
+        "tensorsight/suggestConditions", {"name": "loss.backward", "uri": uri, "line": 5}
+    )
+    on_module = await client.protocol.send_request_async(
+        "tensorsight/suggestConditions", {"name": "torch", "uri": uri, "line": 0}
+    )
+    close(client, uri)
+    conditions = [item["condition"] for item in on_method]
+    assert "tensorsight.nonfinite(loss)" in conditions
+    assert not any("backward" in c for c in conditions)
+    assert on_module == []

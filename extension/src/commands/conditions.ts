@@ -1,24 +1,54 @@
 /**
- * Pure helpers of "Add Tensor Breakpoint…": the expression under the cursor, and the conditions offered for it when
- * the language server cannot suggest any (they use the `tensorsight` builtin every debugged process has).
+ * Pure helpers of "Add Tensor Breakpoint…": the expression under the cursor, the conditions offered for it when the
+ * language server cannot suggest any (they use the `tensorsight` builtin every debugged process has), and the
+ * warning for a condition that would never stop.
  */
-import type { ConditionSuggestion } from '../server/protocol';
+import { l10n } from '../common/vscodeapi';
+import type { ConditionSuggestion, ValidateConditionResult } from '../server/protocol';
 
 const IDENTIFIER_CHAR = /[A-Za-z0-9_.]/;
 const WORD_CHAR = /[A-Za-z0-9_]/;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 
 /**
- * The dotted name under the cursor, up to the end of the word the cursor is in: `model.fc1.weight` on "weight",
- * `loss` on "loss" in `loss.backward()`. Undefined on keywords, numbers and punctuation.
+ * The value a condition can test at the cursor: the dotted name up to the end of the word the cursor is in
+ * (`model.fc1.weight` on "weight", `loss` on "loss" in `loss.backward()`), except that a method the line calls is
+ * never a value, so on "backward" in `loss.backward()` it is the receiver `loss`. Undefined on keywords, numbers and
+ * punctuation. A plain called name (`model(x)`, `print(x)`) is kept: only the source tells a module from a function,
+ * and the language server's `suggestConditions` (core `condition_target`) decides.
  */
 export function expressionAt(lineText: string, character: number): string | undefined {
   let start = Math.min(character, lineText.length);
   let end = start;
   while (start > 0 && IDENTIFIER_CHAR.test(lineText.charAt(start - 1))) start--;
   while (end < lineText.length && WORD_CHAR.test(lineText.charAt(end))) end++;
-  const text = lineText.slice(start, end).replace(/^\.+|\.+$/g, '');
+  let text = lineText.slice(start, end).replace(/^\.+|\.+$/g, '');
+  const called = /^\s*\(/.test(lineText.slice(end));
+  if (called && text.includes('.')) text = text.slice(0, text.lastIndexOf('.'));
   return IDENTIFIER.test(text) && !PYTHON_KEYWORDS.has(text) ? text : undefined;
+}
+
+/**
+ * The one warning for a condition that would make a breakpoint that never stops, or undefined when it is fine. The
+ * server's sentence already names every undefined name and unknown helper (and a syntax error), so it is shown alone:
+ * adding ours in front of it said the same thing twice.
+ */
+export function conditionWarning(
+  check: Pick<ValidateConditionResult, 'undefinedNames' | 'message' | 'syntaxError'>,
+  line: number,
+): string | undefined {
+  if (check.undefinedNames.length === 0 && !check.syntaxError) return undefined;
+  if (check.message) return check.message;
+  return check.syntaxError
+    ? l10n.t(
+        'The condition is not a valid Python expression ({0}): the breakpoint would never stop.',
+        check.syntaxError,
+      )
+    : l10n.t(
+        'The condition uses {0}, not defined at line {1}: the breakpoint would never stop.',
+        check.undefinedNames.join(', '),
+        line,
+      );
 }
 
 export function fallbackSuggestions(name: string): ConditionSuggestion[] {

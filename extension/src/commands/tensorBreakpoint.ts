@@ -7,7 +7,7 @@
 import type { LanguageServer } from '../server/languageServer';
 import { type ConditionSuggestion, Methods, type ValidateConditionResult } from '../server/protocol';
 import { debug, l10n, Location, type QuickPickItem, SourceBreakpoint, window } from '../common/vscodeapi';
-import { expressionAt, fallbackSuggestions } from './conditions';
+import { conditionWarning, expressionAt, fallbackSuggestions } from './conditions';
 
 interface ConditionItem extends QuickPickItem {
   condition?: string;
@@ -21,22 +21,35 @@ export async function addTensorBreakpoint(server: LanguageServer): Promise<void>
   }
   const position = editor.selection.active;
   const lineText = editor.document.lineAt(position.line).text;
-  const name = expressionAt(lineText, position.character);
-
-  const suggestions = name
-    ? ((await server.request<ConditionSuggestion[]>(Methods.suggestConditions, { name })) ?? fallbackSuggestions(name))
+  const uri = editor.document.uri;
+  const picked = expressionAt(lineText, position.character);
+  // The server answers [] when the name is a module, a function or a class (no value to test).
+  const suggestions = picked
+    ? ((await server.request<ConditionSuggestion[]>(Methods.suggestConditions, {
+        name: picked,
+        uri: uri.toString(),
+        line: position.line,
+      })) ?? fallbackSuggestions(picked))
     : [];
+  const name = suggestions.length > 0 ? picked : undefined;
   const typeOwn: ConditionItem = { label: l10n.t('$(edit) Type a condition…'), alwaysShow: true };
   const items: ConditionItem[] = [
     ...suggestions.map((s) => ({ label: s.label, description: s.description, condition: s.condition })),
     typeOwn,
   ];
-  const picked = await window.showQuickPick(items, {
+  const choice = await window.showQuickPick(items, {
     title: name ? l10n.t('Tensor breakpoint on {0}', name) : l10n.t('Tensor breakpoint'),
-    placeHolder: l10n.t('Stop on line {0} when…', position.line + 1),
+    placeHolder:
+      picked && !name
+        ? l10n.t(
+            '{0} is a module, a function or a method, not a value: type a condition on line {1}.',
+            picked,
+            position.line + 1,
+          )
+        : l10n.t('Stop on line {0} when…', position.line + 1),
   });
-  if (!picked) return;
-  let condition = picked.condition;
+  if (!choice) return;
+  let condition = choice.condition;
   if (condition === undefined) {
     condition = await window.showInputBox({
       title: l10n.t('Tensor breakpoint'),
@@ -52,21 +65,12 @@ export async function addTensorBreakpoint(server: LanguageServer): Promise<void>
     line: position.line,
     condition,
   });
-  if (check && check.undefinedNames.length > 0) {
+  const warning = check ? conditionWarning(check, position.line + 1) : undefined;
+  if (warning) {
     const addAnyway = l10n.t('Add Anyway');
-    const choice = await window.showWarningMessage(
-      l10n.t(
-        'The condition uses {0}, not defined at line {1}: the breakpoint would never stop. {2}',
-        check.undefinedNames.join(', '),
-        position.line + 1,
-        check.message,
-      ),
-      addAnyway,
-    );
-    if (choice !== addAnyway) return;
+    if ((await window.showWarningMessage(warning, addAnyway)) !== addAnyway) return;
   }
 
-  const uri = editor.document.uri;
   const existing = debug
     .breakpoints()
     .filter(

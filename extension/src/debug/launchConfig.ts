@@ -120,3 +120,53 @@ export function launchForFile(name: string, program: string, cwd: string | undef
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/**
+ * The JSON value a `configurationSnippets` body string stands for once VS Code inserts the snippet: a string that
+ * starts with `^` is inserted as raw snippet text (so `^"\\${file}"` becomes the JSON text `"${file}"`, after the
+ * snippet escapes `\$`, `\}` and `\\` are undone), any other string is inserted as that string. Undefined when the
+ * raw text is not JSON. Only snippets use this syntax: in `initialConfigurations` or a launch.json it is a literal.
+ */
+export function expandSnippetValue(value: string): unknown {
+  if (!value.startsWith('^')) return value;
+  const text = value.slice(1).replace(/\\([$}\\])/g, '$1');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Fields of a launch configuration that hold a path or a name, where snippet syntax breaks the launch. */
+const PATH_FIELDS = ['program', 'module', 'cwd', 'python'] as const;
+
+export interface SnippetRepair {
+  config: TensorSightLaunchConfig;
+  /** fields whose `^"…"` snippet text was read as the string it stands for */
+  repaired: string[];
+  /** fields with `^…` text that is not a snippet string (the launch cannot go ahead) */
+  unusable: string[];
+}
+
+/**
+ * Reads a launch.json entry written from a snippet by an editor that did not expand it (or by an older TensorSight
+ * whose initial configuration carried snippet syntax): `"program": "^\"\\${file}\""` becomes `"${file}"`, so the
+ * editor substitutes the variable afterwards, instead of debugpy failing to spawn a program named `^"…"`.
+ */
+export function repairSnippetSyntax(config: TensorSightLaunchConfig): SnippetRepair {
+  const repaired: string[] = [];
+  const unusable: string[] = [];
+  const out: TensorSightLaunchConfig = { ...config };
+  for (const field of PATH_FIELDS) {
+    const value = config[field];
+    if (typeof value !== 'string' || !value.startsWith('^"')) continue;
+    const expanded = expandSnippetValue(value);
+    if (typeof expanded === 'string') {
+      out[field] = expanded;
+      repaired.push(field);
+    } else {
+      unusable.push(field);
+    }
+  }
+  return { config: out, repaired, unusable };
+}

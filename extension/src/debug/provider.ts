@@ -1,6 +1,7 @@
 /**
- * "Debug Training": the DebugConfigurationProvider of our `tensorsight` debug type (initial and dynamic
- * configurations, F5 without launch.json, final resolution into a debugpy launch request with the agent injected),
+ * "Debug Training": the DebugConfigurationProvider of our `tensorsight` debug type (the dynamic configuration, F5
+ * without launch.json, launch.json entries still holding snippet syntax, final resolution into a debugpy launch
+ * request with the agent injected; the initial launch.json entry is the manifest's `initialConfigurations`),
  * and the adapter factory that runs `python -m debugpy.adapter` from the bundled debugpy. Also injects the agent
  * into the Microsoft Python extension's plain `debugpy` sessions when `tensorsight.injectIntoPythonDebugger` is on.
  */
@@ -30,6 +31,7 @@ import {
   launchForFile,
   launchOptions,
   launchProblem,
+  repairSnippetSyntax,
   SESSION_ID_KEY,
   type TensorSightLaunchConfig,
   toDebugpyLaunch,
@@ -79,10 +81,8 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
     private readonly log: LogOutputChannel,
   ) {}
 
-  /** The initial configuration written into a new launch.json. */
-  provideDebugConfigurations(folder: WorkspaceFolder | undefined): DebugConfiguration[] {
-    return [launchForFile(l10n.t('Debug Training'), '${file}', folder ? '${workspaceFolder}' : undefined)];
-  }
+  // No provideDebugConfigurations: "create a launch.json file" writes the manifest's `initialConfigurations` followed
+  // by whatever an initial provider returns, so providing one here too wrote the same entry twice.
 
   /** The dynamic configuration offered in the Run view: debug the active Python file. */
   dynamicConfigurations(folder: WorkspaceFolder | undefined): DebugConfiguration[] {
@@ -108,7 +108,32 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
       const file = editor.document.uri.fsPath;
       return launchForFile(l10n.t('Debug Training'), file, folder?.uri.fsPath ?? path.dirname(file));
     }
-    return config;
+    return this.withoutSnippetSyntax(config);
+  }
+
+  /** A launch.json entry still carrying `^"…"` snippet text is read as the string it stands for, or refused. */
+  private withoutSnippetSyntax(config: DebugConfiguration): DebugConfiguration | undefined {
+    const { config: repaired, repaired: fields, unusable } = repairSnippetSyntax(config);
+    if (unusable.length > 0) {
+      void window.showErrorMessage(
+        l10n.t(
+          '"Debug Training": {0} in launch.json holds snippet text starting with ^. Write a plain value such as "${file}".',
+          unusable.map((f) => `"${f}"`).join(', '),
+        ),
+      );
+      return undefined;
+    }
+    if (fields.length === 0) return config;
+    const shown = fields.map((f) => `"${f}": "${String(repaired[f])}"`).join(', ');
+    this.log.warn(`launch configuration "${config.name}": snippet syntax read as ${shown}`);
+    void window.showWarningMessage(
+      l10n.t(
+        'launch.json: "{0}" holds snippet syntax (^"…"); it was read as {1}. Edit launch.json to write it that way.',
+        config.name,
+        shown,
+      ),
+    );
+    return repaired;
   }
 
   async resolveDebugConfigurationWithSubstitutedVariables(

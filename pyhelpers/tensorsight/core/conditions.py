@@ -3,7 +3,9 @@
 debugpy evaluates a breakpoint condition with ``eval`` in the stopped frame and treats an exception as "false", so a
 condition naming a variable that does not exist at that line is a breakpoint that silently never fires. The language
 server's ``tensorsight/validateCondition`` request calls ``validate_condition`` to warn about it before the user runs,
-and ``tensorsight/suggestConditions`` calls ``suggest_conditions`` for the quick pick of "Add Tensor Breakpoint…".
+and ``tensorsight/suggestConditions`` calls ``condition_target`` (what the cursor's expression lets a condition be
+about: a value, not a method, function or module) and ``suggest_conditions`` for the quick pick of "Add Tensor
+Breakpoint…".
 
 Pure: source text in, plain data out (no I/O, no torch). Lines are 1-based here; the server converts from LSP's
 0-based lines.
@@ -458,6 +460,111 @@ def guess_kind(name: str) -> str:
     if words & set(_MODULE_WORDS) or last.startswith(("fc", "conv", "linear", "lin", "attn", "ln", "bn")):
         return "module"
     return "tensor"
+
+
+# ---- what a condition can be about ---------------------------------------------------------------------------------
+
+
+def condition_target(source: str, line: int, name: str) -> str | None:
+    """The value a tensor breakpoint at 1-based ``line`` should test, given the expression ``name`` under the cursor.
+
+    A condition is about a value (a variable, an attribute chain, a subscript), never about what the line calls: on
+    ``backward`` in ``loss.backward()`` it is the receiver ``loss``; a module (``F`` of ``import ... as F``), a
+    function or class defined or imported by name, and a builtin function give None. A called plain name stays when
+    the file binds it as a variable (``model = Net()``, then ``model(x)``). A chain is never a call itself, so the
+    condition re-runs none of the user's code."""
+    expr = name.strip()
+    try:
+        node = ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        return None
+    if not _is_value_expression(node):
+        return None
+    expr = ast.unparse(node)
+    try:
+        module: ast.Module | None = ast.parse(source)
+    except (SyntaxError, ValueError):
+        module = None
+    bindings = _binding_kinds(module) if module is not None else {}
+    called = _called_on_line(module, source, line, expr)
+    if called and isinstance(node, ast.Attribute):
+        return condition_target(source, line, ast.unparse(node.value))
+    root = _root_name(node)
+    if root is None:
+        return None
+    root_kinds = bindings.get(root, set())
+    if root_kinds and root_kinds <= {"module"}:
+        return None  # `torch`, `np`, `F.relu`: a module or something defined in one
+    if isinstance(node, ast.Name):
+        if root_kinds and root_kinds <= {"def", "class"}:
+            return None
+        if called and not root_kinds & {"value"}:
+            return None  # `relu(x)` after `from ... import relu`, or `print(...)`: a function call
+        if not root_kinds and callable(getattr(builtins, root, None)):
+            return None
+    return ast.unparse(node)
+
+
+def _is_value_expression(node: ast.AST) -> bool:
+    """A name, an attribute chain or a subscript of one, with constant or name indices: nothing that calls code."""
+    if isinstance(node, ast.Name):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _is_value_expression(node.value)
+    if isinstance(node, ast.Subscript):
+        index = node.slice
+        parts = index.elts if isinstance(index, ast.Tuple) else [index]
+        simple = all(isinstance(p, (ast.Constant, ast.Name, ast.Slice)) for p in parts)
+        return simple and _is_value_expression(node.value)
+    return False
+
+
+def _root_name(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _binding_kinds(module: ast.Module) -> dict[str, set[str]]:
+    """How each name is bound anywhere in the file: ``module`` (``import x``), ``imported`` (``from m import x``),
+    ``def``, ``class`` or ``value`` (assignments, parameters, loop targets...). Scope-blind: enough to tell a module
+    or a function from a variable by its name."""
+    kinds: dict[str, set[str]] = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                kinds.setdefault(alias.asname or alias.name.split(".")[0], set()).add("module")
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                kinds.setdefault(alias.asname or alias.name, set()).add("imported")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            kinds.setdefault(node.name, set()).add("def")
+            for arg in _parameter_names(node.args):
+                kinds.setdefault(arg, set()).add("value")
+        elif isinstance(node, ast.ClassDef):
+            kinds.setdefault(node.name, set()).add("class")
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            kinds.setdefault(node.id, set()).add("value")
+        elif isinstance(node, ast.Lambda):
+            for arg in _parameter_names(node.args):
+                kinds.setdefault(arg, set()).add("value")
+    return kinds
+
+
+def _called_on_line(module: ast.Module | None, source: str, line: int, expr: str) -> bool:
+    """Whether ``expr`` is called on 1-based ``line`` (``expr(...)``); from the text when the file does not parse."""
+    if module is not None:
+        for node in ast.walk(module):
+            if (
+                isinstance(node, ast.Call)
+                and node.func.lineno <= line <= (node.func.end_lineno or node.func.lineno)
+                and ast.unparse(node.func) == expr
+            ):
+                return True
+        return False
+    lines = source.splitlines()
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    return re.search(rf"(?<![\w.]){re.escape(expr)}\s*\(", text) is not None
 
 
 def suggest_conditions(name: str, kind_hint: str | None = None, shape: list[int] | None = None) -> list[dict[str, str]]:

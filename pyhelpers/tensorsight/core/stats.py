@@ -3,19 +3,23 @@
 Called by the agent's presentation (Variables view, hover, watch, repl), the module and gradient-norm lines, and the
 toolbox. Pure functions plus one small cache; no I/O.
 
-Exact by default, and fast enough to be: a dense float32 tensor costs three whole-tensor passes (``sum``,
-``aminmax``, row-wise ``vector_norm`` whose per-row results are added in float64), about three ``sum`` passes, with
-no temporary beyond one float per 4096 elements. Other dtypes and layouts go through chunks of
-``chunk_elements`` (converted or copied one chunk at a time). A finite sum proves that no element is NaN or Inf;
-only a non-finite sum pays for the careful pass that counts NaN/+Inf/-Inf exactly and keeps them out of the figures.
+Exact by default, and fast enough to be: a dense float32 tensor costs three whole-tensor passes (row-wise ``sum``
+and ``vector_norm`` over rows of ROW_ELEMENTS, whose per-row results are added in float64, and ``aminmax``), about
+three ``sum`` passes, with no temporary beyond two floats per 4096 elements. Other dtypes and layouts go through
+chunks of ``chunk_elements`` (converted or copied one chunk at a time); complex values through their real view. A
+finite row sum proves that no element of the row is NaN or Inf; on the CPU the range is taken after the sums, over
+the clean rows only, and only the bad rows are copied and counted element by element: exact NaN/+Inf/-Inf counts,
+kept out of the figures, at the three passes of a clean tensor when they are few (a tensor full of them pays per
+bad element, in bounded chunks).
 Expanded dimensions (stride 0) are reduced once and counted as repeats, so a huge ``expand`` stays exact and cheap.
 Past ``exact_elements`` the figures come from a deterministic strided sample and are marked inexact; nothing here
 draws from an RNG.
 
 Nothing here mutates its input, bumps ``_version``, records autograd history, or lets a tensor subclass's
 ``__torch_function__`` run. On CUDA the reductions stay on the device and the results come back in one transfer
-(a second only when the tensor holds NaN/Inf). :class:`StatsCache` keys results on the tensor's identity, ``_version``,
-shape, strides, data pointer, dtype and device, so an unchanged tensor is summarised again for a dict lookup.
+(a few more only when the tensor holds NaN/Inf). :class:`StatsCache` keys results on the tensor's identity,
+``_version``, shape, strides, data pointer, dtype and device, so an unchanged tensor is summarised again for a
+dict lookup.
 """
 
 from __future__ import annotations
@@ -127,6 +131,27 @@ def compute_stats(value: Any, budget: StatsBudget = DEFAULT_BUDGET, *, zeros: bo
     if np is not None and isinstance(value, np.ndarray):
         return array_stats(value, budget, zeros=zeros)
     return None
+
+
+def elements_to_read(value: Any) -> int:
+    """How many elements ``compute_stats`` would reduce: what its figures cost (0 for a meta tensor or a string
+    array, the stored values of a sparse tensor, the distinct elements of an expanded one). May raise: callers guard.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        with _plain_tensors(torch):
+            if getattr(value, "is_nested", False) or value.device.type == "meta" or _why_no_data(torch, value):
+                return 0
+            if value.layout != torch.strided:
+                return (
+                    int(value._nnz()) if value.is_sparse or value.layout in _compressed(torch) else int(value.numel())
+                )
+            return int(_unexpand(value)[0].numel())
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.ndarray):
+        array = np.asarray(value)
+        return 0 if _numpy_kind(array.dtype) == "none" else int(_np_unexpand(array)[0].size)
+    return 0
 
 
 # ---- accumulation shared by both libraries ------------------------------------------------------------------------
@@ -241,6 +266,10 @@ def _plain_tensors(torch: Any) -> Any:
 _SPARSE_COMPRESSED = ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
 
 
+def _compressed(torch: Any) -> tuple[Any, ...]:
+    return tuple(getattr(torch, name) for name in _SPARSE_COMPRESSED if hasattr(torch, name))
+
+
 class _TorchStats:
     def __init__(self, torch: Any, budget: StatsBudget, zeros: bool) -> None:
         self.torch = torch
@@ -322,7 +351,7 @@ class _TorchStats:
         elif kind == "int":
             totals = self._int(chunks, pieces)
         elif kind == "complex":
-            totals = self._complex(chunks)
+            totals = self._float(chunks, pieces)
         else:
             totals = self._float(chunks, pieces)
         totals.counted = counted
@@ -338,30 +367,136 @@ class _TorchStats:
         return list(torch.stack([v.to(torch.float64).reshape(()) for v in values]).tolist())
 
     def _float(self, chunks: list[Any], pieces: Callable[[], list[Any]]) -> _Totals:
+        """Float and complex chunks: three reductions each (per-row Σ and Σ|x|², and the range).
+
+        Only a chunk whose sums are not finite is read again, and within it only the rows of ROW_ELEMENTS whose own
+        sums are not finite are counted element by element (see ``_repair``). On the CPU the range is taken after
+        the sums, over the clean rows only, so one NaN in 1e8 values costs no more passes than none. On an
+        accelerator all three come back in one transfer, and a chunk holding NaN/Inf pays one more range pass.
+        """
         torch = self.torch
-        sums, lows, highs, squares = [], [], [], []
-        for c in chunks:
-            total, square = _torch_sums(torch, c)
-            sums.append(total)
-            squares.append(square)
-            low, high = torch.aminmax(c)
-            lows.append(low)
-            highs.append(high)
-        total, low, high, sumsq = self._fetch(
+        is_complex = bool(chunks) and chunks[0].is_complex()
+        width = 2 if is_complex else 1
+        on_cpu = all(c.device.type == "cpu" for c in chunks)
+        per_chunk = width + 1 if on_cpu else width + 3
+        rows = [_row_sums(torch, c) for c in chunks]
+        values: list[Any] = []
+        for c, (sums, squares) in zip(chunks, rows, strict=True):
+            values += [*sums.sum(0).reshape(-1), squares.sum()]
+            if not on_cpu:
+                values += [*torch.aminmax(_magnitudes(c))]
+        fetched = self._fetch(values) if values else []
+        totals = _Totals()
+        clean: list[tuple[Any, list[float]]] = []
+        for index, c in enumerate(chunks):
+            figures = fetched[index * per_chunk : (index + 1) * per_chunk]
+            if all(math.isfinite(v) for v in figures):
+                clean.append((c, figures))
+            else:
+                _add(totals, self._repair(c, *rows[index]))
+        if on_cpu and clean:
+            ranges = self._fetch([v for c, _ in clean for v in torch.aminmax(_magnitudes(c))])
+            clean = [(c, [*figures, *ranges[2 * i : 2 * i + 2]]) for i, (c, figures) in enumerate(clean)]
+        for c, figures in clean:
+            total: float | complex = complex(figures[0], figures[1]) if is_complex else figures[0]
+            sumsq, low, high = figures[width:]
+            _add(totals, _Totals(finite=int(c.numel()), total=total, sumsq=sumsq, low=low, high=high))
+        if not is_complex and _needs_centring(totals):
+            totals.centred = self._centred(pieces(), float(totals.total.real) / totals.finite)
+        return totals
+
+    def _repair(self, c: Any, sums: Any, squares: Any) -> _Totals:
+        """Exact figures of a chunk holding NaN/Inf (or finite values whose squares overflow float32).
+
+        Rows with finite sums are all finite: their sums are already known, and their range takes one more reduction
+        (over the runs between bad rows, or row by row when there are many runs). Only the bad rows are copied
+        (``chunk_elements`` at most at a time) and counted element by element, in float64.
+        """
+        torch = self.torch
+        is_complex = c.is_complex()
+        per_row = ROW_ELEMENTS // 2 if is_complex else ROW_ELEMENTS
+        n = int(c.numel())
+        sums_finite = torch.isfinite(sums).all(1) if is_complex else torch.isfinite(sums)
+        good = sums_finite & torch.isfinite(squares)
+        bad = [int(i) for i in (~good).nonzero().view(-1).tolist()]
+        magnitudes = _magnitudes(c)
+        low, high = _good_range(torch, magnitudes, per_row, good, bad)
+        # torch.where rather than boolean indexing, which costs milliseconds even on a few thousand rows
+        good_sum = torch.where(good.view(-1, 1) if is_complex else good, sums, 0).sum(0).reshape(-1)
+        fetched = self._fetch([*good_sum, torch.where(good, squares, 0).sum(), low, high])
+        width = 2 if is_complex else 1
+        bad_elements = sum(min((i + 1) * per_row, n) - i * per_row for i in bad)
+        totals = _Totals(
+            finite=n - bad_elements,
+            total=complex(fetched[0], fetched[1]) if is_complex else fetched[0],
+            sumsq=fetched[width],
+            low=fetched[width + 1],
+            high=fetched[width + 2],
+        )
+        group = max(1, self.budget.chunk_elements // per_row)
+        for start in range(0, len(bad), group):
+            block = torch.cat([c[i * per_row : min((i + 1) * per_row, n)] for i in bad[start : start + group]])
+            _add(totals, self._careful_complex(block) if is_complex else self._careful_real(block))
+        return totals
+
+    def _careful_real(self, block: Any) -> _Totals:
+        """NaN/+Inf/-Inf counts and figures over the finite values of a (small) float block, in float64."""
+        torch = self.torch
+        inf = math.inf
+        kept = torch.nan_to_num(block, nan=0.0, posinf=0.0, neginf=0.0).double()  # a new tensor: never in place
+        nan, posinf, neginf, finite_n, total, sumsq, low, high = self._fetch(
             [
-                torch.stack(sums).sum(),
-                torch.stack(lows).min(),
-                torch.stack(highs).max(),
-                torch.stack(squares).sum(),
+                torch.isnan(block).sum(),
+                (block == inf).sum(),
+                (block == -inf).sum(),
+                torch.isfinite(block).sum(),
+                kept.sum(),
+                _square_sum(torch, kept),
+                torch.nan_to_num(block, nan=inf, posinf=inf, neginf=inf).amin(),
+                torch.nan_to_num(block, nan=-inf, posinf=-inf, neginf=-inf).amax(),
             ]
         )
-        n = sum(int(c.numel()) for c in chunks)
-        if not all(math.isfinite(v) for v in (total, low, high, sumsq)):
-            return self._float_careful(pieces())
-        totals = _Totals(finite=n, total=total, sumsq=sumsq, low=low, high=high)
-        if _needs_centring(totals):
-            totals.centred = self._centred(pieces(), total / n)
-        return totals
+        return _Totals(
+            finite=int(finite_n),
+            total=total,
+            sumsq=sumsq,
+            low=low,
+            high=high,
+            nan=int(nan),
+            posinf=int(posinf),
+            neginf=int(neginf),
+        )
+
+    def _careful_complex(self, block: Any) -> _Totals:
+        """NaN/Inf counts (an infinite part makes an Inf element) and figures over the finite values, complex128."""
+        torch = self.torch
+        inf = math.inf
+        finite = torch.isfinite(block)
+        nan = torch.isnan(block)
+        kept = torch.where(finite, block, 0).to(torch.complex128)
+        magnitude = kept.abs()
+        real, imag = torch.view_as_real(kept.sum())
+        nan_n, inf_n, finite_n, sumsq, low, high, real_sum, imag_sum = self._fetch(
+            [
+                nan.sum(),
+                (torch.isinf(block) & ~nan).sum(),
+                finite.sum(),
+                torch.linalg.vector_norm(kept).square(),
+                torch.where(finite, magnitude, inf).min(),
+                torch.where(finite, magnitude, -inf).max(),
+                real,
+                imag,
+            ]
+        )
+        return _Totals(
+            finite=int(finite_n),
+            total=complex(real_sum, imag_sum),
+            sumsq=sumsq,
+            low=low,
+            high=high,
+            nan=int(nan_n),
+            posinf=int(inf_n),
+        )
 
     def _centred(self, chunks: list[Any], mean: float) -> float:
         """Σ(x - mean)² over the finite elements, in float64, one bounded chunk at a time."""
@@ -374,48 +509,6 @@ class _TorchStats:
             parts.append(_square_sum(torch, d))
         (centred,) = self._fetch([torch.stack(parts).sum()])
         return float(centred)
-
-    def _float_careful(self, chunks: list[Any]) -> _Totals:
-        """Exact NaN/+Inf/-Inf counts, and figures over the finite elements only (float64 accumulation)."""
-        torch = self.torch
-        inf = float("inf")
-        parts: list[list[Any]] = [[] for _ in range(8)]
-        for c in chunks:
-            finite = torch.isfinite(c)
-            parts[0].append(torch.isnan(c).sum())
-            parts[1].append((c == inf).sum())
-            parts[2].append((c == -inf).sum())
-            parts[3].append(finite.sum())
-            kept = torch.where(finite, c, 0).double()
-            parts[4].append(kept.sum())
-            parts[5].append(_square_sum(torch, kept))
-            parts[6].append(torch.where(finite, c, inf).min())
-            parts[7].append(torch.where(finite, c, -inf).max())
-        nan, posinf, neginf, finite_n, total, sumsq, low, high = self._fetch(
-            [
-                torch.stack(parts[0]).sum(),
-                torch.stack(parts[1]).sum(),
-                torch.stack(parts[2]).sum(),
-                torch.stack(parts[3]).sum(),
-                torch.stack(parts[4]).sum(),
-                torch.stack(parts[5]).sum(),
-                torch.stack(parts[6]).min(),
-                torch.stack(parts[7]).max(),
-            ]
-        )
-        totals = _Totals(
-            finite=int(finite_n),
-            total=total,
-            sumsq=sumsq,
-            low=low,
-            high=high,
-            nan=int(nan),
-            posinf=int(posinf),
-            neginf=int(neginf),
-        )
-        if _needs_centring(totals):
-            totals.centred = self._centred(chunks, total / totals.finite)
-        return totals
 
     def _int(self, chunks: list[Any], pieces: Callable[[], list[Any]]) -> _Totals:
         torch = self.torch
@@ -446,42 +539,6 @@ class _TorchStats:
             sumsq=true_count,
             low=0.0 if true_count < n else 1.0,
             high=1.0 if true_count > 0 else 0.0,
-        )
-
-    def _complex(self, chunks: list[Any]) -> _Totals:
-        torch = self.torch
-        inf = float("inf")
-        parts: list[list[Any]] = [[] for _ in range(8)]
-        for c in chunks:
-            finite = torch.isfinite(c)
-            nan = torch.isnan(c)
-            parts[0].append(nan.sum())
-            parts[1].append((torch.isinf(c) & ~nan).sum())
-            parts[2].append(finite.sum())
-            kept = torch.where(finite, c, 0).to(torch.complex128)
-            parts[3].append(torch.view_as_real(kept.sum()))
-            parts[4].append(torch.linalg.vector_norm(kept).square())
-            magnitude = kept.abs()
-            parts[5].append(torch.where(finite, magnitude, inf).min())
-            parts[6].append(torch.where(finite, magnitude, -inf).max())
-        stacked = [
-            torch.stack(parts[0]).sum(),
-            torch.stack(parts[1]).sum(),
-            torch.stack(parts[2]).sum(),
-            torch.stack(parts[4]).sum(),
-            torch.stack(parts[5]).min(),
-            torch.stack(parts[6]).max(),
-        ]
-        real_imag = torch.stack(parts[3]).sum(0)
-        nan_n, inf_n, finite_n, sumsq, low, high, real, imag = self._fetch([*stacked, real_imag[0], real_imag[1]])
-        return _Totals(
-            finite=int(finite_n),
-            total=complex(real, imag),
-            sumsq=sumsq,
-            low=low,
-            high=high,
-            nan=int(nan_n),
-            posinf=int(inf_n),
         )
 
 
@@ -579,28 +636,81 @@ def _torch_blocks(t: Any, chunk: int) -> Iterator[Any]:
         yield t[start : start + rows]
 
 
-def _torch_sums(torch: Any, c: Any) -> tuple[Any, Any]:
-    """Σx and Σx² of a 1-D float chunk, as float64 0-d tensors.
-
-    ``sum`` is cascaded (accurate in float32). Σx² comes from one row-wise ``vector_norm`` over rows of
-    ROW_ELEMENTS, so float32 rounding stays within a row, and the rows are added in float64.
-    """
-    n = int(c.numel())
-    whole = (n // ROW_ELEMENTS) * ROW_ELEMENTS
-    total = c.sum().double()
-    if not whole:
-        return total, _square_sum(torch, c.double())
-    rows = c[:whole].view(-1, ROW_ELEMENTS)
-    square = torch.linalg.vector_norm(rows, dim=1).double().square().sum()
-    if whole < n:
-        square = square + _square_sum(torch, c[whole:].double())
-    return total, square
-
-
 def _square_sum(torch: Any, c: Any) -> Any:
     """Σ|x|² of a float64 (or complex128) chunk. ``vector_norm`` rather than ``dot``: BLAS calls bring MKL's own
     spinning thread pool, which then starves torch's next parallel kernel (measured: 100× slower on 2 busy cores)."""
     return torch.linalg.vector_norm(c).square()
+
+
+MAX_RANGE_RUNS = 64  # a chunk with more runs of clean rows than this gets its range row by row (two reductions)
+
+
+def _add(totals: _Totals, part: _Totals) -> None:
+    """Fold the figures of one part of a tensor into the running totals."""
+    totals.finite += part.finite
+    totals.total += part.total
+    totals.sumsq += part.sumsq
+    totals.low = min(totals.low, part.low)
+    totals.high = max(totals.high, part.high)
+    totals.nan += part.nan
+    totals.posinf += part.posinf
+    totals.neginf += part.neginf
+
+
+def _magnitudes(c: Any) -> Any:
+    """The values whose range a line shows: the chunk itself, or ``|z|`` of a complex chunk."""
+    return c.abs() if c.is_complex() else c
+
+
+def _row_sums(torch: Any, c: Any) -> tuple[Any, Any]:
+    """Per-row Σx and Σ|x|² of a 1-D contiguous float or complex chunk, in float64 (a row: ROW_ELEMENTS floats).
+
+    The sums are float32 within a row and float64 across rows; Σ|x|² comes from a row-wise ``vector_norm``. A
+    complex chunk is read through its real view: rows of ROW_ELEMENTS / 2 elements, and Σz as (real, imaginary)
+    pairs. The last, partial row (the tail) is reduced in float64. A row whose sum or norm is not finite holds a
+    NaN/Inf (or values whose squares overflow): this is how ``_repair`` finds them.
+    """
+    is_complex = c.is_complex()
+    flat = torch.view_as_real(c).reshape(-1) if is_complex else c
+    n = int(flat.numel())
+    whole = (n // ROW_ELEMENTS) * ROW_ELEMENTS
+    sums_parts, square_parts = [], []
+    if whole:
+        rows = flat[:whole].view(-1, ROW_ELEMENTS)
+        sums = rows.view(-1, ROW_ELEMENTS // 2, 2).sum(1) if is_complex else rows.sum(1)
+        sums_parts.append(sums.double())
+        square_parts.append(torch.linalg.vector_norm(rows, dim=1).double().square())
+    if whole < n:
+        tail = flat[whole:].double()
+        sums_parts.append(tail.view(-1, 2).sum(0, keepdim=True) if is_complex else tail.sum().reshape(1))
+        square_parts.append(_square_sum(torch, tail).reshape(1))
+    if len(sums_parts) == 1:
+        return sums_parts[0], square_parts[0]
+    return torch.cat(sums_parts), torch.cat(square_parts)
+
+
+def _good_range(torch: Any, values: Any, per_row: int, good: Any, bad: list[int]) -> tuple[Any, Any]:
+    """Min and max of ``values`` over the rows marked ``good`` (as 0-d tensors; +Inf/-Inf when there are none)."""
+    n = int(values.numel())
+    rows = (n + per_row - 1) // per_row
+    runs, start = [], 0
+    for index in [*bad, rows]:
+        if index > start:
+            runs.append((start * per_row, min(index * per_row, n)))
+        start = index + 1
+    inf = torch.tensor(math.inf, dtype=values.dtype, device=values.device)
+    if not runs:
+        return inf, -inf
+    if len(runs) <= MAX_RANGE_RUNS:
+        pairs = [torch.aminmax(values[a:b]) for a, b in runs]
+        return torch.stack([p[0] for p in pairs]).min(), torch.stack([p[1] for p in pairs]).max()
+    whole = (n // per_row) * per_row
+    lows = [values[:whole].view(-1, per_row).amin(1)] if whole else []
+    highs = [values[:whole].view(-1, per_row).amax(1)] if whole else []
+    if whole < n:
+        lows.append(values[whole:].amin().reshape(1))
+        highs.append(values[whole:].amax().reshape(1))
+    return torch.where(good, torch.cat(lows), inf).min(), torch.where(good, torch.cat(highs), -inf).max()
 
 
 # ---- numpy ---------------------------------------------------------------------------------------------------------
@@ -777,25 +887,26 @@ class StatsCache:
 
     An entry belongs to one tensor object (checked through a weak reference, so a freed tensor whose memory is
     reused cannot inherit its stats) and is valid while its ``_version`` (bumped by every in-place write), shape,
-    strides, storage offset, data pointer, dtype and device are unchanged. numpy arrays carry no version counter,
-    so they are always recomputed. Thread-safe; bounded to ``capacity`` entries.
+    strides, storage offset, data pointer, dtype and device are unchanged. Exact figures serve any budget; an
+    estimate serves only the budget it was made under. numpy arrays carry no version counter, so they are always
+    recomputed. Thread-safe; holds ``capacity`` entries, least recently used out first; ``reserve`` grows it to
+    what is in view (a module with 10,000 parameters), up to ``MAX_CAPACITY``.
     """
+
+    MAX_CAPACITY = 1 << 18  # entries are a weak reference and a few figures: about 100 MB at most
 
     def __init__(self, capacity: int = 512) -> None:
         self.capacity = capacity
-        self._entries: dict[int, tuple[weakref.ref[Any], tuple[Any, ...], Stats]] = {}
+        self._entries: dict[int, tuple[weakref.ref[Any], tuple[Any, ...], StatsBudget, Stats]] = {}
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
     def stats(self, value: Any, budget: StatsBudget = DEFAULT_BUDGET, *, zeros: bool = False) -> Stats | None:
-        key = _version_key(value, budget)
+        key = _version_key(value)
         if key is None:
             return compute_stats(value, budget, zeros=zeros)
-        ident = id(value)
-        with self._lock:
-            entry = self._entries.get(ident)
-        cached = entry[2] if entry is not None and entry[0]() is value and entry[1] == key else None
+        cached = self._lookup(value, key, budget)
         if cached is not None and (not zeros or cached.zeros is not None or not cached.has_values):
             self.hits += 1
             return cached
@@ -803,10 +914,20 @@ class StatsCache:
         result = compute_stats(value, budget, zeros=zeros)
         if result is None:
             return None
-        if cached is not None and cached.zeros is None and result.zeros is not None:
+        if cached is not None and cached.zeros is None and result.zeros is not None and cached.exact:
             result = replace(cached, zeros=result.zeros)
-        self._store(ident, value, key, result)
+        self._store(id(value), value, key, budget, result)
         return result
+
+    def cached(self, value: Any, budget: StatsBudget = DEFAULT_BUDGET) -> Stats | None:
+        """The stats this cache holds for ``value`` (valid under ``budget``), computing nothing; None if none."""
+        key = _version_key(value)
+        return None if key is None else self._lookup(value, key, budget)
+
+    def reserve(self, entries: int) -> None:
+        """Make room for ``entries`` more live tensors than the default capacity (never shrinks)."""
+        with self._lock:
+            self.capacity = min(self.MAX_CAPACITY, max(self.capacity, entries))
 
     def clear(self) -> None:
         with self._lock:
@@ -815,7 +936,18 @@ class StatsCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _store(self, ident: int, value: Any, key: tuple[Any, ...], result: Stats) -> None:
+    def _lookup(self, value: Any, key: tuple[Any, ...], budget: StatsBudget) -> Stats | None:
+        ident = id(value)
+        with self._lock:
+            entry = self._entries.get(ident)
+            if entry is None or entry[0]() is not value or entry[1] != key:
+                return None
+            if not (entry[3].exact or entry[2] == budget):
+                return None
+            self._entries[ident] = self._entries.pop(ident)  # most recently used goes last
+            return entry[3]
+
+    def _store(self, ident: int, value: Any, key: tuple[Any, ...], budget: StatsBudget, result: Stats) -> None:
         entries = self._entries
 
         def forget(ref: weakref.ref[Any], ident: int = ident) -> None:
@@ -830,23 +962,23 @@ class StatsCache:
             return
         with self._lock:
             entries.pop(ident, None)
-            entries[ident] = (ref, key, result)
+            entries[ident] = (ref, key, budget, result)
             while len(entries) > self.capacity:
                 del entries[next(iter(entries))]
 
 
-def _version_key(value: Any, budget: StatsBudget) -> tuple[Any, ...] | None:
+def _version_key(value: Any) -> tuple[Any, ...] | None:
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(value, torch.Tensor):
         return None
     try:
         with _plain_tensors(torch):
-            return _tensor_key(torch, value, budget)
+            return _tensor_key(torch, value)
     except Exception:  # noqa: BLE001 - exotic subclasses: no caching, never a failure
         return None
 
 
-def _tensor_key(torch: Any, value: Any, budget: StatsBudget) -> tuple[Any, ...] | None:
+def _tensor_key(torch: Any, value: Any) -> tuple[Any, ...] | None:
     if value.layout != torch.strided or value.is_nested:
         return None
     return (
@@ -857,5 +989,4 @@ def _tensor_key(torch: Any, value: Any, budget: StatsBudget) -> tuple[Any, ...] 
         value.data_ptr(),
         value.dtype,
         str(value.device),
-        budget,
     )

@@ -248,6 +248,7 @@ class ModuleFacts:
     grad_norm: float | None = None
     lazy: bool = False
     note: str | None = None
+    scanned: tuple[int, int] | None = None  # (tensors scanned, tensors in all) when the NaN/Inf scan stopped early
 
 
 def module_line(facts: ModuleFacts, width: int = MAX_WIDTH) -> str:
@@ -278,6 +279,9 @@ def module_line(facts: ModuleFacts, width: int = MAX_WIDTH) -> str:
         if names:
             more = f" (+{len(names) - 1})" if len(names) > 1 else ""
             parts.append((_ALARM, f"⚠ NaN/Inf in {label}: {names[0]}{more}"))
+    if facts.scanned is not None:  # partial, and said as loudly as an alarm: silence would read as "no NaN"
+        done, total = facts.scanned
+        parts.append((_ALARM, f"(scanned {format_count(done)} of {format_count(total)} tensors for NaN/Inf)"))
     if facts.grad_norm is not None and not facts.nonfinite_grads:
         parts.append((_GRAD, f"grad norm={format_number(facts.grad_norm)}"))
     if facts.note:

@@ -3,7 +3,8 @@
 The extension asks ``validateCondition`` before it sets a conditional breakpoint (debugpy treats a condition that
 raises as false, so a misspelt name is a breakpoint that never stops) and ``suggestConditions`` for the quick pick of
 "Add Tensor Breakpoint…". ``server`` registers both; the answers come from the pure ``core.conditions``, given the
-document's text and, for suggestions, the shape a run observed for that name at that line.
+document's text (for suggestions: which value the cursor's expression stands for) and, for suggestions, the shape a
+run observed for that name at that line.
 """
 
 from __future__ import annotations
@@ -26,14 +27,21 @@ def validate_condition(params: Any, source_of: Any) -> dict[str, Any]:
     return {**json_safe(answer), "available": True}
 
 
-def suggest_conditions(params: Any, view: RuntimeView, path_of: Any) -> list[Any]:
-    """``[{label, condition, description}]`` for ``name``; with ``uri`` and 0-based ``line``, the shape a run observed
-    for that name there (when no ``shape`` is given) pre-fills the shape condition."""
+def suggest_conditions(params: Any, view: RuntimeView, path_of: Any, source_of: Any = None) -> list[Any]:
+    """``[{label, condition, description}]`` for ``name``. With ``uri`` and 0-based ``line``: the conditions are about
+    the value ``core.conditions.condition_target`` finds there (``loss`` for ``loss.backward``; none, so ``[]``, for a
+    module or a function), and the shape a run observed for it (when no ``shape`` is given) pre-fills the shape
+    condition; ``source_of(uri)`` gives the document's text."""
     name = required_str(params, "name")
     given = as_dict(params)
     kind_hint = given.get("kindHint") if isinstance(given.get("kindHint"), str) else None
     shape = given.get("shape") if isinstance(given.get("shape"), list) else None
     uri, line = given.get("uri"), given.get("line")
+    if source_of is not None and isinstance(uri, str) and isinstance(line, int):
+        target = conditions.condition_target(source_of(uri), line + 1, name)
+        if target is None:
+            return []
+        name = target
     if shape is None and isinstance(uri, str) and isinstance(line, int) and (path := path_of(uri)):
         seen = [s for s in view.inlay_hints(path) if s.line == line + 1 and s.name == name]
         if seen and seen[-1].shape is not None:

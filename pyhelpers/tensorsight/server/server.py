@@ -419,7 +419,7 @@ def validate_condition(ls: TensorSightServer, params: Any) -> dict[str, Any]:
 
 @server.feature(protocol.SUGGEST_CONDITIONS)
 def suggest_conditions(ls: TensorSightServer, params: Any) -> list[Any]:
-    return conditions.suggest_conditions(params, ls.view, to_fs_path)
+    return conditions.suggest_conditions(params, ls.view, to_fs_path, ls.source_of)
 
 
 def main() -> None:

@@ -96,7 +96,6 @@ def test_grad_norm_matches_torch_and_maps_nan_to_inf():
     assert tensorsight.grad_norm(model.parameters()) == pytest.approx(expected, rel=1e-5)
     assert tensorsight.grad_norm(torch.optim.Adam(model.parameters())) == pytest.approx(expected, rel=1e-5)
     assert tensorsight.grad_norm([p.grad for p in model.parameters()]) == pytest.approx(expected, rel=1e-5)
-    assert tensorsight.grad_norm(nn.Linear(2, 2)) == 0.0  # no backward yet
     assert tensorsight.grad_norm(model_with_grads(poison=NAN)) == math.inf  # so `> threshold` fires
     assert tensorsight.grad_norm(model_with_grads(poison=INF)) > 1e3
 
@@ -207,7 +206,23 @@ def test_grad_norm_misuse_is_falsy_and_compares_false_with_any_threshold(misuse)
 
 def test_grad_norm_of_a_real_model_keeps_its_truth_value():
     assert tensorsight.grad_norm(model_with_grads()) > 0 and bool(tensorsight.grad_norm(model_with_grads()))
-    assert not tensorsight.grad_norm(nn.Linear(2, 2))  # no backward yet: 0.0
+    assert not tensorsight.grad_norm(nn.Linear(2, 2))  # no backward yet
+
+
+def test_grad_norm_before_backward_is_no_gradients_and_no_threshold_fires(capsys):
+    """Before any backward neither "exploding" (> 1e3) nor "vanishing" (< 1e-7) may stop, and nothing reads as NaN."""
+    model = nn.Linear(2, 2)
+    for before_backward in (model, model.parameters(), torch.optim.SGD(model.parameters()), [model.weight.grad]):
+        value = tensorsight.grad_norm(before_backward)
+        assert not value and not (value > 1e3) and not (value < 1e-7) and not (value == 0)
+        assert repr(value) == "nan (no gradients yet)" and f"{value}" == "nan (no gradients yet)"
+    assert capsys.readouterr().err == ""  # not misuse: nothing is reported
+    model(torch.ones(1, 2)).sum().backward()
+    assert tensorsight.grad_norm(model) > 1e-7  # real gradients: a number again
+    model.zero_grad(set_to_none=False)
+    assert tensorsight.grad_norm(model) == 0.0 and tensorsight.grad_norm(model) < 1e-7  # zero gradients do vanish
+    model.zero_grad(set_to_none=True)
+    assert not (tensorsight.grad_norm(model) < 1e-7)
 
 
 class Masking(torch.Tensor):

@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
 from support.dap import DebugSession
 from support.paths import marked_lines, program
-from tensorsight.agent.display.presentation import summarize
+from tensorsight.agent.display.presentation import children, summarize
 
 LINES = {
     "weights": "f32[64, 16] cpu μ=0.5 σ=0.289 [0, 0.999] grad norm=64",
@@ -175,3 +175,17 @@ def test_module_optimizer_loader_edge_cases_in_process():
     )
     workers = DataLoader(TensorDataset(torch.zeros(10, 1)), batch_size=4, num_workers=2, drop_last=True)
     assert summarize(workers) == "DataLoader batch_size=4 no shuffle num_workers=2 drop_last 10 samples 2 batches"
+
+
+def test_grad_norm_row_says_no_grads_yet_before_backward_and_inf_for_nan_grads():
+    """Before backward the row must not read as NaN gradients; after a NaN backward it must not read as a norm."""
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 1))
+    assert children(model)["(grad norm)"] == "no grads yet"
+    model(torch.ones(3, 2)).sum().backward()
+    shown = children(model)["(grad norm)"]
+    assert isinstance(shown, float) and shown > 0
+    with torch.no_grad():
+        model[0].weight.grad[0, 0] = float("nan")
+    assert children(model)["(grad norm)"] == "inf (NaN/Inf in 1 grad)"
+    frozen = torch.nn.Linear(2, 2).requires_grad_(False)
+    assert children(frozen)["(grad norm)"] == "no trainable params"

@@ -1,126 +1,147 @@
-"""The on-request tools as the editor calls them: ``profile --json`` and ``overfit --json`` on real scripts."""
+"""``agent.measurement.profiling``, in process: cProfile stats into the table's rows, the code swapping that gives
+line_profiler the script's own functions, and line timings; ``python -m tensorsight profile`` on real scripts is
+tests/cli/test_profile.py."""
 
 from __future__ import annotations
 
+import cProfile
 import json
 import os
-import subprocess
+import pstats
 import textwrap
+import types
 
-from support.paths import PYHELPERS, PYTHON, REPO, example
-from tensorsight.cli.profile import print_report
+import pytest
+from line_profiler import LineProfiler
 
-THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-
-
-def tensorsight(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **THREADS, "PYTHONPATH": PYHELPERS}
-    return subprocess.run(
-        [PYTHON, "-m", "tensorsight", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=240
-    )
+from tensorsight.agent.measurement import profiling
+from tensorsight.agent.runtime.user_code import PACKAGE_ROOT
 
 
-def line_of(path: str, text: str) -> int:
-    with open(path, encoding="utf-8") as handle:
-        return next(number for number, line in enumerate(handle, start=1) if text in line)
+def test_rows_leave_out_our_frames_and_the_profiler_and_mark_built_ins_and_user_code(tmp_path):
+    script = str(tmp_path / "train.py")
+    ours = os.path.join(PACKAGE_ROOT, "agent", "measurement", "phases.py")
+    stats = {
+        (script, 3, "step"): (4, 5, 0.5, 2.0, {}),
+        ("~", 0, "<built-in method time.sleep>"): (9, 9, 1.5, 1.5, {}),
+        (json.__file__, 299, "loads"): (1, 1, 0.01, 0.02, {}),
+        (ours, 10, "timed"): (1, 1, 9.0, 9.0, {}),
+        ("~", 0, "<method 'disable' of '_lsprof.Profiler' objects>"): (1, 1, 9.0, 9.0, {}),
+    }
+    rows = profiling.rows_from_stats(stats)
+    assert [r.function for r in rows] == ["step", "<built-in method time.sleep>", "loads"]
+    step, sleep, loads = rows
+    assert (step.file, step.line, step.calls, step.primitive_calls, step.user) == (script, 3, 5, 4, True)
+    assert (sleep.file, sleep.user, sleep.own_s) == (None, False, 1.5)
+    assert loads.user is False and loads.file == os.path.abspath(json.__file__)
 
 
-def test_profile_json_has_the_steps_the_functions_and_line_timings(capsys):
-    path = example("slow_dataloader.py")
-    proc = tensorsight("profile", "--json", "--steps", "6", "--function", "SlowDataset.__getitem__", path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    document = json.loads(proc.stdout)
-    assert document["script"] == path and document["steps_profiled"] == 6 and document["warmup"] == 1
-    assert document["error"] == "" and document["missing_functions"] == []
-
-    rows = document["rows"]
-    assert rows == sorted(rows, key=lambda r: (-r["cumulative_s"], -r["own_s"]))
-    getitem = next(r for r in rows if r["function"] == "__getitem__" and r["user"])
-    assert (getitem["file"], getitem["line"]) == (path, line_of(path, "def __getitem__"))
-    assert getitem["calls"] == 6 * 16  # 6 batches of 16 items, the warm-up batch excluded
-    sleep = next(r for r in rows if "time.sleep" in r["function"])
-    assert sleep["file"] is None and sleep["own_s"] > 0.5 * getitem["cumulative_s"]
-    assert not any(r["file"] and "/tensorsight/" in r["file"] for r in rows)  # our own frames are left out
-
-    (lines,) = document["functions"]
-    assert lines["function"] == "SlowDataset.__getitem__" and lines["file"] == path
-    slowest = max(lines["lines"], key=lambda line: line["time_s"])
-    assert slowest["line"] == line_of(path, "time.sleep(0.001)") and slowest["hits"] == 6 * 16
-    assert slowest["percent"] > 80 and "time.sleep" in slowest["source"]
-
-    phases = document["phases"]
-    assert phases["steps"] == 6 and phases["measured_under"] == "cProfile"
-    assert max(phases["seconds"], key=phases["seconds"].get) == "data"
-
-    print_report(document)  # the text form reads the same document
-    text = capsys.readouterr().out
-    assert "phase breakdown" in text and "*__getitem__" in text and "line timings of SlowDataset.__getitem__" in text
+def test_rows_keep_the_top_by_cumulative_and_the_top_by_own_time():
+    stats = {
+        ("~", 0, "wide"): (1, 1, 0.1, 5.0, {}),
+        ("~", 0, "hot"): (1, 1, 3.0, 3.0, {}),
+        ("~", 0, "neither"): (1, 1, 0.2, 0.3, {}),
+    }
+    assert [r.function for r in profiling.rows_from_stats(stats, top=1)] == ["wide", "hot"]
 
 
-def test_profile_reports_a_function_it_cannot_find(tmp_path):
-    path = example("retained_graph.py")
-    proc = tensorsight("profile", "--json", "--steps", "3", "--no-phases", "--function", "no_such_function", path)
-    document = json.loads(proc.stdout)
-    assert document["missing_functions"] == ["no_such_function"] and document["phases"] is None
-    assert document["steps_profiled"] == 3 and any("not found: no_such_function" in n for n in document["notes"])
+def _busy(n):
+    return sum(i * i for i in range(n))
 
 
-def test_overfit_command_finds_the_model_and_loss_module_of_a_script():
-    path = example("healthy_training.py")
-    proc = tensorsight("overfit", "--json", path)
-    document = json.loads(proc.stdout)
-    assert proc.returncode == 0, document
-    assert document["passed"] is True and document["model"] == "Sequential" and document["loss"] == "CrossEntropyLoss"
-    assert (document["model_file"], document["model_line"]) == (path, line_of(path, "loss = criterion(model(x), y)"))
-    assert document["final_loss"] < 0.05 * document["initial_loss"] and document["samples"] == 8
-    assert 0 < len(document["losses"]) <= 200
+def test_rows_from_a_real_cprofile_run_count_the_calls():
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(7):
+        _busy(100)
+    profiler.disable()
+    rows = profiling.rows_from_stats(pstats.Stats(profiler).stats)
+    (busy,) = [r for r in rows if r.function == "_busy"]
+    assert busy.calls == 7 and busy.file == os.path.abspath(__file__) and busy.user
+    assert busy.line == _busy.__code__.co_firstlineno
+    assert not any("_lsprof.Profiler" in r.function for r in rows)
 
 
-def test_overfit_command_uses_a_functional_loss_and_reports_failure_to_learn(tmp_path):
-    script = tmp_path / "frozen.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import torch
-            import torch.nn.functional as F
+SCRIPT = textwrap.dedent(
+    """
+    class Dataset:
+        def __getitem__(self, index):
+            def inner():
+                return index
+            return inner()
 
-            torch.manual_seed(0)
-            model = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
-            for param in model[0].parameters():
-                param.requires_grad_(False)
-            model[0].weight.zero_()  # BUG: a dead, frozen first layer: the output ignores the inputs
-            optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
-            x, y = torch.randn(32, 6), torch.arange(32) % 4
-            for step in range(5):
-                optimizer.zero_grad()
-                loss = F.cross_entropy(model(x), y)
-                loss.backward()
-                optimizer.step()
-            """
-        )
-    )
-    proc = tensorsight("overfit", "--json", "--steps", "150", str(script))
-    document = json.loads(proc.stdout)
-    assert proc.returncode == 1, document
-    assert document["loss"] == "torch.nn.functional.cross_entropy" and document["passed"] is False
-    assert "FAILED" in document["message"]
+    def work(n):
+        total = 0
+        for i in range(n):
+            total += i
+        return total
+    """
+)
 
 
-def test_overfit_command_explains_an_inline_loss(tmp_path):
-    script = tmp_path / "inline.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import torch
-            model = torch.nn.Linear(3, 1)
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            x, y = torch.randn(16, 3), torch.randn(16, 1)
-            loss = ((model(x) - y) ** 2).mean()
-            loss.backward()
-            optimizer.step()
-            """
-        )
-    )
-    proc = tensorsight("overfit", "--json", str(script))
-    document = json.loads(proc.stdout)
-    assert proc.returncode == 2 and "inline" in document["error"] and "overfit_one_batch" in document["error"]
+def test_find_code_objects_matches_qualified_and_plain_names():
+    code = compile(SCRIPT, "script.py", "exec")
+    found = profiling.find_code_objects(code, ["Dataset.__getitem__", "work", "inner", "absent"])
+    assert set(found) == {"Dataset.__getitem__", "work", "inner"}
+    assert [c.co_qualname for c in found["Dataset.__getitem__"]] == ["Dataset.__getitem__"]
+    assert [c.co_qualname for c in found["inner"]] == ["Dataset.__getitem__.<locals>.inner"]
+
+
+def test_substitute_code_swaps_a_nested_body_and_keeps_the_rest():
+    code = compile(SCRIPT, "script.py", "exec")
+    assert profiling.substitute_code(code, {}) is code
+    (work,) = profiling.find_code_objects(code, ["work"])["work"]
+    doubled = compile("def work(n):\n    return 2 * n\n", "other.py", "exec").co_consts[0]
+    namespace: dict = {}
+    exec(profiling.substitute_code(code, {work: doubled}), namespace)
+    assert namespace["work"](5) == 10
+    assert namespace["Dataset"]()[3] == 3
+    untouched: dict = {}
+    exec(code, untouched)
+    assert untouched["work"](5) == 10 and untouched["work"](4) == 6  # the original still sums 0..n-1
+
+
+def test_resolve_import_finds_module_qualnames_or_nothing():
+    assert profiling._resolve_import("json:dumps") is json.dumps
+    assert profiling._resolve_import("json.decoder:JSONDecoder.decode") is json.decoder.JSONDecoder.decode
+    assert profiling._resolve_import("json:nope") is None
+    assert profiling._resolve_import("no_such_module_here:f") is None
+
+
+def test_instrumented_script_gives_line_timings_in_source_order(tmp_path):
+    path = tmp_path / "script.py"
+    path.write_text(SCRIPT)
+    code = compile(SCRIPT, str(path), "exec")
+    result = profiling.ProfileResult(script=str(path))
+    line_profiler = LineProfiler()
+    instrumented = profiling._instrument(code, ["work", "missing", "json:nope"], line_profiler, result)
+    assert result.missing_functions == ["missing", "json:nope"]
+    assert result.notes and result.notes[0].startswith("not found: missing, json:nope")
+    namespace: dict = {}
+    exec(instrumented, namespace)
+    line_profiler.enable_by_count()
+    try:
+        assert namespace["work"](50) == sum(range(50))
+    finally:
+        line_profiler.disable_by_count()
+    (work,) = [f for f in profiling.function_lines(line_profiler.get_stats()) if f.function == "work"]
+    assert work.file == str(path) and work.first_line == SCRIPT.splitlines().index("def work(n):") + 1
+    assert [line.line for line in work.lines] == sorted(line.line for line in work.lines)
+    loop = next(line for line in work.lines if line.source.strip() == "total += i")
+    assert loop.hits == 50
+    assert sum(line.percent for line in work.lines) == pytest.approx(100.0)
+
+
+def test_function_lines_skip_functions_that_never_ran():
+    stats = types.SimpleNamespace(unit=1e-6, timings={("f.py", 1, "idle"): [], ("f.py", 5, "ran"): [(6, 2, 10.0)]})
+    (ran,) = profiling.function_lines(stats)
+    assert ran.function == "ran" and ran.total_s == pytest.approx(1e-5)
+    assert ran.lines[0].per_hit_s == pytest.approx(5e-6) and ran.lines[0].percent == pytest.approx(100.0)
+
+
+def test_phases_of_the_warm_up_steps_are_left_out():
+    state = {"phase_steps": 0, "totals": dict.fromkeys(profiling.PHASES, 0.0)}
+    seconds = dict.fromkeys(profiling.PHASES, 1.0)
+    for step in (1, 2, 3):
+        profiling._add_phases(types.SimpleNamespace(step=step, seconds=seconds), 1, state)
+    assert state["phase_steps"] == 2 and state["totals"] == dict.fromkeys(profiling.PHASES, 2.0)

@@ -2,12 +2,14 @@
 first producer), in the user's frame, with a reason naming the op, module, phase and step, and the values in
 Variables. One session per example (each costs ~10-20 s with torch)."""
 
+import json
 import re
+import subprocess
 
 import pytest
 
 from support.dap import DebugSession
-from support.paths import example, marked_lines, program
+from support.paths import PYTHON, example, marked_lines, program
 
 # example -> (title, text in the reason, phase, frame function, step or None when it depends on float dynamics)
 EXAMPLES = {
@@ -110,3 +112,34 @@ def test_a_gradient_born_outside_modules_is_shown_on_its_forward_line():
         assert session.evaluate("step", frame["id"])["result"] == "2"
         session.continue_(stop["threadId"])
         assert session.wait_for_exit(timeout=120) == 0
+
+
+def test_a_debug_session_changes_nothing_the_program_sees(tmp_path):
+    """Debug Training with Break on NaN/Inf on: the replay stops at the op inside the model, and after continuing
+    the program ends with exactly the state, warnings (file:line) and tensor-subclass calls of a plain run. A
+    breakpoint on a line outside modules (where our mode runs the ops) stops once per step, in the user's frame:
+    the code we run there at the user's line is hidden from the debugger."""
+    path = program("guest_state.py")
+    lines = marked_lines(path, "@")
+    plain, observed = tmp_path / "plain.json", tmp_path / "observed.json"
+    subprocess.run([PYTHON, path, str(plain)], check=True, timeout=120)
+    breakpoint_line = lines["torch_warning"]
+    stops = []
+    with DebugSession.launch(
+        path,
+        args=[str(observed)],
+        breakpoints=[(path, breakpoint_line, None)],
+        options={"breakOnNonFinite": True},
+        timeout=90,
+    ) as session:
+        for _ in range(6):
+            stop = session.wait_for_stop(timeout=120)
+            frame = session.top_frame(stop)
+            stops.append((stop["reason"], frame["name"], frame["line"]))
+            session.continue_(stop["threadId"])
+            if len(stops) == 5:
+                break
+        assert session.wait_for_exit(timeout=120) == 0
+    assert stops[1] == ("exception", "forward", lines["nan"])  # step 2: the replay stops at the op
+    assert [s for i, s in enumerate(stops) if i != 1] == [("breakpoint", "<module>", breakpoint_line)] * 4
+    assert json.loads(observed.read_text()) == json.loads(plain.read_text())

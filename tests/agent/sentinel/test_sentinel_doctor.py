@@ -114,3 +114,40 @@ def test_a_gradient_born_outside_modules_points_at_the_forward_line():
     assert (finding["line"], finding["step"]) == (lines["nan"], 2)
     assert finding["details"]["phase"] == "backward" and finding["details"]["node"] == "SqrtBackward0"
     assert f"found when backward() returned, at sentinel_outside_backward.py:{lines['backward']}" in finding["message"]
+
+
+def plain_and_observed(tmp_path, name):
+    """Run a state-reporting test program plainly and under the doctor; return (plain state, observed state,
+    nonfinite findings)."""
+    path = program(name)
+    plain, observed = tmp_path / "plain.json", tmp_path / "observed.json"
+    subprocess.run([PYTHON, path, str(plain)], check=True, cwd=REPO, timeout=120)
+    findings = nonfinite_findings(doctor(path, str(observed)))
+    return json.loads(plain.read_text()), json.loads(observed.read_text()), findings
+
+
+def test_the_program_sees_the_same_state_warnings_and_subclass_calls(tmp_path):
+    """A replay inside a model with an EMA attribute, a call counter and a list; a tensor subclass and warnings
+    outside it: everything the program can observe of itself is identical to a plain run."""
+    plain, observed, findings = plain_and_observed(tmp_path, "guest_state.py")
+    path = program("guest_state.py")
+    lines = marked_lines(path, "@")
+    assert [(f["line"], f["step"], f["details"]["op"]) for f in findings] == [(lines["nan"], 2, "torch.log")]
+    assert findings[0]["details"]["replayed"] is True
+    assert observed == plain
+    # the comparison is meaningful: the program saw its state change, its subclass called, its warnings
+    assert plain["calls"] == 4 and len(plain["history"]) == 4 and plain["ema_version"] > 0
+    assert plain["subclass_calls"] > 0
+    assert plain["warnings"] == [
+        ["UserWarning", path, lines["torch_warning"]],
+        ["UserWarning", path, lines["user_warning"]],
+    ]
+
+
+def test_a_forward_with_side_effects_outside_its_module_is_not_replayed(tmp_path):
+    plain, observed, findings = plain_and_observed(tmp_path, "guest_uncontained.py")
+    (finding,) = findings
+    assert finding["line"] == marked_lines(program("guest_uncontained.py"), "@call")[""]
+    assert finding["details"]["op"] == "(not replayed)" and finding["step"] == 2
+    assert "Logged.forward assigns the global variable CALLS" in finding["message"]
+    assert observed == plain and plain["calls"] == 3

@@ -1,243 +1,234 @@
-"""Observers: shapes per user line, silent broadcasting, module devices, shape-error explanations.
+"""``agent.shapes.observers`` in process: file kinds, one observation window on lines of this test, its step rules.
 
-The sampling and hook behaviour is checked in a subprocess (tests/programs/agent_events.py prints the agent's events)
-so global torch hooks never leak into this test process; the explanations are checked in-process on real torch
-errors; two real debugpy sessions check that the same events and findings are published in a debug session.
+Each test gets a fresh observer state; a window is always closed again (its TorchFunctionMode and global module hooks
+are taken out), and the evaluation watch that closing a window would leave behind is not armed. End-to-end behaviour
+(sampling over a real training script, a debug session) is tests/agent/shapes/test_observers_dap.py.
 """
 
-import ast
-import json
+from __future__ import annotations
+
 import os
-import subprocess
+import sys
+import warnings
 
 import pytest
 import torch
 from torch import nn
+from torch.nn.modules import module as torch_module
+from torch.overrides import _get_current_function_mode_stack
 
-from support.dap import DebugSession
-from support.paths import PYHELPERS, PYTHON, example, marked_lines, program
-from tensorsight.agent.shapes import shape_errors
+from tensorsight.agent.runtime import events, excepthook, guard, options, steps
+from tensorsight.agent.shapes import observers, shape_errors
 
 HERE = os.path.abspath(__file__)
 
 
-def run_events(script: str, options: dict) -> list[dict]:
-    env = {**os.environ, "PYTHONPATH": PYHELPERS}
-    proc = subprocess.run(
-        [PYTHON, program("agent_events.py"), json.dumps(options), script],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+@pytest.fixture
+def state(monkeypatch):
+    fresh = observers._State()
+    fresh.torch = torch
+    fresh.eval_seen = True  # no evaluation watch left registered when a window closes
+    monkeypatch.setattr(observers, "_state", fresh)
+    monkeypatch.setattr(steps, "_step", 0)
+    monkeypatch.setattr(guard, "_reported", set())
+    return fresh
 
 
-@pytest.fixture(scope="module")
-def sampled_events():
-    options = {"observeShapes": True, "observeShapesEvery": 10, "checkLeakage": False, "measure": False}
-    return run_events(program("shapes_program.py"), options)
+@pytest.fixture
+def published():
+    seen: list[dict] = []
+    unsubscribe = events.subscribe(seen.append)
+    yield seen
+    unsubscribe()
 
 
-def shapes_by_line(events: list[dict]) -> dict[int, list[dict]]:
-    out: dict[int, list[dict]] = {}
-    for event in events:
-        if event["type"] == "shape":
-            out.setdefault(event["line"], []).append(event)
-    return out
+@pytest.fixture
+def window(state):
+    hooks_before = (len(torch_module._global_forward_pre_hooks), len(torch_module._global_forward_hooks))
+    observers._open_window()
+    yield state
+    observers._close_window()
+    assert not state.window
+    assert _get_current_function_mode_stack() == []
+    assert (len(torch_module._global_forward_pre_hooks), len(torch_module._global_forward_hooks)) == hooks_before
 
 
-def test_shape_events_name_the_assigned_values(sampled_events):
-    lines = marked_lines(program("shapes_program.py"), "@line")
-    shapes = shapes_by_line(sampled_events)
-    assert shapes[lines["X"]][0]["text"] == "f32[512, 8]" and shapes[lines["X"]][0]["name"] == "X"
-    hidden = shapes[lines["hidden"]][0]
-    assert (hidden["name"], hidden["text"], hidden["shape"], hidden["dtype"], hidden["device"]) == (
-        "h",
-        "f32[32, 16]",
-        [32, 16],
+def shapes_at(seen, line):
+    return [e for e in seen if e["type"] == "shape" and e["file"] == HERE and e["line"] == line]
+
+
+def test_file_kinds(state):
+    assert observers._file_kind(HERE) == observers._USER
+    assert observers._file_kind(observers.__file__) == observers._OURS
+    assert observers._file_kind(os.path.join(os.sep, "env", "debugpy", "server", "api.py")) == observers._OURS
+    assert (
+        observers._file_kind(sys.modules[torch.optim.SGD.__module__].__file__) == observers._SKIP
+    )  # optimizer internals
+    assert observers._file_kind(nn.init.__file__) == observers._SKIP
+    assert observers._file_kind(nn.Linear.forward.__code__.co_filename) == observers._LIB
+    assert state.file_kinds[HERE] == observers._USER  # decided once per file
+
+
+def test_a_window_attributes_each_value_to_its_line_and_name(window, published):
+    line = sys._getframe().f_lineno + 1
+    features = torch.ones(4, 3)
+    scaled = features * 2  # noqa: F841 - observed
+    observers._flush_lines()
+    (first,) = shapes_at(published, line)
+    assert (first["name"], first["text"], first["shape"], first["dtype"], first["device"]) == (
+        "features",
+        "f32[4, 3]",
+        [4, 3],
         "float32",
         "cpu",
     )
-    batch = shapes[lines["batch"]][0]
-    assert batch["name"] == "xb, yb" and batch["text"] == "f32[32, 8], f32[32]"
-    assert [v["name"] for v in batch["values"]] == ["xb", "yb"]
-    assert shapes[lines["pred"]][0]["text"] == "f32[32, 1]"  # a module call on a user line
-    assert shapes[lines["loss"]][0]["text"] == "f32[]"
-    # constructing modules and stepping the optimizer produce no hints
-    assert lines["init"] not in shapes and lines["step"] not in shapes
-    # each line is published once while its shape does not change
-    assert len(shapes[lines["batch"]]) == 1
+    (second,) = shapes_at(published, line + 1)
+    assert second["name"] == "scaled" and second["text"] == "f32[4, 3]"
+    observers._flush_lines()
+    assert len(shapes_at(published, line)) == 1  # unchanged shapes are published once
 
 
-def test_sampling_windows_first_steps_then_every_n(sampled_events):
-    lines = marked_lines(program("shapes_program.py"), "@line")
-    shapes = shapes_by_line(sampled_events)
-    assert lines["unsampled"] not in shapes  # step 5: between windows
-    resampled = shapes[lines["resampled"]][0]  # step 10: observeShapesEvery=10 reopens a window
-    assert resampled["text"] == "f32[32, 2]" and resampled["step"] == 10
-
-
-def test_silent_broadcast_and_module_device_findings(sampled_events):
-    lines = marked_lines(program("shapes_program.py"), "@line")
-    findings = [e["finding"] for e in sampled_events if e["type"] == "finding"]
-    by_kind = {f["kind"]: [g for g in findings if g["kind"] == f["kind"]] for f in findings}
-    (broadcast,) = by_kind["shape"]
-    assert broadcast["line"] == lines["broadcast"] and broadcast["severity"] == "warning"
-    assert broadcast["details"]["shapes"] == [[32, 1], [32]] and broadcast["details"]["result"] == [32, 32]
-    assert "[32, 1] and [32] silently broadcast to [32, 32]" in broadcast["message"]
-    (device,) = by_kind["device"]
-    assert device["line"] == lines["meta"] and device["severity"] == "error"
-    assert "meta device" in device["message"] and device["details"]["input_device"] == "cpu"
-
-
-def test_shape_map_event_of_the_first_model_forward(sampled_events):
-    (shape_map,) = [e for e in sampled_events if e["type"] == "shape-map"]
-    assert shape_map["model"] == "Net"
+def test_a_module_call_and_the_first_forward_shape_map(window, published):
+    model = nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 2))
+    line = sys._getframe().f_lineno + 1
+    out = model(torch.ones(7, 3))  # noqa: F841 - observed
+    observers._flush_lines()
+    assert [e["text"] for e in shapes_at(published, line) if e.get("name") == "out"] == ["f32[7, 2]"]
+    (shape_map,) = [e for e in published if e["type"] == "shape-map"]
+    assert shape_map["model"] == "Sequential" and (shape_map["file"], shape_map["line"]) == (HERE, line)
     rows = {r["path"]: r for r in shape_map["rows"]}
-    assert rows[""]["params"] == 8 * 16 + 16 + 16 + 1
-    assert rows["fc1"]["input_shapes"] == [[32, 8]] and rows["fc1"]["output_shapes"] == [[32, 16]]
-    assert rows["fc2"]["line"] == marked_lines(program("shapes_program.py"), "@line")["hidden"] + 1
+    assert rows["0"]["output_shapes"] == [[7, 5]] and rows["2"]["output_shapes"] == [[7, 2]]
+    model(torch.ones(7, 3))
+    assert len([e for e in published if e["type"] == "shape-map"]) == 1  # the first forward only
 
 
-def test_observe_shapes_false_publishes_no_shapes_but_still_explains():
-    events = run_events(program("shapes_program.py"), {"observeShapes": False, "checkLeakage": False, "measure": False})
-    assert not [e for e in events if e["type"] in ("shape", "shape-map")]
-    assert not [e for e in events if e["type"] == "finding" and e["finding"]["kind"] in ("shape", "device")]
+def test_silent_broadcasting_is_a_finding_at_the_line_once(window, published):
+    prediction, target = torch.ones(6, 1), torch.ones(6)
+    line = sys._getframe().f_lineno + 2
+    for _ in range(2):
+        error = prediction - target  # noqa: F841 - [6, 1] - [6] -> [6, 6]
+    findings = [e["finding"] for e in published if e["type"] == "finding"]
+    (finding,) = findings
+    assert (finding["kind"], finding["severity"], finding["file"], finding["line"]) == ("shape", "warning", HERE, line)
+    assert finding["details"]["shapes"] == [[6, 1], [6]] and finding["details"]["result"] == [6, 6]
+    assert finding["message"].startswith("silent broadcasting in sub:")
 
 
-# ---- explanations of real torch errors (in-process) ----------------------------------------------------------------
+def test_a_loss_with_broadcasting_targets_is_a_finding(window, published):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch's own size warning, checked below
+        loss = nn.functional.mse_loss(torch.ones(5, 1), torch.ones(5))  # noqa: F841
+    (finding,) = [e["finding"] for e in published if e["type"] == "finding"]
+    assert finding["details"]["op"] == "mse_loss" and finding["details"]["result"] == [5, 5]
 
 
-class TwoLayers(nn.Module):
-    def __init__(self, hidden_in: int) -> None:
-        super().__init__()
-        self.encoder = nn.Sequential(nn.Linear(8, 16), nn.ReLU())
-        self.head = nn.Linear(hidden_in, 2)
+def test_the_same_tensor_moved_in_two_steps_is_a_device_finding(window, published, monkeypatch):
+    batch = torch.ones(8, 2)
+    line = sys._getframe().f_lineno + 3
+    for step in (1, 2):
+        monkeypatch.setattr(steps, "_step", step)
+        moved = batch.to("cpu")  # noqa: F841 - a transfer that belongs before the loop
+    observers._report_transfers()
+    observers._report_transfers()
+    (finding,) = [e["finding"] for e in published if e["type"] == "finding"]
+    assert (finding["kind"], finding["file"], finding["line"]) == ("device", HERE, line)
 
-    def forward(self, x):
-        x = self.encoder(x)
-        return self.head(x)  # the line a Linear mismatch is reported at
+
+def test_a_module_fed_from_another_device_is_an_error_finding(window, published):
+    model = nn.Linear(2, 2, device="meta")
+    line = sys._getframe().f_lineno + 2
+    with pytest.raises(RuntimeError):  # torch's own error; the hook saw the inputs before it
+        model(torch.ones(3, 2))
+    (finding,) = [e["finding"] for e in published if e["type"] == "finding"]
+    assert (finding["kind"], finding["severity"], finding["line"]) == ("device", "error", line)
+    assert finding["details"] == {"module": "Linear", "input_device": "cpu", "module_device": "meta"}
 
 
-def raised(fn):
+def test_observing_is_a_good_guest(window):
+    torch.manual_seed(0)
+    rng = torch.get_rng_state()
+    weight = torch.ones(3, requires_grad=True)
+    data = torch.arange(3.0)
+    scaled = weight * data
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert (weight._version, data._version) == (0, 0)
+    assert type(scaled.grad_fn).__name__ == "MulBackward0" and scaled.grad_fn.next_functions[1][0] is None
+    assert torch.equal(scaled, torch.tensor([0.0, 1.0, 2.0]))
+
+
+def mse_warning_location() -> tuple[str, int]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        nn.functional.mse_loss(torch.ones(5, 1), torch.ones(5))
+    (warning,) = caught
+    return warning.filename, warning.lineno
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug in agent.shapes.observers: inside a window torch's warnings (stacklevel=2) point at the observer's "
+    "__torch_function__ (observers.py) instead of the user's line",
+)
+def test_a_window_leaves_torchs_warning_locations_at_the_users_line(state):
+    unobserved = mse_warning_location()
+    assert unobserved[0] == HERE
+    observers._open_window()
     try:
-        fn()
-    except Exception as exc:
-        return exc
-    raise AssertionError("expected an error")
+        observed = mse_warning_location()
+    finally:
+        observers._close_window()
+    assert observed == unobserved
 
 
-def test_matmul_error_names_module_path_operands_and_user_line():
-    net = TwoLayers(hidden_in=12)
-    exc = raised(lambda: net(torch.randn(4, 8)))
-    (finding,) = shape_errors.explain(exc)
-    assert finding.kind == "shape" and finding.severity == "error"
-    assert finding.file == HERE
-    assert "return self.head(x)" in open(HERE).read().splitlines()[finding.line - 1]
-    assert finding.details["module"] == "net.head"
-    assert finding.details["operands"] == {"input": "f32[4, 16]", "weight": "f32[2, 12]"}
-    assert "expects 12 input features but receives 16: use nn.Linear(16, 2)" in finding.message
-    assert finding.details["shapes"] == {"mat1": [4, 16], "mat2": [12, 2]}
+def test_the_first_window_closes_at_the_third_step_and_reopens_every_n(state):
+    state.every = 10
+    observers._open_window()
+    try:
+        observers._on_step(1, None)
+        observers._on_step(2, None)
+        assert state.window
+        observers._on_step(observers.FIRST_STEPS, None)
+        assert not state.window and not state.initial
+        observers._on_step(9, None)
+        assert not state.window
+        observers._on_step(10, None)
+        assert state.window  # a one-step window
+        observers._on_step(11, None)
+        assert not state.window
+    finally:
+        observers._close_window()
+    assert _get_current_function_mode_stack() == []
 
 
-def test_conv_channel_error_and_plain_line_broadcast_error():
-    conv = nn.Conv2d(3, 4, 3)
-    exc = raised(lambda: conv(torch.randn(2, 1, 8, 8)))
-    (finding,) = shape_errors.explain(exc)
-    assert finding.details["shape_error"] == "conv-channels"
-    assert "expects 3 input channels but receives 1" in finding.message
-    prediction = torch.randn(4, 3)
-    target = torch.randn(4, 5)
-    exc = raised(lambda: prediction - target)
-    (finding,) = shape_errors.explain(exc)
-    assert finding.details["operands"] == {"prediction": "f32[4, 3]", "target": "f32[4, 5]"}
-    assert "module" not in finding.details
+def test_run_finished_closes_the_window_and_flushes(state, published):
+    observers._open_window()
+    try:
+        line = sys._getframe().f_lineno + 1
+        total = torch.zeros(2)  # noqa: F841
+        observers._on_event({"type": "run-finished"})
+        assert not state.window
+    finally:
+        observers._close_window()
+    assert [e["text"] for e in shapes_at(published, line)] == ["f32[2]"]
 
 
-def test_device_error_becomes_a_device_finding():
-    layer = nn.Linear(4, 2, device="meta")
-    exc = raised(lambda: layer(torch.randn(3, 4)))
-    (finding,) = shape_errors.explain(exc)
-    assert finding.kind == "device" and set(finding.details["devices"]) == {"cpu", "meta"}
+def test_with_observe_shapes_off_only_the_error_explainer_is_armed(monkeypatch, state):
+    monkeypatch.setattr(options, "_cache", {"observeShapes": False})
+    monkeypatch.setattr(excepthook, "_explainers", [])
+    monkeypatch.setattr(steps, "_listeners", [])
+    observers.arm("doctor")
+    assert excepthook._explainers == [shape_errors.explain]
+    assert steps._listeners == []
 
 
-def test_unrelated_errors_are_not_explained():
-    assert shape_errors.explain(raised(lambda: {}["missing"])) is None
-    assert shape_errors.explain(raised(lambda: torch.randn(2).item())) is None
-
-
-# ---- a real debug session ------------------------------------------------------------------------------------------
-
-
-def test_debug_session_publishes_shapes_and_broadcast_finding():
-    path = program("observed_shapes.py")
-    lines = marked_lines(path)
-    with DebugSession.launch(path, breakpoints=[(path, lines["end"], None)], options={}) as session:
-        stop = session.wait_for_stop()
-        shown = session.evaluate("SUMMARY", session.top_frame_id(stop))["result"]  # the repr of a JSON string
-        events = json.loads(ast.literal_eval(shown))
-        session.continue_(stop["threadId"])
-        session.wait_for_exit()
-    shapes = {e["line"]: e for e in events if e["type"] == "shape"}
-    assert shapes[lines["pred"]]["text"] == "f32[32, 1]" and shapes[lines["pred"]]["name"] == "pred"
-    findings = [e["finding"] for e in events if e["type"] == "finding"]
-    assert [(f["kind"], f["line"]) for f in findings] == [("shape", lines["loss"])]
-
-
-def test_debug_session_explains_an_uncaught_shape_error(tmp_path):
-    path = program("uncaught_shape_error.py")
-    line = marked_lines(path)["fails"]
-    record = tmp_path / "findings.jsonl"
-    with DebugSession.launch(path, options={}, env={"FINDINGS_FILE": str(record)}) as session:
-        session.wait_for_exit()
-    findings = [json.loads(text) for text in record.read_text().splitlines()]
-    (finding,) = [f for f in findings if f["kind"] == "shape"]
-    assert finding["line"] == line and finding["file"] == path
-    assert finding["details"]["module"] == "model.2"
-    assert finding["details"]["operands"] == {"input": "f32[4, 8]", "weight": "f32[2, 16]"}
-
-
-# ---- the hint is the value the line assigned (issue: wrong shapes on the shipped examples) --------------------------
-
-
-def example_hints(name: str) -> dict[int, set[tuple[str | None, str]]]:
-    """(name, text) of each shape event per line of ``examples/<name>`` run under the agent."""
-    options = {"observeShapes": True, "checkLeakage": False, "measure": False}
-    out: dict[int, set[tuple[str | None, str]]] = {}
-    for event in run_events(example(name), options):
-        if event["type"] == "shape":
-            out.setdefault(event["line"], set()).add((event.get("name"), event["text"]))
-    return out
-
-
-def line_of(name: str, text: str) -> int:
-    lines = open(example(name)).read().split("\n")
-    (number,) = [n for n, line in enumerate(lines, 1) if line.strip() == text]
-    return number
-
-
-def test_a_call_of_a_user_function_is_labelled_with_its_result_not_its_argument():
-    hints = example_hints("nan_log_zero.py")
-    # `labels[batch]` (f32[64]) is the last torch op on the line; the loss bce() returns is the value assigned
-    assert hints[line_of("nan_log_zero.py", "loss = bce(p, labels[batch])")] == {("loss", "f32[]")}
-    assert hints[line_of("nan_log_zero.py", "p = torch.sigmoid(model(features[batch]).squeeze(1))")] == {
-        ("p", "f32[64]")
-    }
-    # a `return` line assigns nothing: no hint from whichever op ran last there
-    assert (
-        line_of("nan_log_zero.py", "return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()  # @nan")
-        not in hints
-    )
-
-
-def test_loop_targets_and_python_numbers_get_the_values_they_hold():
-    hints = example_hints("correct_training.py")
-    # the batch the loader yielded, not the sampler's or collate's intermediate tensors
-    assert hints[line_of("correct_training.py", "for xb, yb in train_loader:")] == {("xb, yb", "f32[64, 20], i64[64]")}
-    assert hints[line_of("correct_training.py", "loss = criterion(model(xb), yb)")] == {("loss", "f32[]")}
-    # `correct += (...).sum().item()` holds a Python int: no tensor hint; random_split returns Subsets: none either
-    assert line_of("correct_training.py", "correct += (model(xb).argmax(dim=1) == yb).sum().item()") not in hints
-    split = "train_set, val_set = random_split(dataset, [1792, 256], generator=torch.Generator().manual_seed(0))"
-    assert line_of("correct_training.py", split) not in hints
+def test_a_wrong_sampling_interval_keeps_the_default_and_says_so(monkeypatch, state, capsys):
+    monkeypatch.setattr(options, "_cache", {"observeShapesEvery": 0})
+    monkeypatch.setattr(excepthook, "_explainers", [])
+    monkeypatch.setattr(steps, "_listeners", [])
+    monkeypatch.setattr(steps, "_armed", True)  # no torch hook from this test
+    monkeypatch.setattr(events, "_listeners", [])
+    monkeypatch.setattr(observers, "when_imported", lambda name, callback: None)
+    observers.arm("doctor")
+    assert state.every == observers.DEFAULT_EVERY
+    assert "observeShapesEvery must be a positive integer" in capsys.readouterr().err
+    assert steps._listeners == [observers._on_step] and events._listeners == [observers._on_event]

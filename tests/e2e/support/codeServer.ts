@@ -213,7 +213,12 @@ export async function startWorkbench(name: string, options: StartOptions = {}): 
     workspace,
   ];
   let log = '';
-  const child: ChildProcess = spawn(CODE_SERVER, args, { env: codeServerEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  // its own process group, so that closing it also ends what it started (extension host, language server, debuggee)
+  const child: ChildProcess = spawn(CODE_SERVER, args, {
+    env: codeServerEnv(),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   child.stdout?.on('data', (chunk: Buffer) => (log += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (log += chunk.toString()));
   await new Promise<void>((resolve, reject) => {
@@ -266,12 +271,18 @@ export async function startWorkbench(name: string, options: StartOptions = {}): 
     },
     async close() {
       await browser.close().catch(() => undefined);
-      child.kill('SIGTERM');
-      await new Promise((resolve) => {
+      const exited = new Promise((resolve) => {
         if (child.exitCode !== null) resolve(undefined);
         else child.once('exit', resolve);
       });
-      fs.rmSync(root, { recursive: true, force: true });
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGTERM');
+      } catch {
+        child.kill('SIGTERM'); // the group is gone already, or was never made
+      }
+      await exited;
+      // a child of the group may still be flushing into the profile for a moment after the server exits
+      fs.rmSync(root, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
     },
   };
 }

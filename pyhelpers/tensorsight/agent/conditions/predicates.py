@@ -3,7 +3,8 @@
 debugpy evaluates a breakpoint condition on every hit and treats an exception as "false" (a NameError silently), so
 a predicate that raises on odd input is a breakpoint that never fires. Every predicate here therefore never raises:
 misuse (a string, an object array, a bad ``factor``) makes it return False (``grad_norm``: ``NO_NUMBER``, a NaN that is
-falsy, so both a bare ``grad_norm(42)`` and every comparison with it are False) and is reported once per call site,
+falsy, so both a bare ``grad_norm(42)`` and every comparison with it are False; ``NO_GRADIENTS``, the same kind of
+value, before any backward) and is reported once per call site,
 visibly: a ``[tensorsight]`` line on stderr (the Debug Console) and a ``condition-error`` event (the editor, through
 the hub).
 
@@ -126,13 +127,28 @@ def _misuse(predicate: str, problem: str) -> None:
 
 
 class _NoNumber(float):
-    """NaN that is falsy: every comparison with it is False (NaN) and so is the value itself (``__bool__``)."""
+    """NaN that is falsy: every comparison with it is False (NaN) and so is the value itself (``__bool__``). Its repr
+    says why there is no number, so ``tensorsight.grad_norm(model)`` in the Debug Console does not read as NaN
+    gradients."""
+
+    reason: str
+
+    def __new__(cls, reason: str) -> _NoNumber:
+        value = super().__new__(cls, "nan")
+        value.reason = reason
+        return value
 
     def __bool__(self) -> bool:
         return False
 
+    def __repr__(self) -> str:
+        return f"nan ({self.reason})"
 
-NO_NUMBER: float = _NoNumber("nan")  # what a numeric predicate answers on misuse
+
+NO_NUMBER: float = _NoNumber("misused: see the [tensorsight] line")  # what a numeric predicate answers on misuse
+# What ``grad_norm`` answers when no gradient exists yet (before the first backward, or after ``zero_grad(set_to_none=
+# True)``): not 0.0, which would make ``grad_norm(model) < 1e-7`` ("vanishing gradients") stop before any backward.
+NO_GRADIENTS: float = _NoNumber("no gradients yet")
 
 
 def _predicate(fallback: Any) -> Callable[[F], F]:
@@ -320,14 +336,18 @@ def _grad_norm_of(found: Gathered) -> float:
 def grad_norm(model_or_params: Any) -> float:
     """The total L2 norm of the gradients: ``grad_norm(model) > 1e3`` catches exploding gradients.
 
-    Accepts a module, an optimizer, parameters (a list or ``model.parameters()``) or gradient tensors. 0.0 before any
-    backward. A NaN or Inf gradient gives ``inf`` (so ``> threshold`` fires). Misuse gives ``NO_NUMBER``: falsy, and
-    NaN, so ``grad_norm(42)``, ``grad_norm(42) > 1e3`` and ``grad_norm(42) < 1e-7`` are all False, as the report says.
+    Accepts a module, an optimizer, parameters (a list or ``model.parameters()``) or gradient tensors. A NaN or Inf
+    gradient gives ``inf`` (so ``> threshold`` fires); gradients that are all zero give 0.0 (so ``< 1e-7`` fires).
+    With no gradient at all (before any backward) it gives ``NO_GRADIENTS``, and on misuse ``NO_NUMBER``: both are
+    falsy NaNs, so a bare ``grad_norm(model)``, ``grad_norm(model) > 1e3`` and ``grad_norm(model) < 1e-7`` are all
+    False until a backward has produced gradients. Only misuse is reported.
     """
     found = gradients_of(model_or_params)
     if found.problems:
         _misuse("grad_norm", found.problems[0])
         return NO_NUMBER
+    if not found.tensors and not found.arrays:
+        return NO_GRADIENTS
     return _grad_norm_of(found)
 
 

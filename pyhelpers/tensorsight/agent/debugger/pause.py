@@ -197,3 +197,21 @@ def hide_agent_files() -> bool:
 
 def is_agent_file(path: str) -> bool:
     return os.path.normcase(os.path.abspath(path)).startswith(os.path.normcase(_AGENT_ROOT) + os.sep)
+
+
+def hide_code(code: types.CodeType, filename: str) -> bool:
+    """Make pydevd treat one code object as debugger-internal although its file is the user's: the one-line
+    functions ``runtime.op_calls`` compiles with the user's file name (so that warnings keep their location) must not
+    hit the user's breakpoints, be stepped into or be listed. Seeds pydevd's file-type cache for that code object
+    (its key: first line, absolute path, code). False when no debugger is present or the private API changed."""
+    if _debugger() is None:
+        return False
+    try:
+        pydevd = sys.modules["pydevd"]
+        file_utils = sys.modules["pydevd_file_utils"]
+        absolute = file_utils.get_abs_path_real_path_and_base_from_file(filename)[0]
+        pydevd._CACHE_FILE_TYPE[(code.co_firstlineno, absolute, code)] = pydevd.PYDEV_FILE
+        return True
+    except Exception as exc:  # noqa: BLE001
+        report_once("pause-hide-code", f"could not hide TensorSight's op calls from the debugger: {exc}")
+        return False

@@ -29,6 +29,7 @@ from typing import Any
 
 from tensorsight.agent.runtime import steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.agent.runtime.op_calls import shielded
 from tensorsight.agent.runtime.user_code import PACKAGE_ROOT, is_user_file
 from tensorsight.core.findings import Finding
 from tensorsight.core.memory import (
@@ -222,9 +223,11 @@ class MemoryMonitor:
         for name, value in list(frame.f_locals.items()):
             key = (id(code), name)
             if isinstance(value, tensor_type):
-                links = self._follow_chain(key, value)
+                with shielded([value]):  # reading grad_fn must not run a tensor subclass's __torch_function__
+                    links = self._follow_chain(key, value)
             elif isinstance(value, list) and value:
-                links = self._follow_list(key, value, tensor_type)
+                with shielded([item for item in value[-1:] if isinstance(item, tensor_type)]):
+                    links = self._follow_list(key, value, tensor_type)
             else:
                 continue
             if links == 1:

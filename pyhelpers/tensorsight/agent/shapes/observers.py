@@ -35,7 +35,7 @@ import weakref
 from types import FrameType, ModuleType
 from typing import Any
 
-from tensorsight.agent.runtime import events, steps
+from tensorsight.agent.runtime import events, op_calls, steps
 from tensorsight.agent.runtime import excepthook as exceptions
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
@@ -121,6 +121,7 @@ class _State:
         self.busy = False
         self.depth = 0
         self.file_kinds: dict[str, int] = {}
+        self.full_paths: dict[str, str] = {}  # co_filename -> absolute path (asked for every observed op)
         self.targets: dict[str, dict[int, StatementTargets]] = {}
         self.lines: dict[tuple[str, int], _LineRecord] = {}
         # per code object: the frame last seen running torch code and its statement's (file, line). The frame is held
@@ -166,15 +167,23 @@ def _on_torch(torch: ModuleType) -> None:
 
 
 def _make_mode(torch: ModuleType) -> Any:
+    tensor_type = torch.Tensor
+
     class ObserverMode(torch.overrides.TorchFunctionMode):  # type: ignore[name-defined,misc]
-        """Sees each torch call while a window is open; pass-through otherwise."""
+        """Sees each torch call while a window is open; pass-through otherwise. The op runs from the caller's line
+        (``op_calls``: warnings keep their location) and our reads are shielded from tensor subclasses."""
 
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            result = func(*args, **(kwargs or {}))  # (TensorSight observing shapes: this frame is not the cause)
+            kwargs = kwargs or {}
+            result = op_calls.call_as_caller(func, args, kwargs, op_calls.caller_frame(func, sys._getframe(1)))
             if _state.window and not _state.busy and os.getpid() == _state.pid:
                 _state.busy = True
                 try:
-                    _observe_call(func, args, kwargs or {}, result)
+                    read = [a for a in args if isinstance(a, tensor_type)]
+                    if isinstance(result, tensor_type):
+                        read.append(result)
+                    with op_calls.shielded(read):
+                        _observe_call(func, args, kwargs, result)
                 except Exception as exc:  # noqa: BLE001 - never break the user's op
                     report_once("observers-op", f"shape observer failed: {type(exc).__name__}: {exc}")
                 finally:
@@ -319,6 +328,9 @@ def _locate(frame: FrameType | None, from_hook: bool = False, func: Any = None) 
     leading = from_hook
     while frame is not None:
         code = frame.f_code
+        if op_calls.is_op_call(code):  # a mode's call of the op, compiled at the user's line: not the user's frame
+            frame = frame.f_back
+            continue
         kind = _file_kind(code.co_filename)
         if kind == _OURS:
             passing_on = (
@@ -348,7 +360,10 @@ def _note_line(frame: FrameType) -> None:
     """``frame`` runs torch code at its current line: the statement it ran before, if another, is complete now."""
     filename = frame.f_code.co_filename
     statement = _statement(filename, frame.f_lineno)
-    key = (os.path.abspath(filename), statement.anchor)
+    full = _state.full_paths.get(filename)
+    if full is None:
+        full = _state.full_paths[filename] = os.path.abspath(filename)
+    key = (full, statement.anchor)
     if statement.names and key not in _state.lines:
         _state.lines[key] = _LineRecord(key[0], key[1], statement.names)
     previous = _state.pending.get(frame.f_code)
@@ -368,7 +383,9 @@ def _note_line(frame: FrameType) -> None:
 def _finish_line(frame: FrameType, key: tuple[str, int]) -> None:
     record = _state.lines.get(key)
     if record is not None:
-        _emit_line(record, _assigned_tensors(frame, record.names))
+        assigned = _assigned_tensors(frame, record.names)
+        with op_calls.shielded([t for _, t in assigned]):  # reading shapes must not run a subclass's __torch_function__
+            _emit_line(record, assigned)
 
 
 def _assigned_tensors(frame: FrameType, names: tuple[str | None, ...]) -> list[tuple[str, Any]]:
@@ -579,20 +596,25 @@ def _before_module(module: Any, args: Any) -> None:
         return
     _state.busy = True
     try:
-        depth = _state.depth
-        _state.depth += 1
-        if depth == 0 and _state.map_recorder is None and id(module) not in _state.mapped_roots:
-            if not is_loss_module(module) and has_parameters(module):
-                _state.mapped_roots.add(id(module))
-                _state.map_recorder = ShapeMapRecorder(module)
-        recorder = _state.map_recorder
-        if recorder is not None:
-            recorder.before(module, args)
-        if id(module) not in _state.device_checked:
-            _state.device_checked.add(id(module))
-            _check_module_devices(module, args)
+        with op_calls.shielded(tensors_in(args)):  # reading shapes must not run a subclass's __torch_function__
+            _enter_module(module, args)
     finally:
         _state.busy = False
+
+
+def _enter_module(module: Any, args: Any) -> None:
+    depth = _state.depth
+    _state.depth += 1
+    if depth == 0 and _state.map_recorder is None and id(module) not in _state.mapped_roots:
+        if not is_loss_module(module) and has_parameters(module):
+            _state.mapped_roots.add(id(module))
+            _state.map_recorder = ShapeMapRecorder(module)
+    recorder = _state.map_recorder
+    if recorder is not None:
+        recorder.before(module, args)
+    if id(module) not in _state.device_checked:
+        _state.device_checked.add(id(module))
+        _check_module_devices(module, args)
 
 
 @never_raise()
@@ -601,21 +623,26 @@ def _after_module(module: Any, args: Any, output: Any) -> None:
         return
     _state.busy = True
     try:
-        _state.depth = max(0, _state.depth - 1)
-        recorder = _state.map_recorder
-        if recorder is not None:
-            recorder.after(module, output)
-            if module is recorder.root:
-                _state.map_recorder = None
-                if output is not None:  # a forward that raised is explained by shape_errors instead
-                    _emit_shape_map(recorder)
-        if output is None:
-            return  # the forward raised: the explainer handles it
-        frame, internals = _locate(sys._getframe(0), from_hook=True)
-        if frame is not None and not internals:
-            _note_line(frame)
+        with op_calls.shielded(tensors_in((args, output))):
+            _leave_module(module, output)
     finally:
         _state.busy = False
+
+
+def _leave_module(module: Any, output: Any) -> None:
+    _state.depth = max(0, _state.depth - 1)
+    recorder = _state.map_recorder
+    if recorder is not None:
+        recorder.after(module, output)
+        if module is recorder.root:
+            _state.map_recorder = None
+            if output is not None:  # a forward that raised is explained by shape_errors instead
+                _emit_shape_map(recorder)
+    if output is None:
+        return  # the forward raised: the explainer handles it
+    frame, internals = _locate(sys._getframe(0), from_hook=True)
+    if frame is not None and not internals:
+        _note_line(frame)
 
 
 def _emit_shape_map(recorder: ShapeMapRecorder) -> None:

@@ -1,0 +1,367 @@
+"""The cheap, always-on tier of the sentinel: checks at the boundaries of a training step, through global module and
+optimizer hooks (no per-op cost inside models).
+
+- the outputs of each outermost module call (one reduction and one sync per group of tensors, ``tensor_walk``): a
+  NaN/Inf there is told apart as carried in with the input, made by the parameters, made by the last
+  ``optimizer.step()``, a deliberate Inf (a mask), or born in the forward, which is then replayed (``replay``);
+- the gradients, once, before each ``optimizer.step()``: a birth nobody reported is located by a backward replay
+  (``backward``);
+- the parameters the last step produced, at the next forward (when they make its output non-finite).
+
+The hooks also move the outside-modules mode (``outside.sync_mode``) off the stack at the outermost module call and
+``optimizer.step()``, and back after; and they count steps for its budget.
+
+Installed by ``tensorsight.agent.sentinel`` (``arm``, ``break_on_nonfinite``) once the program imports torch.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from tensorsight.agent.debugger import pause
+from tensorsight.agent.runtime import steps
+from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.agent.runtime.op_calls import shielded
+from tensorsight.agent.runtime.tensor_walk import exact_counts, optimizer_parameters, suspects
+from tensorsight.agent.sentinel.backward import flush_pending, locate_backward_birth
+from tensorsight.agent.sentinel.ops import inherited
+from tensorsight.agent.sentinel.outside import budget, make_outside_mode, sync_mode
+from tensorsight.agent.sentinel.reading import (
+    display_module,
+    fast_suspects,
+    state_tensors,
+    tensors_in,
+    unwrap,
+    user_frame,
+)
+from tensorsight.agent.sentinel.records import counts_text, make_record, publish, publish_found_later, title_of
+from tensorsight.agent.sentinel.replay import replay_forward
+from tensorsight.agent.sentinel.state import (
+    MAX_SAVED_CALLS,
+    MAX_SAVED_GRAD_ELEMENTS,
+    Call,
+    Step,
+    lock,
+    silenced,
+    st,
+    sw,
+)
+
+
+@never_raise()
+def install(torch: types.ModuleType) -> None:
+    """Register the hooks. The outside-modules mode is not pushed here: it joins at the program's first module call
+    (``sync_mode``), so torch code that runs before training (and programs without modules) never meets it."""
+    with lock:
+        if sw.installed:
+            return
+        sw.installed = True
+    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    sw.cuda_present = bool(torch.cuda.is_available())
+    sw.tensor_type = torch.Tensor
+    sw.mode = make_outside_mode(torch)
+    sw.handles.append(register_module_forward_pre_hook(_before_module))
+    sw.handles.append(register_module_forward_hook(_after_module, with_kwargs=True, always_call=True))
+    sw.handles.append(register_optimizer_step_pre_hook(_before_step))
+    sw.handles.append(register_optimizer_step_post_hook(_after_step))
+    steps.arm()
+    if sw.origin == "debugger":
+        pause.hide_agent_files()
+
+
+def _uninstall() -> None:
+    """Remove the hooks (called from the training thread once disarmed and the mode is off)."""
+    with lock:
+        for handle in sw.handles:
+            handle.remove()
+        sw.handles.clear()
+        sw.installed = False
+
+
+# ---- module hooks ---------------------------------------------------------------------------------------------------
+
+
+def _before_module(module: Any, args: Any) -> None:
+    if st.busy:
+        return
+    if st.replay is not None:
+        st.stack.append(module)
+        return
+    try:
+        st.depth += 1
+        if st.depth == 1:
+            st.started = True
+            st.observing = budget.period_ended()
+            sync_mode()
+            if sw.enabled:
+                flush_pending()
+                st.open_calls.append(_begin_call(module))
+    except Exception as exc:  # noqa: BLE001
+        report_once("sentinel-before-module", f"NaN sentinel: module hook failed: {type(exc).__name__}: {exc}")
+
+
+def _after_module(module: Any, args: Any, *rest: Any) -> None:
+    if st.busy:
+        return
+    if st.replay is not None:
+        if st.stack:
+            st.stack.pop()
+        return
+    # with_kwargs hooks get (module, args, kwargs, output); after an exception in forward torch passes (args, None)
+    kwargs, output = (rest[0], rest[1]) if len(rest) == 2 else ({}, rest[0] if rest else None)
+    try:
+        st.depth = max(0, st.depth - 1)
+        if st.depth == 0:
+            call = st.open_calls.pop() if st.open_calls else None
+            if (
+                sw.enabled
+                and not sw.first_reported
+                and call is not None
+                and call.module is module
+                and output is not None
+            ):
+                call.args, call.kwargs = tuple(args), dict(kwargs or {})
+                _check_outermost_output(module, call, output)
+            if not sw.enabled and not st.mode_on:
+                _uninstall()
+            sync_mode()
+    except Exception as exc:  # noqa: BLE001
+        report_once("sentinel-after-module", f"NaN sentinel: module hook failed: {type(exc).__name__}: {exc}")
+        st.busy = False
+        sync_mode()
+
+
+def _begin_call(module: Any) -> Call:
+    torch = sys.modules["torch"]
+    cuda_rng = None
+    if sw.cuda_present and torch.cuda.is_initialized():
+        cuda_rng = torch.cuda.get_rng_state_all()
+    autocast: list[tuple[str, Any]] = []
+    probe = getattr(torch._C, "_is_any_autocast_enabled", None)
+    if probe is None or probe():
+        for device in ("cuda", "cpu"):
+            try:
+                if torch.is_autocast_enabled(device):
+                    autocast.append((device, torch.get_autocast_dtype(device)))
+            except (RuntimeError, TypeError, AttributeError):
+                continue
+    return Call(module, torch.get_rng_state(), cuda_rng, autocast, torch.is_grad_enabled())
+
+
+def _check_outermost_output(module: Any, call: Call, output: Any) -> None:
+    outputs = tensors_in(output)
+    with shielded(outputs + tensors_in((call.args, call.kwargs))):
+        bad = fast_suspects(outputs)
+        if not bad:
+            _remember_call(call, outputs)
+            return
+        st.busy = True
+        try:
+            _explain_outermost_output(module, call, output, outputs, bad)
+        finally:
+            st.busy = False
+
+
+def _explain_outermost_output(module: Any, call: Call, output: Any, outputs: list[Any], bad: list[int]) -> None:
+    counts = exact_counts([outputs[i] for i in bad])
+    if not counts or silenced():
+        _remember_call(call, outputs)
+        return
+    frame = user_frame()
+    inputs = tensors_in((call.args, call.kwargs))
+    incoming = exact_counts(inputs)
+    name = display_module(module)
+    if inherited(counts, incoming):
+        what = f"the input of {name} already holds {counts_text(incoming)}: it came from outside what TensorSight "
+        what += "watches (data loading in another process, a loaded tensor)"
+        if not st.observing:
+            what += budget.note()
+        publish(
+            "data",
+            "(model input)",
+            counts,
+            frame,
+            module=name,
+            what=what,
+            inputs=tuple(inputs),
+            output=output,
+            title=title_of(incoming, born=False),
+        )
+        return
+    params = state_tensors(module)
+    if exact_counts([params[i] for i in suspects(params)]):
+        if _optimizer_birth(module):
+            return
+        publish(
+            "forward",
+            "(parameters)",
+            counts,
+            frame,
+            module=name,
+            what=f"the parameters or buffers of {name} already hold NaN/Inf, so its output does",
+            output=output,
+            title=title_of(counts, born=False),
+        )
+        return
+    if not counts.nan and sw.explained_inf.get(id(module)) == (counts.posinf, counts.neginf):
+        return  # the same deliberate Inf as before (a mask): no replay every step
+    replay = replay_forward(call, stop_at=None)
+    if isinstance(replay, str):
+        what = f"the output of {name} became non-finite in its forward; it was not replayed to find the op: {replay}"
+    elif replay.found is None and replay.reproduced and not counts.nan:
+        # the replay gave the same Inf and no op made it from finite inputs: it was written in (a -inf mask)
+        sw.explained_inf[id(module)] = (counts.posinf, counts.neginf)
+        return
+    elif replay.found is None and not replay.reproduced:
+        what = f"the output of {name} became non-finite, but a re-run of its forward did not reproduce it "
+        what += "(nondeterministic ops)"
+    else:
+        return  # the replay found the op and reported it
+    publish(
+        "forward",
+        "(not replayed)" if isinstance(replay, str) else "(not reproduced)",
+        counts,
+        frame,
+        module=name,
+        what=what,
+        inputs=tuple(inputs),
+        output=output,
+        title=title_of(counts, born=True),
+    )
+
+
+def _remember_call(call: Call, outputs: list[Any]) -> None:
+    """Keep the call for a backward replay, and catch the gradient that comes back to each output."""
+    if not call.grad_enabled:
+        return
+    tracked = [t for t in outputs if t.requires_grad]
+    if not tracked:
+        return
+    st.calls.append(call)
+    if len(st.calls) > MAX_SAVED_CALLS:
+        del st.calls[0]
+    for index, tensor in enumerate(tracked):
+        node = tensor.grad_fn
+        if node is not None:  # a pre-hook on the node that made the output: cheaper than Tensor.register_hook
+            node.register_prehook(_grad_catcher(call, index, tensor.output_nr))
+    _remember_root(call.module)
+
+
+def _grad_catcher(call: Call, index: int, slot: int) -> Callable[[Any], None]:
+    def catch(grads: Any) -> None:
+        grad = grads[slot] if slot < len(grads) else None
+        if grad is not None and grad.numel() <= MAX_SAVED_GRAD_ELEMENTS:
+            call.output_grads[index] = grad.detach()
+
+    return catch
+
+
+def _remember_root(module: Any) -> None:
+    for ref in sw.known_roots:
+        if ref() is module:
+            return
+    sw.known_roots.append(weakref.ref(module))
+    del sw.known_roots[:-4]
+
+
+# ---- optimizer hooks ------------------------------------------------------------------------------------------------
+
+
+def _before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    if st.busy:
+        return
+    try:
+        st.in_step += 1
+        sync_mode()
+        st.step_number = steps.current_step() + 1
+        st.grads_finite = True
+        if not sw.enabled:
+            return
+        flush_pending()
+        params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        grads = [p.grad for p in params]
+        with shielded(grads):
+            bad = fast_suspects(grads)
+            counts = exact_counts([grads[i] for i in bad]) if bad else None
+        if not counts:
+            return
+        st.grads_finite = False
+        if silenced():
+            return
+        st.busy = True
+        try:
+            locate_backward_birth(params, bad, counts, note="" if st.observing else budget.note())
+        finally:
+            st.busy = False
+    except Exception as exc:  # noqa: BLE001
+        st.busy = False
+        report_once("sentinel-before-step", f"NaN sentinel: optimizer hook failed: {type(exc).__name__}: {exc}")
+
+
+def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    """Remember the step; its parameters are checked by the next forward (see ``_optimizer_birth``)."""
+    if st.busy:
+        return
+    try:
+        if sw.enabled:
+            frame = user_frame()
+            where = (frame.f_code.co_filename, frame.f_lineno, id(frame), frame.f_code) if frame is not None else None
+            st.last_step = Step(st.step_number, weakref.ref(optimizer), where, st.grads_finite)
+        st.calls.clear()
+    except Exception as exc:  # noqa: BLE001
+        report_once("sentinel-after-step", f"NaN sentinel: optimizer hook failed: {type(exc).__name__}: {exc}")
+    finally:
+        st.in_step = max(0, st.in_step - 1)
+        sync_mode()
+
+
+def _optimizer_birth(module: Any) -> bool:
+    """The outermost module's parameters hold NaN/Inf, and the last ``optimizer.step()`` started from finite
+    gradients: that step made them. Checking parameters here, at the next forward, instead of after every step saves
+    a pass over all weights per step; the stop still points at the ``optimizer.step()`` line."""
+    last = st.last_step
+    optimizer = last.optimizer() if last is not None else None
+    if last is None or optimizer is None or not last.grads_finite:
+        return False
+    names = {id(p): name for name, p in unwrap(module).named_parameters()}
+    params = [p for p in optimizer_parameters(optimizer) if id(p) in names]
+    bad = [i for i in suspects(params) if exact_counts([params[i]])]
+    if not bad:
+        return False
+    made = exact_counts([params[i] for i in bad])
+    touched = [names[id(params[i])] for i in bad]
+    shown = ", ".join(touched[:4]) + (f" and {len(touched) - 4} more" if len(touched) > 4 else "")
+    kind = type(optimizer).__name__
+    lr = _learning_rate(optimizer)
+    frame = user_frame()
+    where = last.where
+    file, line = (where[0], where[1]) if where is not None else (None, None)
+    record = make_record(
+        "optimizer",
+        f"{kind}.step()",
+        made,
+        frame,
+        file=file,
+        line=line,
+        what=f"{kind}.step() made {counts_text(made)} in {shown} from finite parameters and gradients"
+        + (f" (lr={lr:g})" if lr is not None else ""),
+        step=last.number,
+        output=tuple(params[i] for i in bad),
+        title=title_of(made, born=True),
+    )
+    publish_found_later(record, where, "the next forward")
+    return True
+
+
+def _learning_rate(optimizer: Any) -> float | None:
+    try:
+        value = optimizer.param_groups[0].get("lr")
+        return float(value) if value is not None else None
+    except (AttributeError, IndexError, TypeError, ValueError):
+        return None

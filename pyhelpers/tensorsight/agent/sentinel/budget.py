@@ -1,0 +1,102 @@
+"""What observing ops outside modules op by op costs, step by step, and which steps the outside-modules mode
+(``outside``) observes. Fed by that mode and by the backward node hooks it places (``backward``); read at each
+outermost module call (``boundaries``)."""
+
+from __future__ import annotations
+
+import collections
+import math
+import time
+
+from tensorsight.agent.sentinel.state import st
+
+
+class Budget:
+    """What observing ops outside modules costs, step by step, and which steps are observed.
+
+    A step here is the period from one outermost module call to the next. The cost of an observed step is timed two
+    ways: what our mode and hooks spend besides the op itself plus the dispatch of each op into Python
+    (``DISPATCH_SECONDS``, measured on a small CPU), and observed steps against unobserved ones (medians of the last
+    ``WINDOW``: one slow step, a garbage collection, does not decide). While the larger exceeds ``SHARE`` of a step,
+    only one step in ``stride`` is observed, so that the average stays within the share.
+
+    The first ``FIRST_STEPS`` steps are always observed: that is where a bad learning rate, initialisation or data
+    usually shows, and in a run of thousands of steps their cost does not count; small programs (the examples) are
+    then observed throughout. The budget holds in debug sessions, where the program runs for its own sake. The
+    doctor, a diagnostic run, observes every step (``active`` False): there, finding the line matters more.
+
+    ``SHARE`` is below the sentinel's 1.15x target: the boundary checks and the dispatch we cannot time need the
+    rest."""
+
+    SHARE = 0.07
+    DISPATCH_SECONDS = 1.2e-6
+    WINDOW = 5
+    FIRST_STEPS = 50
+    PROBE_EVERY = 25
+    MAX_STRIDE = 1000
+
+    def __init__(self) -> None:
+        self.active = True
+        self.ops = 0
+        self.check_seconds = 0.0
+        self.started = time.perf_counter()
+        self.steps = 0
+        self.stride = 1
+        self.estimates: collections.deque[float] = collections.deque(maxlen=self.WINDOW)  # our cost / step
+        self.observed: collections.deque[float] = collections.deque(maxlen=self.WINDOW)  # observed step times
+        self.plain: collections.deque[float] = collections.deque(maxlen=self.WINDOW)  # unobserved step times
+
+    def spent(self, seconds: float) -> None:
+        """One op (or one of our backward hooks) took ``seconds`` of ours, besides its dispatch."""
+        self.ops += 1
+        self.check_seconds += seconds
+
+    @property
+    def share(self) -> float:
+        """What observing costs, as a share of a step: the larger of our own timing (median of the recent observed
+        steps) and, once there are both, the median observed step against the median unobserved one."""
+        estimate = _median(self.estimates)
+        if len(self.observed) >= 3 and len(self.plain) >= 3:
+            plain = _median(self.plain)
+            estimate = max(estimate, (_median(self.observed) - plain) / max(plain, 1e-9))
+        return estimate
+
+    def period_ended(self) -> bool:
+        """Account for the period that just ended (from one outermost module call to the next: a training step, or
+        one inference with its post-processing); True when the next one is observed.
+
+        Past the first steps, one step in ``PROBE_EVERY`` is left unobserved while every step is, to time a step
+        without us (what our own timing cannot see: the dispatch into Python, a debugger's tracing of our code)."""
+        now = time.perf_counter()
+        elapsed, self.started = now - self.started, now
+        if st.observing and self.ops:
+            cost = self.check_seconds + self.ops * self.DISPATCH_SECONDS
+            self.estimates.append(cost / max(elapsed - cost, 1e-9))
+            self.observed.append(elapsed)
+        elif not st.observing:
+            self.plain.append(elapsed)
+        if len(self.estimates) >= 3:
+            over = self.share / self.SHARE
+            self.stride = 1 if over <= 1 else min(self.MAX_STRIDE, math.ceil(over))
+        self.ops = 0
+        self.check_seconds = 0.0
+        self.steps += 1
+        if not self.active or self.steps <= self.FIRST_STEPS:
+            return True
+        if self.stride == 1:
+            return self.steps % self.PROBE_EVERY != 0
+        return self.steps % self.stride == 0
+
+    def note(self) -> str:
+        """Why a birth outside modules was not seen at its op (for the report of a step that was not observed)."""
+        return (
+            f"; this step's ops outside modules were not checked one by one (checking them costs {self.share:.0%} of "
+            f"a step, so the sentinel observes one step in {self.stride})"
+        )
+
+
+budget = Budget()
+
+
+def _median(values: collections.deque[float]) -> float:
+    return sorted(values)[len(values) // 2] if values else 0.0

@@ -1,0 +1,193 @@
+"""Ops outside modules (the loss written by hand, data conversion, metrics): checked op by op by a
+``TorchFunctionMode`` that is on this thread's stack only while the sentinel observes them.
+
+When it is on: armed, after the program's first module call, outside every module forward and ``optimizer.step()``
+(the boundary hooks take it off at the outermost module call and put it back after, so model internals pay nothing
+per op), never during a replay, and only in observed steps (``budget``: past the first steps, a step is observed
+while checking its ops outside modules costs at most ``Budget.SHARE`` of it; a program whose steps are mostly tiny
+ops outside modules gets one observed step in ``stride``, ``benchmarks/bench_sentinel.py`` part 3).
+In a step that is not observed, a birth outside modules is still caught at the next boundary (the model's input, the
+gradients before ``optimizer.step()``), and the report says that the ops were not checked one by one.
+
+What the program sees is unchanged: each op runs from a function compiled at the caller's line
+(``runtime.op_calls``), so warnings keep their location, filters and deduplication; our own reads of its tensors are
+shielded from a tensor subclass's ``__torch_function__`` (``op_calls.shielded``), which runs exactly as often as
+without us.
+
+Called by ``boundaries`` (``sync_mode``, ``make_outside_mode``); reports through ``records``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import types
+from typing import Any
+
+from tensorsight.agent.runtime import op_calls
+from tensorsight.agent.runtime.guard import report_once
+from tensorsight.agent.runtime.op_calls import shielded
+from tensorsight.agent.runtime.tensor_walk import exact_counts, is_tensor
+from tensorsight.agent.sentinel.backward import flush_pending, watch_backward
+from tensorsight.agent.sentinel.budget import budget
+from tensorsight.agent.sentinel.ops import (
+    BACKWARD,
+    BACKWARD_FUNCS,
+    GRADIENT_SAFE,
+    INPLACE,
+    SKIP,
+    judge_inputs,
+    op_name,
+    policies,
+    policy_of,
+)
+from tensorsight.agent.sentinel.reading import (
+    elements,
+    fast_suspects,
+    mixed_precision,
+    tensors_in,
+    user_frame,
+)
+from tensorsight.agent.sentinel.records import counts_text, publish, title_of
+from tensorsight.agent.sentinel.state import silenced, st, sw
+
+
+def sync_mode() -> None:
+    """Put our outside-modules mode on this thread's stack exactly when it should be there: armed, after the first
+    module call, no module forward, no optimizer step, no replay, an observed step.
+
+    Our mode always sits at the bottom of the stack: other modes (the program's ``with torch.device(...)``, a
+    profiler, the shape observers) keep their order and stay above it, so their ``__exit__``, which pops the top of
+    the stack, still pops their own mode.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None or sw.mode is None or st.busy:
+        return
+    want = sw.enabled and st.started and st.observing and st.depth == 0 and st.in_step == 0 and st.replay is None
+    if want and not st.mode_on:
+        _rebuild_stack(torch, with_ours=True)
+        st.mode_on = True
+    elif not want and st.mode_on:
+        _rebuild_stack(torch, with_ours=False)
+        st.mode_on = False
+
+
+def _rebuild_stack(torch: types.ModuleType, with_ours: bool) -> None:
+    size = torch._C._len_torch_function_stack()
+    if with_ours and size == 0:  # the usual cases: nothing else on the stack, or ours on top
+        torch._C._push_on_torch_function_stack(sw.mode)
+        return
+    if not with_ours and size and torch._C._get_function_stack_at(size - 1) is sw.mode:
+        torch._C._pop_torch_function_stack()
+        return
+    from torch.overrides import _pop_mode, _push_mode
+
+    others = []
+    while torch._C._len_torch_function_stack():
+        mode = _pop_mode()
+        if mode is not sw.mode:
+            others.append(mode)
+    if with_ours:
+        _push_mode(sw.mode)
+    for mode in reversed(others):
+        _push_mode(mode)
+
+
+def make_outside_mode(torch: types.ModuleType) -> Any:
+    from torch.overrides import TorchFunctionMode
+
+    BACKWARD_FUNCS.update({torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad})
+    clock = time.perf_counter
+    call_as_caller, caller_frame = op_calls.call_as_caller, op_calls.caller_frame
+
+    class _OutsideModulesMode(TorchFunctionMode):
+        """On the stack only in observed steps, outside module forwards and optimizer steps: checks each op."""
+
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            entered = clock()
+            kwargs = kwargs or {}
+            caller = caller_frame(func, sys._getframe(1))
+            policy = policies.get(func)
+            if policy is None:
+                policy = policy_of(func)
+            if policy == SKIP or not sw.enabled or sw.first_reported:
+                return _timed_call(func, args, kwargs, caller, entered)
+            if st.busy or st.depth or st.in_step or st.replay is not None:
+                return _timed_call(func, args, kwargs, caller, entered)
+            if policy == BACKWARD:
+                result = call_as_caller(func, args, kwargs, caller)
+                flush_pending()
+                return result  # backward's own time, with our node hooks in it, is timed by the hooks
+            was_clean = None
+            if policy == INPLACE and args and is_tensor(args[0]):
+                with shielded([args[0]]):
+                    was_clean = not fast_suspects([args[0]])
+            before = clock()
+            result = call_as_caller(func, args, kwargs, caller)
+            after = clock()
+            try:
+                _after_outside_op(func, args, kwargs, result, was_clean)
+            except Exception as exc:  # noqa: BLE001 - never break the user's op
+                st.busy = False
+                report_once("sentinel-op", f"NaN sentinel: check after {op_name(func)} failed: {exc!r}")
+            budget.spent(clock() - entered - (after - before))
+            return result
+
+    def _timed_call(func: Any, args: Any, kwargs: Any, caller: Any, entered: float) -> Any:
+        before = clock()
+        result = call_as_caller(func, args, kwargs, caller)
+        budget.spent(before - entered)
+        return result
+
+    return _OutsideModulesMode()
+
+
+def _after_outside_op(func: Any, args: Any, kwargs: Any, result: Any, was_clean: bool | None) -> None:
+    if was_clean is not None:
+        outputs = [args[0]]
+    elif isinstance(result, sw.tensor_type):
+        outputs = [result]
+    else:
+        outputs = tensors_in(result, shallow=True)
+    if not outputs:
+        return
+    with shielded(outputs + [a for a in args if is_tensor(a)]):
+        _check_outputs(func, args, kwargs, result, outputs, was_clean)
+
+
+def _check_outputs(func: Any, args: Any, kwargs: Any, result: Any, outputs: list[Any], was_clean: bool | None) -> None:
+    bad = fast_suspects(outputs)
+    if not bad:
+        if getattr(func, "__name__", "") not in GRADIENT_SAFE and not mixed_precision():
+            watch_backward(func, outputs)
+        return
+    st.busy = True
+    try:
+        if was_clean is False:
+            return  # an in-place op on a tensor that already held NaN/Inf
+        counts = exact_counts([outputs[i] for i in bad])
+        if not counts or silenced():
+            return
+        verdict = judge_inputs(args, kwargs, counts, skip_first=was_clean is not None)
+        if verdict is None:
+            return  # carried along from an input: not born here
+        frame = user_frame()
+        phase, source = verdict
+        what = f"{op_name(func)} made {counts_text(counts)} (of {elements(outputs)} values) from finite inputs"
+        if phase == "data":
+            what = (
+                f"{op_name(func)} built a tensor with {counts_text(counts)} (of {elements(outputs)} values) from "
+                f"{source}: the value came in with the data"
+            )
+        publish(
+            phase,
+            op_name(func),
+            counts,
+            frame,
+            what=what,
+            inputs=tuple(tensors_in((args, kwargs), shallow=True)),
+            output=result if was_clean is None else args[0],
+            title=title_of(counts, born=phase != "data"),
+        )
+    finally:
+        st.busy = False

@@ -1,0 +1,233 @@
+"""A NaN/Inf birth as the user sees it: the record (Variables' ``(nonfinite)`` entry, ``last_nonfinite()``), its
+event and finding, its wording, and the one place that publishes it and stops the debugger in the user's frame.
+
+Every section of the sentinel reports through ``publish`` (a birth seen where it happens) or ``publish_found_later``
+(a birth noticed after its line ran)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+from tensorsight.agent.debugger import pause
+from tensorsight.agent.runtime import events, identity, steps
+from tensorsight.agent.runtime.tensor_walk import is_tensor
+from tensorsight.agent.sentinel.reading import elements, user_frame
+from tensorsight.agent.sentinel.state import lock, sw
+from tensorsight.core.findings import Finding
+from tensorsight.core.nonfinite import NonFiniteCounts
+
+
+@dataclass(eq=False)
+class NonFiniteRecord:
+    """One NaN/Inf birth: where, in which phase and step, and the values involved (shown in Variables)."""
+
+    phase: str
+    op: str
+    title: str
+    message: str
+    file: str | None
+    line: int | None
+    step: int
+    rank: int | None
+    nan: int
+    posinf: int
+    neginf: int
+    elements: int
+    module: str | None = None
+    node: str | None = None
+    inputs: tuple[Any, ...] = ()
+    output: Any = None
+    incoming_grads: tuple[Any, ...] = ()
+    produced_grads: tuple[Any, ...] = ()
+    stopped_at: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"<{self.title}: {self.message}>"
+
+    def event(self) -> dict[str, Any]:
+        """The ``nonfinite`` event (design schema plus ``module``/``node``/``rank``/``title`` when known)."""
+        data: dict[str, Any] = {
+            "file": self.file,
+            "line": self.line,
+            "op": self.op,
+            "phase": self.phase,
+            "step": self.step,
+            "nan": self.nan,
+            "posinf": self.posinf,
+            "neginf": self.neginf,
+            "message": self.message,
+            "title": self.title,
+        }
+        for key in ("module", "node", "rank"):
+            value = getattr(self, key)
+            if value is not None:
+                data[key] = value
+        return data
+
+    def finding(self) -> Finding | None:
+        if self.file is None or self.line is None:
+            return None
+        details: dict[str, Any] = {
+            "op": self.op,
+            "phase": self.phase,
+            "nan": self.nan,
+            "posinf": self.posinf,
+            "neginf": self.neginf,
+            "elements": self.elements,
+            **self.details,
+        }
+        if self.module:
+            details["module"] = self.module
+        if self.node:
+            details["node"] = self.node
+        return Finding(
+            "nonfinite", "error", f"{self.title}: {self.message}", self.file, self.line, self.step, self.rank, details
+        )
+
+
+def say(message: str) -> None:
+    """A line in the Debug Console (the debuggee's stderr) or the doctor's output."""
+    try:
+        sys.stderr.write(f"[tensorsight] {message}\n")
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - stderr may be closed
+        pass
+
+
+def publish(
+    phase: str,
+    op: str,
+    counts: NonFiniteCounts,
+    frame: types.FrameType | None,
+    *,
+    what: str,
+    title: str,
+    **where: Any,
+) -> NonFiniteRecord:
+    """Make the record of a birth seen where it happens and report it at ``frame`` (see ``make_record``)."""
+    record = make_record(phase, op, counts, frame, what=what, title=title, **where)
+    report(record, frame)
+    return record
+
+
+def make_record(
+    phase: str,
+    op: str,
+    counts: NonFiniteCounts,
+    frame: types.FrameType | None,
+    *,
+    what: str,
+    title: str,
+    module: str | None = None,
+    node: str | None = None,
+    file: str | None = None,
+    line: int | None = None,
+    inputs: tuple[Any, ...] = (),
+    output: Any = None,
+    incoming: tuple[Any, ...] = (),
+    produced: tuple[Any, ...] = (),
+    step: int | None = None,
+    replayed: bool = False,
+) -> NonFiniteRecord:
+    if file is None and frame is not None:
+        file, line = os.path.abspath(frame.f_code.co_filename), frame.f_lineno
+    elif file is not None:
+        file = os.path.abspath(file)
+    step_number = step if step is not None else steps.current_step() + 1
+    rank = identity.rank()
+    where = f"{os.path.basename(file)}:{line}" if file else "unknown location"
+    context = [phase, f"step {step_number}"]
+    if rank is not None:
+        context.append(f"rank {rank}")
+    message = f"{what} — {', '.join(context)}, at {where}"
+    details: dict[str, Any] = {"replayed": True} if replayed else {}
+    count = elements([output] if is_tensor(output) else list(produced))
+    return NonFiniteRecord(
+        phase=phase,
+        op=op,
+        title=title,
+        message=message,
+        file=file,
+        line=line,
+        step=step_number,
+        rank=rank,
+        nan=counts.nan,
+        posinf=counts.posinf,
+        neginf=counts.neginf,
+        elements=count,
+        module=module,
+        node=node,
+        inputs=inputs,
+        output=output,
+        incoming_grads=incoming,
+        produced_grads=produced,
+        details=details,
+    )
+
+
+def report(record: NonFiniteRecord, frame: types.FrameType | None, line_shown: int | None = None) -> None:
+    """Publish a birth (event, finding, Debug Console line) and, the first time, stop the debugger at ``frame``."""
+    with lock:
+        if sw.first_reported:
+            return
+        sw.first_reported = True
+    sw.last = record
+    events.emit("nonfinite", **record.event())
+    finding = record.finding()
+    if finding is not None:
+        events.emit_finding(finding)
+    say(f"{record.title}: {record.message}")
+    if sw.origin != "debugger" or frame is None or not _stops_allowed() or pause.thread_held_by_debugger():
+        return
+    pause.stop_in_frame(frame, record.title, record.message, {"(nonfinite)": record}, line=line_shown)
+
+
+def _stops_allowed() -> bool:
+    """False on a rank the ``ranks`` option leaves running (``agent.distributed``); a failure to ask allows the stop."""
+    from tensorsight.agent.distributed.ranks import stops_allowed
+
+    try:
+        return bool(stops_allowed())
+    except Exception:  # noqa: BLE001
+        return True
+
+
+def title_of(counts: NonFiniteCounts, born: bool) -> str:
+    """The stop's headline (the editor's exception title): where the value was born, or where it came in."""
+    what = "NaN" if counts.nan else "Inf"
+    return f"{what} born here" if born else f"{what} came in here"
+
+
+def counts_text(counts: NonFiniteCounts) -> str:
+    parts = []
+    if counts.nan:
+        parts.append(f"{counts.nan} NaN")
+    if counts.posinf:
+        parts.append(f"{counts.posinf} +Inf")
+    if counts.neginf:
+        parts.append(f"{counts.neginf} -Inf")
+    return ", ".join(parts) or "no NaN/Inf"
+
+
+def publish_found_later(record: NonFiniteRecord, where: Any, when: str) -> None:
+    """Report a birth noticed after its line ran (a backward node, an optimizer step). When the frame that ran that
+    line is still on the stack (typically the training loop), the stop is shown on that line of that frame."""
+    frame = user_frame()
+    line_shown = None
+    if where is not None and frame is not None:
+        walker: types.FrameType | None = frame
+        while walker is not None:
+            if id(walker) == where[2] and walker.f_code is where[3]:
+                frame, line_shown = walker, where[1]
+                break
+            walker = walker.f_back
+    if frame is not None:
+        record.stopped_at = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+        if line_shown is None or line_shown != frame.f_lineno:
+            record.message += f" (found when {when}, at {record.stopped_at})"
+    report(record, frame, line_shown=line_shown)

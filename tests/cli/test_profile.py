@@ -1,0 +1,126 @@
+"""The on-request tools as the editor calls them: ``profile --json`` and ``overfit --json`` on real scripts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+
+from support.paths import PYHELPERS, PYTHON, REPO, example
+from tensorsight.cli.profile import print_report
+
+THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def tensorsight(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **THREADS, "PYTHONPATH": PYHELPERS}
+    return subprocess.run(
+        [PYTHON, "-m", "tensorsight", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=240
+    )
+
+
+def line_of(path: str, text: str) -> int:
+    with open(path, encoding="utf-8") as handle:
+        return next(number for number, line in enumerate(handle, start=1) if text in line)
+
+
+def test_profile_json_has_the_steps_the_functions_and_line_timings(capsys):
+    path = example("slow_dataloader.py")
+    proc = tensorsight("profile", "--json", "--steps", "6", "--function", "SlowDataset.__getitem__", path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    document = json.loads(proc.stdout)
+    assert document["script"] == path and document["steps_profiled"] == 6 and document["warmup"] == 1
+    assert document["error"] == "" and document["missing_functions"] == []
+
+    rows = document["rows"]
+    assert rows == sorted(rows, key=lambda r: (-r["cumulative_s"], -r["own_s"]))
+    getitem = next(r for r in rows if r["function"] == "__getitem__" and r["user"])
+    assert (getitem["file"], getitem["line"]) == (path, line_of(path, "def __getitem__"))
+    assert getitem["calls"] == 6 * 16  # 6 batches of 16 items, the warm-up batch excluded
+    sleep = next(r for r in rows if "time.sleep" in r["function"])
+    assert sleep["file"] is None and sleep["own_s"] > 0.5 * getitem["cumulative_s"]
+    assert not any(r["file"] and "/tensorsight/" in r["file"] for r in rows)  # our own frames are left out
+
+    (lines,) = document["functions"]
+    assert lines["function"] == "SlowDataset.__getitem__" and lines["file"] == path
+    slowest = max(lines["lines"], key=lambda line: line["time_s"])
+    assert slowest["line"] == line_of(path, "time.sleep(0.001)") and slowest["hits"] == 6 * 16
+    assert slowest["percent"] > 80 and "time.sleep" in slowest["source"]
+
+    phases = document["phases"]
+    assert phases["steps"] == 6 and phases["measured_under"] == "cProfile"
+    assert max(phases["seconds"], key=phases["seconds"].get) == "data"
+
+    print_report(document)  # the text form reads the same document
+    text = capsys.readouterr().out
+    assert "phase breakdown" in text and "*__getitem__" in text and "line timings of SlowDataset.__getitem__" in text
+
+
+def test_profile_reports_a_function_it_cannot_find(tmp_path):
+    path = example("retained_graph.py")
+    proc = tensorsight("profile", "--json", "--steps", "3", "--no-phases", "--function", "no_such_function", path)
+    document = json.loads(proc.stdout)
+    assert document["missing_functions"] == ["no_such_function"] and document["phases"] is None
+    assert document["steps_profiled"] == 3 and any("not found: no_such_function" in n for n in document["notes"])
+
+
+def test_overfit_command_finds_the_model_and_loss_module_of_a_script():
+    path = example("healthy_training.py")
+    proc = tensorsight("overfit", "--json", path)
+    document = json.loads(proc.stdout)
+    assert proc.returncode == 0, document
+    assert document["passed"] is True and document["model"] == "Sequential" and document["loss"] == "CrossEntropyLoss"
+    assert (document["model_file"], document["model_line"]) == (path, line_of(path, "loss = criterion(model(x), y)"))
+    assert document["final_loss"] < 0.05 * document["initial_loss"] and document["samples"] == 8
+    assert 0 < len(document["losses"]) <= 200
+
+
+def test_overfit_command_uses_a_functional_loss_and_reports_failure_to_learn(tmp_path):
+    script = tmp_path / "frozen.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            import torch.nn.functional as F
+
+            torch.manual_seed(0)
+            model = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+            for param in model[0].parameters():
+                param.requires_grad_(False)
+            model[0].weight.zero_()  # BUG: a dead, frozen first layer: the output ignores the inputs
+            optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+            x, y = torch.randn(32, 6), torch.arange(32) % 4
+            for step in range(5):
+                optimizer.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+            """
+        )
+    )
+    proc = tensorsight("overfit", "--json", "--steps", "150", str(script))
+    document = json.loads(proc.stdout)
+    assert proc.returncode == 1, document
+    assert document["loss"] == "torch.nn.functional.cross_entropy" and document["passed"] is False
+    assert "FAILED" in document["message"]
+
+
+def test_overfit_command_explains_an_inline_loss(tmp_path):
+    script = tmp_path / "inline.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            model = torch.nn.Linear(3, 1)
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            x, y = torch.randn(16, 3), torch.randn(16, 1)
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            optimizer.step()
+            """
+        )
+    )
+    proc = tensorsight("overfit", "--json", str(script))
+    document = json.loads(proc.stdout)
+    assert proc.returncode == 2 and "inline" in document["error"] and "overfit_one_batch" in document["error"]
