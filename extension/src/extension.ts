@@ -18,6 +18,7 @@ import {
 } from './common/vscodeapi';
 import { toggleBreakOnNonFinite } from './commands/breakOnNonFinite';
 import { CliTools } from './commands/cliTools';
+import { ToolProblems } from './commands/toolProblems';
 import { addTensorBreakpoint } from './commands/tensorBreakpoint';
 import { TensorBoard } from './commands/tensorboard';
 import { DEBUG_TYPE } from './debug/launchConfig';
@@ -53,7 +54,7 @@ export function activate(context: ExtensionContext): void {
   const panel = new TrainingPanel(paths);
   const results = new ResultsView(paths);
   const diagnostics = workspace.createDiagnosticCollection('tensorsight-doctor');
-  const tools = new CliTools(paths, interpreters, diagnostics, results, log);
+  const tools = new CliTools(paths, interpreters, new ToolProblems(languageServer, diagnostics), results, log);
   const tensorBoard = new TensorBoard(paths, interpreters, log);
   const configurations = new TrainingConfigurationProvider(paths, interpreters, sessions, log);
 

@@ -169,3 +169,21 @@ def test_shape_row_to_dict_omits_unknown_location():
     assert "file" not in data and data["path"] == "a.b" and data["output_shapes"] == [[1, 4, 6, 6]]
     row.file, row.line = "/x.py", 3
     assert row.to_dict()["line"] == 3
+
+
+def test_statement_targets_know_which_loop_body_lines_still_see_the_loop_targets():
+    source = (
+        "for epoch in range(3):\n"  # 1
+        "    model.train()\n"  # 2
+        "    for xb, yb in loader:\n"  # 3
+        "        optimizer.zero_grad()\n"  # 4
+        "        xb, yb = xb.to(dev), yb.to(dev)\n"  # 5: its calls still see the loader's batch
+        "        loss = model(xb)\n"  # 6: xb was reassigned on line 5
+        "    for x in data:\n"  # 7
+        "        if x is None:\n"  # 8
+        "            x = 0\n"  # 9
+        "        y = x\n"  # 10
+    )
+    table = statement_targets(source)
+    assert [table[n].loop for n in (2, 3, 4, 5, 6)] == [1, 1, 3, 3, None]
+    assert table[7].loop == 1 and table[8].loop is None and table[10].loop is None

@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import pathlib
-import sys
 
 import pytest
 import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from support.lsp import close, eventually, initialize, open_and_wait, server_config
-from support.paths import PYHELPERS, marked_lines, program
+from support.lsp import close, doctor_under_hub, eventually, initialize, open_and_wait, server_config
+from support.paths import marked_lines, program
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -137,31 +135,8 @@ async def test_bad_requests_get_errors_not_crashes(client: LanguageClient):
 async def run_under_agent(client: LanguageClient, session_id: str) -> tuple[str, int]:
     """``python -m tensorsight doctor hub_training.py`` with the hub's address and token, as the extension sets them."""
     await request(client, "tensorsight/endSession", {"sessionId": "a"})
-    session = await request(client, "tensorsight/startSession", {"sessionId": session_id})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORSIGHT_")}
-    env.update(
-        PYTHONPATH=PYHELPERS,
-        TENSORSIGHT_HUB=session["address"],
-        TENSORSIGHT_TOKEN=session["token"],
-        TENSORSIGHT_OPTIONS=json.dumps({"breakOnNonFinite": True, "measure": True, "observeShapes": True}),
-    )
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "tensorsight",
-        "doctor",
-        TRAINING,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    output, _ = await asyncio.wait_for(process.communicate(), 240)
-    assert process.returncode in (0, 1), output.decode()
-    await eventually(
-        lambda: any(e["sessionId"] == session_id and e["event"]["type"] == "bye" for e in client.run_events),
-        what="the run's bye",
-    )
-    return output.decode(), process.pid
+    options = {"breakOnNonFinite": True, "measure": True, "observeShapes": True}
+    return await doctor_under_hub(client, session_id, TRAINING, options)
 
 
 @pytest.mark.timeout(300)

@@ -11,6 +11,7 @@ server publishes, and apply LSP text edits.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import pathlib
 import sys
@@ -22,6 +23,7 @@ from pygls.protocol.json_rpc import JsonRPCNotification
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities, make_test_lsp_client
 
 from support.extension_launch import extension_launch
+from support.paths import PYHELPERS
 
 WAIT_SECONDS = 60.0
 
@@ -171,3 +173,31 @@ def apply_edits(text: str, edits: Sequence[types.TextEdit]) -> str:
         text = text[: offset(edit.range.start)] + edit.new_text + text[offset(edit.range.end) :]
         lines = text.split("\n")
     return text
+
+
+async def doctor_under_hub(
+    client: LanguageClient, session_id: str, script: str, options: dict[str, Any], timeout: float = 240
+) -> tuple[str, int]:
+    """``python -m tensorsight doctor <script>`` reporting to the server's hub as a debuggee would (a session of its
+    own, ``TENSORSIGHT_HUB``/``TOKEN``/``OPTIONS`` set as the extension sets them); waits for the run's ``bye``.
+    Returns the doctor's output and pid."""
+    session = await client.protocol.send_request_async("tensorsight/startSession", {"sessionId": session_id})
+    session = session._asdict() if hasattr(session, "_asdict") else session
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORSIGHT_")}
+    env.update(
+        PYTHONPATH=PYHELPERS,
+        TENSORSIGHT_HUB=session["address"],
+        TENSORSIGHT_TOKEN=session["token"],
+        TENSORSIGHT_OPTIONS=json.dumps(options),
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tensorsight", "doctor", script, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    output, _ = await asyncio.wait_for(process.communicate(), timeout)
+    assert process.returncode in (0, 1), output.decode()
+    await eventually(
+        lambda: any(e["sessionId"] == session_id and e["event"]["type"] == "bye" for e in client.run_events),
+        what="the run's bye",
+    )
+    return output.decode(), process.pid

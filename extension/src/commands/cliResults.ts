@@ -14,6 +14,8 @@ export interface Finding {
   line: number;
   step?: number;
   rank?: number;
+  /** The rule code (`details.code`, e.g. TS104), a quick fix, ...: the server merges the same bug on them. */
+  details?: Record<string, unknown>;
 }
 
 export type Cell = string | number | boolean | null;
@@ -68,6 +70,7 @@ export function readFindings(document: Record<string, unknown>): Finding[] {
       line: typeof line === 'number' && line >= 1 ? Math.floor(line) : 1,
       ...(typeof item.step === 'number' ? { step: item.step } : {}),
       ...(typeof item.rank === 'number' ? { rank: item.rank } : {}),
+      ...(isRecord(item.details) ? { details: item.details } : {}),
     });
   }
   return findings;

@@ -2,7 +2,7 @@
  * "Run Doctor on This File", "Profile Training", "Check Shapes" and "Overfit One Batch": each runs
  * `tensorsight <tool> --json <file>` (isolated from the workspace, common/pythonLaunch.ts; only in a trusted workspace,
  * since the tool runs the script) with the resolved interpreter under a cancellable progress
- * notification, streams the tool's stderr to the output channel, turns findings into Problems (diagnostics) and shows
+ * notification, streams the tool's stderr to the output channel, hands findings to Problems (toolProblems.ts) and shows
  * tables (profile rows, the shape map) in the sortable results view.
  */
 import * as path from 'node:path';
@@ -10,22 +10,10 @@ import type { InterpreterService } from '../common/interpreterService';
 import type { ExtensionPaths } from '../common/paths';
 import { runProcess } from '../common/process';
 import { toolLaunch } from '../common/pythonLaunch';
-import {
-  commands,
-  DiagnosticClass,
-  DiagnosticSeverity,
-  type DiagnosticCollection,
-  l10n,
-  type LogOutputChannel,
-  PositionClass,
-  ProgressLocation,
-  Range,
-  Uri,
-  window,
-  workspace,
-} from '../common/vscodeapi';
+import { commands, l10n, type LogOutputChannel, ProgressLocation, Uri, window, workspace } from '../common/vscodeapi';
 import type { ResultsView } from '../panel/resultsView';
-import { type Finding, findingsByFile, isMissingSubcommand, parseToolOutput, readReport } from './cliResults';
+import { type Finding, isMissingSubcommand, parseToolOutput, readReport } from './cliResults';
+import type { ToolProblems } from './toolProblems';
 
 export type Tool = 'doctor' | 'profile' | 'shapes' | 'overfit';
 
@@ -33,7 +21,7 @@ export class CliTools {
   constructor(
     private readonly paths: ExtensionPaths,
     private readonly interpreters: InterpreterService,
-    private readonly diagnostics: DiagnosticCollection,
+    private readonly problems: ToolProblems,
     private readonly results: ResultsView,
     private readonly log: LogOutputChannel,
   ) {}
@@ -101,7 +89,7 @@ export class CliTools {
       return undefined;
     }
     const report = readReport(document);
-    this.publish(report.findings, tool === 'doctor' ? target : undefined);
+    await this.problems.publish(tool, report.findings);
     this.log.info(`${tool}: ${report.findings.length} finding(s)`);
     if (tool === 'doctor') {
       const showProblems = l10n.t('Show Problems');
@@ -115,32 +103,6 @@ export class CliTools {
     }
     if (tool !== 'doctor' || report.tables.length > 0) this.results.show(`${title}: ${path.basename(target)}`, report);
     return report.findings;
-  }
-
-  /** Replaces the diagnostics of the files this run reported on (and of the script itself for the doctor). */
-  private publish(findings: Finding[], script: string | undefined): void {
-    if (script) this.diagnostics.delete(Uri.file(script));
-    for (const [file, list] of findingsByFile(findings)) {
-      const uri = Uri.file(path.resolve(file));
-      this.diagnostics.set(
-        uri,
-        list.map((finding) => {
-          const position = new PositionClass(finding.line - 1, 0);
-          const diagnostic = new DiagnosticClass(
-            new Range(position, position.translate(0, 1000)),
-            finding.message,
-            finding.severity === 'error'
-              ? DiagnosticSeverity.Error
-              : finding.severity === 'warning'
-                ? DiagnosticSeverity.Warning
-                : DiagnosticSeverity.Information,
-          );
-          diagnostic.source = 'TensorSight doctor';
-          diagnostic.code = finding.kind;
-          return diagnostic;
-        }),
-      );
-    }
   }
 }
 

@@ -11,6 +11,7 @@ export const Methods = {
   endSession: 'tensorsight/endSession',
   validateCondition: 'tensorsight/validateCondition',
   suggestConditions: 'tensorsight/suggestConditions',
+  toolFindings: 'tensorsight/toolFindings',
   runEvent: 'tensorsight/runEvent',
   gpu: 'tensorsight/gpu',
   status: 'tensorsight/status',
@@ -169,6 +170,31 @@ export interface SuggestConditionsParams {
   shape?: number[];
 }
 
+/** A finding in the shared model (a tool's --json report carries these). */
+export interface ReportedFinding {
+  kind: string;
+  severity: 'error' | 'warning' | 'info';
+  message: string;
+  file: string;
+  /** 1-based */
+  line: number;
+  step?: number;
+  rank?: number;
+  details?: Record<string, unknown>;
+}
+
+/** A tool's report for Problems: the server merges it with the rules and the runs (one problem per bug). */
+export interface ToolFindingsParams {
+  /** 'doctor', 'profile', 'shapes' or 'overfit': its earlier report is replaced */
+  tool: string;
+  findings: ReportedFinding[];
+}
+
+export interface ToolFindingsResult {
+  /** findings kept (malformed ones are dropped) */
+  accepted: number;
+}
+
 export interface ConditionSuggestion {
   label: string;
   condition: string;
@@ -257,6 +283,7 @@ export interface Requests {
   'tensorsight/endSession': { params: EndSessionParams; result: EndSessionResult };
   'tensorsight/validateCondition': { params: ValidateConditionParams; result: ValidateConditionResult };
   'tensorsight/suggestConditions': { params: SuggestConditionsParams; result: ConditionSuggestion[] };
+  'tensorsight/toolFindings': { params: ToolFindingsParams; result: ToolFindingsResult };
 }
 
 /** Each notification's params, by method. */

@@ -326,6 +326,7 @@ START_SESSION = "tensorsight/startSession"
 END_SESSION = "tensorsight/endSession"
 VALIDATE_CONDITION = "tensorsight/validateCondition"
 SUGGEST_CONDITIONS = "tensorsight/suggestConditions"
+TOOL_FINDINGS = "tensorsight/toolFindings"
 RUN_EVENT = "tensorsight/runEvent"
 GPU = "tensorsight/gpu"
 STATUS = "tensorsight/status"
@@ -406,6 +407,32 @@ INTERFACES: tuple[Interface, ...] = (
             Field("kindHint", "string", True),
             Field("shape", "number[]", True),
         ),
+    ),
+    Interface(
+        "ReportedFinding",
+        (
+            Field("kind", "string"),
+            Field("severity", "'error' | 'warning' | 'info'"),
+            Field("message", "string"),
+            Field("file", "string"),
+            Field("line", "number", doc="1-based"),
+            Field("step", "number", True),
+            Field("rank", "number", True),
+            Field("details", "Record<string, unknown>", True),
+        ),
+        "A finding in the shared model (a tool's --json report carries these).",
+    ),
+    Interface(
+        "ToolFindingsParams",
+        (
+            Field("tool", "string", doc="'doctor', 'profile', 'shapes' or 'overfit': its earlier report is replaced"),
+            Field("findings", "ReportedFinding[]"),
+        ),
+        "A tool's report for Problems: the server merges it with the rules and the runs (one problem per bug).",
+    ),
+    Interface(
+        "ToolFindingsResult",
+        (Field("accepted", "number", doc="findings kept (malformed ones are dropped)"),),
     ),
     Interface(
         "ConditionSuggestion",
@@ -493,6 +520,7 @@ REQUESTS: tuple[Request, ...] = (
     Request(END_SESSION, "endSession", "EndSessionParams", "EndSessionResult"),
     Request(VALIDATE_CONDITION, "validateCondition", "ValidateConditionParams", "ValidateConditionResult"),
     Request(SUGGEST_CONDITIONS, "suggestConditions", "SuggestConditionsParams", "ConditionSuggestion[]"),
+    Request(TOOL_FINDINGS, "toolFindings", "ToolFindingsParams", "ToolFindingsResult"),
 )
 NOTIFICATIONS: tuple[Notification, ...] = (
     Notification(RUN_EVENT, "runEvent", "RunEventBatch"),

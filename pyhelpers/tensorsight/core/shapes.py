@@ -475,10 +475,16 @@ def parse_shape_error(message: str) -> ShapeError | None:
 
 @dataclass(frozen=True)
 class StatementTargets:
-    """The statement a source line belongs to: its first line and the names it assigns (in order)."""
+    """The statement a source line belongs to: its first line and the names it assigns (in order).
+
+    ``loop``: the first line of the innermost ``for`` whose body this statement is in, when no earlier statement of
+    that body can have reassigned the loop's targets: while this statement runs, they still hold what the header
+    assigned (``for xb, yb in loader:`` followed by ``xb, yb = xb.to(device), ...``).
+    """
 
     anchor: int
     names: tuple[str | None, ...]
+    loop: int | None = None
 
 
 def _target_names(node: ast.expr) -> list[str | None]:
@@ -532,4 +538,32 @@ def statement_targets(source: str) -> dict[int, StatementTargets]:
         info = StatementTargets(node.lineno, tuple(names))
         for line in range(node.lineno, end + 1):
             out.setdefault(line, info)
+    _mark_loop_bodies(tree, out)
     return out
+
+
+def _mark_loop_bodies(tree: ast.AST, table: dict[int, StatementTargets]) -> None:
+    """Set ``loop`` on the leading statements of each ``for`` body that run before its targets can be reassigned."""
+    loops = sorted(
+        (node for node in ast.walk(tree) if isinstance(node, (ast.For, ast.AsyncFor))),
+        key=lambda node: node.lineno,
+        reverse=True,  # inner loops first: a statement belongs to its innermost loop
+    )
+    claimed: set[int] = set()  # lines of an inner loop's body: they belong to that loop, marked or not
+    for loop in loops:
+        targets = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+        for statement in loop.body:
+            stores = targets & {
+                n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
+            compound = not isinstance(statement, _SIMPLE)
+            if compound and stores:
+                break  # inside it, a reassignment may come before a later line runs
+            for line in range(statement.lineno, (statement.end_lineno or statement.lineno) + 1):
+                info = table.get(line)
+                if info is not None and line not in claimed:
+                    table[line] = StatementTargets(info.anchor, info.names, loop.lineno)
+            if stores:
+                break  # a simple statement assigns after its own calls ran: the next statements see new values
+        body = loop.body
+        claimed.update(range(body[0].lineno, (body[-1].end_lineno or body[-1].lineno) + 1))

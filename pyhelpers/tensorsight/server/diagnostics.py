@@ -1,7 +1,8 @@
 """Findings (static rules and runtime) as LSP diagnostics, and the per-document analysis cache with its debounce.
 
 ``server`` calls ``StaticAnalysis.findings`` on open/change of a Python file that uses torch and publishes
-``to_diagnostic`` of the static findings plus the runtime view's findings for that file. Columns in findings count
+``to_diagnostic`` of that file's problems: the static findings, the tools' reports and the runs' findings, one per bug
+(``core.problems.one_per_bug``), each with a ``source_label`` naming who reported it. Columns in findings count
 characters; ``units`` (the negotiated position encoding's counter, UTF-16 for VS Code) converts them.
 """
 
@@ -52,6 +53,14 @@ def line_range(lines: Sequence[str], line: int, units: Units = utf16_units) -> t
     start = len(text) - len(text.lstrip())
     end = len(text.rstrip()) or len(text)
     return types.Range(start=position(lines, index + 1, start, units), end=position(lines, index + 1, end, units))
+
+
+def source_label(sources: Sequence[str]) -> str:
+    """The diagnostic's ``source`` for a problem reported by ``sources`` (``core.problems.SOURCES`` names):
+    ``TensorSight`` for a rule alone, ``TensorSight (run)`` for a run alone, ``TensorSight (rule + doctor + run)``."""
+    if not sources or list(sources) == ["rule"]:
+        return SOURCE_STATIC
+    return f"{SOURCE_STATIC} ({' + '.join(sources)})"
 
 
 def to_diagnostic(finding: Finding, lines: Sequence[str], source: str, units: Units = utf16_units) -> types.Diagnostic:

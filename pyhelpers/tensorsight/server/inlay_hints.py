@@ -1,8 +1,10 @@
 """``textDocument/inlayHint``: the shapes a run observed, shown at the assignment lines that produced them.
 
 ``server`` answers the request with ``inlay_hints`` over the runtime view's ``ShapeSeen`` records of the document's
-file (``x = self.fc1(h)`` shows ``x: f32[64, 16]``; a line without a named target shows the text at its end). Pure
-apart from the LSP types: the document's lines and the position-encoding counter are passed in.
+file (``x = self.fc1(h)`` shows ``x: f32[64, 16]``; ``for xb, yb in loader:``, with no ``=`` to stand after, shows
+``f32[64, 20], i64[64]`` at the line's end). The agent publishes only the tensors a line assigned
+(``agent.shapes.observers``), so a hint is never another expression of the line. Pure apart from the LSP types: the
+document's lines and the position-encoding counter are passed in.
 """
 
 from __future__ import annotations

@@ -2,9 +2,12 @@
 
 Pure state with no I/O and no LSP types: ``server`` feeds it the events the hub accepted (``apply``) and asks it what
 to show for a file; it converts to LSP itself. A new debug session replaces what the previous (ended) sessions left,
-so the editor always shows one run. Events are validated here: a malformed one is rejected with a reason (the server
-logs it) and changes nothing. The event types handled here are those ``core.protocol.EVENTS`` routes to the view
-(``HANDLED_EVENT_TYPES``; tests/core/test_protocol.py keeps the two equal).
+so the editor always shows one run. A tool's report (the doctor's findings, sent by the extension with
+``tensorsight/toolFindings``) is a run too: it replaces that tool's earlier report and, when no debug session is live,
+the findings of ended sessions; a new debug session drops the tools' reports. ``server`` merges all of a file's
+findings into one problem per bug (``core.problems``). Events are validated here: a malformed one is rejected with
+a reason (the server logs it) and changes nothing. The event types handled here are those ``core.protocol.EVENTS``
+routes to the view (``HANDLED_EVENT_TYPES``; tests/core/test_protocol.py keeps the two equal).
 
 Distributed runs (torchrun, DDP): every rank of a session reports to the same hub. Each session's ``RankBook``
 (``rank_book``) keeps the ranks' heartbeats and train series; ``check_ranks`` (the server calls it on its timer and
@@ -16,7 +19,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tensorsight.core.findings import Finding
@@ -50,6 +53,8 @@ class ShapeSeen:
     shape: list[int] | None = None
     count: int = 1
     texts: list[str] = field(default_factory=list)  # distinct texts seen, oldest first (at most 4)
+    # per target of a line that assigns several (``for xb, yb in loader``): (name, text, dtype), for a hover on one
+    values: list[tuple[str, str, str | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -123,6 +128,7 @@ class RuntimeView:
         self.sessions: dict[str, SessionInfo] = {}
         self._shapes: dict[str, dict[tuple[int, str | None], ShapeSeen]] = {}
         self._findings: dict[str, dict[tuple[Any, ...], Finding]] = {}
+        self._reports: dict[str, dict[str, list[Finding]]] = {}  # tool -> path -> the findings of its last report
         self._nonfinite: dict[str, dict[int, Mapping[str, Any]]] = {}
         self._phases: dict[tuple[str, int] | None, PhaseBreakdown] = {}
         self._timers: dict[str, dict[int, dict[str, TimerSeen]]] = {}  # path -> line -> timer name -> measurements
@@ -133,9 +139,10 @@ class RuntimeView:
         """Register a session; when no other run is live, forget the last run. Returns the paths that lost data."""
         touched: set[str] = set()
         if not any(s.active for s in self.sessions.values()):
-            touched = set(self._findings) | set(self._shapes)
+            touched = set(self._findings) | set(self._shapes) | self._reported_paths()
             self._shapes.clear()
             self._findings.clear()
+            self._reports.clear()
             self._nonfinite.clear()
             self._phases.clear()
             self._timers.clear()
@@ -153,6 +160,33 @@ class RuntimeView:
 
     def active_sessions(self) -> list[SessionInfo]:
         return [s for s in self.sessions.values() if s.active]
+
+    def record_report(self, tool: str, findings: Iterable[Finding]) -> set[str]:
+        """A tool's report replaces its previous one (and, with no live session, the ended runs' findings). Returns
+        the paths whose findings changed."""
+        touched = set(self._reports.pop(tool, {}))
+        if not self.active_sessions():
+            touched |= set(self._findings)
+            self._findings.clear()
+            self._nonfinite.clear()
+        per_path: dict[str, list[Finding]] = {}
+        for finding in findings:
+            path = normalize_path(finding.file)
+            if path not in per_path and len(per_path) >= MAX_FILES:
+                continue
+            kept = per_path.setdefault(path, [])
+            if len(kept) < MAX_FINDINGS_PER_FILE:
+                kept.append(finding)
+        self._reports[tool] = per_path
+        return touched | set(per_path)
+
+    def reported(self, path: str) -> list[tuple[str, Finding]]:
+        """(tool, finding) of the tools' last reports for ``path``."""
+        key = normalize_path(path)
+        return [(tool, f) for tool, per_path in self._reports.items() for f in per_path.get(key, [])]
+
+    def _reported_paths(self) -> set[str]:
+        return {path for per_path in self._reports.values() for path in per_path}
 
     # ------------------------------------------------------------------ events
     def apply(self, session_id: str, event: Mapping[str, Any]) -> Update:
@@ -239,6 +273,12 @@ class RuntimeView:
         seen.summary = _optional_str(event.get("summary"))
         shape = event.get("shape")
         seen.shape = [int(d) for d in shape] if isinstance(shape, list) and all(_is_dim(d) for d in shape) else None
+        values = event.get("values")
+        seen.values = [
+            (v["name"][:MAX_TEXT], v["text"][:MAX_TEXT], _optional_str(v.get("dtype")))
+            for v in (values if isinstance(values, list) else [])[:8]
+            if isinstance(v, Mapping) and isinstance(v.get("name"), str) and isinstance(v.get("text"), str)
+        ]
         return Update(hints={path})
 
     def _on_finding(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
@@ -364,7 +404,13 @@ class RuntimeView:
         parts: list[str] = []
         shapes = [s for s in self._shapes.get(key, {}).values() if s.line == line]
         if word:
-            named = [s for s in shapes if s.name == word]
+            one_of = [
+                replace(s, name=name, text=text, dtype=dtype, summary=None, texts=[])
+                for s in shapes
+                for name, text, dtype in s.values
+                if name == word
+            ]
+            named = [s for s in shapes if s.name == word] or one_of
             shapes = named or ([s for s in shapes if s.name is None] if len(shapes) == 1 else [])
         for seen in shapes[:3]:
             label = f"`{seen.name}`" if seen.name else "this line"

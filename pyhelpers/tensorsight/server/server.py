@@ -6,6 +6,8 @@ parts; each LSP feature lives in its own module, which says what a user sees:
   run's findings (NaN origin, runtime findings, diverging or hung ranks); ``code_actions``: their quick fixes;
 - ``inlay_hints``, ``hover``, ``code_lens``: observed shapes, the last observed tensor, the phase breakdown;
 - ``conditions``: ``tensorsight/validateCondition`` and ``tensorsight/suggestConditions``;
+- here: ``tensorsight/toolFindings`` (a tool's report, e.g. the doctor's, which Problems shows merged with the rules'
+  and the runs' findings: one problem per bug, ``core.problems``);
 - here: ``tensorsight/startSession`` / ``endSession`` (a hub listener per debug session), the agents' events through
   ``runtime_view`` into refreshes and ``tensorsight/runEvent`` notifications, the rank verdicts (checked on each rank
   report and about once a second), and the ``tensorsight/status`` and ``tensorsight/gpu`` notifications.
@@ -29,13 +31,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from tensorsight import __version__
 from tensorsight.core import protocol
 from tensorsight.core.findings import Finding
+from tensorsight.core.problems import finding_from_report, one_per_bug, sourced
 from tensorsight.core.protocol import json_safe
 from tensorsight.server import code_lens as code_lens_feature
 from tensorsight.server import conditions
@@ -43,16 +46,10 @@ from tensorsight.server import hover as hover_feature
 from tensorsight.server import inlay_hints as inlay_hints_feature
 from tensorsight.server.code_actions import quick_fixes
 from tensorsight.server.code_lens import TrainingLoops
-from tensorsight.server.diagnostics import (
-    DEBOUNCE_SECONDS,
-    SOURCE_RUNTIME,
-    SOURCE_STATIC,
-    StaticAnalysis,
-    to_diagnostic,
-)
+from tensorsight.server.diagnostics import DEBOUNCE_SECONDS, StaticAnalysis, source_label, to_diagnostic
 from tensorsight.server.gpu_monitor import GpuMonitor
 from tensorsight.server.hub import Hub, printable
-from tensorsight.server.params import required_str
+from tensorsight.server.params import as_dict, required_str
 from tensorsight.server.run_events import RunEventBatcher
 from tensorsight.server.runtime_view import RuntimeView, normalize_path
 from tensorsight.server.source_files import MAX_SOURCE_BYTES, source_lines
@@ -161,15 +158,22 @@ class TensorSightServer(LanguageServer):
         """Static findings of an open document plus the run's findings for its file. For a file that is not open,
         ``file_lines`` (read by the caller, off the event loop) places them; without, they go on the line's start."""
         path = to_fs_path(uri) or uri
-        diagnostics: list[types.Diagnostic] = []
+        found: list[tuple[str, Finding]] = []
         if uri in self.workspace.text_documents:
-            document = self.workspace.get_text_document(uri)
-            lines = document.lines
-            diagnostics += [to_diagnostic(f, lines, SOURCE_STATIC, self.units) for f in self.static_findings(uri)]
+            lines = self.workspace.get_text_document(uri).lines
+            found += sourced("rule", self.static_findings(uri))
         else:
             lines = file_lines or []
-        diagnostics += [to_diagnostic(f, lines, SOURCE_RUNTIME, self.units) for f in self.view.diagnostics(path)]
+        found += self.view.reported(path) + sourced("run", self.view.diagnostics(path))
+        diagnostics = [to_diagnostic(p.finding, lines, source_label(p.sources), self.units) for p in one_per_bug(found)]
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+
+    def record_report(self, tool: str, raw_findings: Sequence[Any]) -> int:
+        """A tool's report (``tensorsight/toolFindings``): kept, merged into Problems at the next refresh."""
+        findings = [f for f in (finding_from_report(r) for r in raw_findings if isinstance(r, dict)) if f is not None]
+        self._dirty_paths |= self.view.record_report(tool, findings)
+        self._schedule_refresh()
+        return len(findings)
 
     def training_loops(self, uri: str) -> list[tuple[int, int]]:
         document = self.workspace.get_text_document(uri)
@@ -398,6 +402,14 @@ async def start_session(ls: TensorSightServer, params: Any) -> dict[str, str]:
 @server.feature(protocol.END_SESSION)
 async def end_session(ls: TensorSightServer, params: Any) -> dict[str, bool]:
     return {"ended": await ls.end_session(required_str(params, "sessionId"))}
+
+
+@server.feature(protocol.TOOL_FINDINGS)
+def tool_findings(ls: TensorSightServer, params: Any) -> dict[str, int]:
+    findings = as_dict(params).get("findings")
+    if not isinstance(findings, list):
+        raise JsonRpcInvalidParams("'findings' must be a list")
+    return {"accepted": ls.record_report(required_str(params, "tool"), findings)}
 
 
 @server.feature(protocol.VALIDATE_CONDITION)

@@ -3,12 +3,15 @@
 In this process (no debugger): install wraps torch.autograd.backward, the DataLoader iterator's __next__,
 DataLoader.__init__/__iter__ and Optimizer.__init__; a loop of four steps gets data and backward time, its loss, the
 user lines of its loader and optimizer; the epoch's StopIteration and a failing backward pass through unchanged;
-``quiet()`` hides our own backward; uninstall puts every original back.
+``quiet()`` hides our own backward; uninstall puts every original back. A real debugpy session holds a loop at two
+breakpoints: the time held counts in no phase (agent.debugger.holds).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import time
 
 import pytest
 import torch
@@ -16,6 +19,8 @@ import torch.utils.data.dataloader as dataloader
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
+from support.dap import DebugSession
+from support.paths import marked_lines, program
 from tensorsight.agent.measurement.phases import PhaseClock, quiet
 
 HERE = os.path.abspath(__file__)
@@ -74,3 +79,28 @@ def test_the_wrappers_time_observe_pass_errors_through_and_come_off():
 def _line_of(text: str) -> int:
     with open(HERE, encoding="utf-8") as handle:
         return next(i for i, line in enumerate(handle, 1) if line.strip().startswith(text))
+
+
+# --------------------------------------------------------------------------------------------------- real debugger
+HELD_SECONDS = 2.0
+
+
+def test_time_held_at_a_breakpoint_counts_in_no_phase(tmp_path):
+    """Held 2 s at a breakpoint in the loop body (step 4) and 2 s inside forward (step 8): every step's phases stay
+    at the milliseconds the loop takes, where the pauses used to land in "other" and "forward"."""
+    path = program("paused_phases.py")
+    lines = marked_lines(path)
+    record = tmp_path / "phases.jsonl"
+    breakpoints = [(path, lines["loop"], "step == 3"), (path, lines["forward"], "step == 7")]
+    env = {"PHASES_FILE": str(record), "OMP_NUM_THREADS": "1"}
+    with DebugSession.launch(path, breakpoints=breakpoints, options={"measure": True}, env=env) as session:
+        for _ in range(2):
+            stop = session.wait_for_stop()
+            time.sleep(HELD_SECONDS)
+            session.continue_(stop["threadId"])
+        session.wait_for_exit(timeout=120)
+    phases = {e["step"]: e["seconds"] for e in map(json.loads, record.read_text().splitlines())}
+    assert sorted(phases) == list(range(1, 13))
+    for step in (4, 8):  # the steps that were held (step 1 pays for lazy initialisation: not compared)
+        assert sum(phases[step].values()) < HELD_SECONDS / 2, (step, phases[step])
+        assert max(phases[step].values()) < HELD_SECONDS / 2, (step, phases[step])

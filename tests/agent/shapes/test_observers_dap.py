@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from support.dap import DebugSession
-from support.paths import PYHELPERS, PYTHON, marked_lines, program
+from support.paths import PYHELPERS, PYTHON, example, marked_lines, program
 from tensorsight.agent.shapes import shape_errors
 
 HERE = os.path.abspath(__file__)
@@ -197,3 +197,47 @@ def test_debug_session_explains_an_uncaught_shape_error(tmp_path):
     assert finding["line"] == line and finding["file"] == path
     assert finding["details"]["module"] == "model.2"
     assert finding["details"]["operands"] == {"input": "f32[4, 8]", "weight": "f32[2, 16]"}
+
+
+# ---- the hint is the value the line assigned (issue: wrong shapes on the shipped examples) --------------------------
+
+
+def example_hints(name: str) -> dict[int, set[tuple[str | None, str]]]:
+    """(name, text) of each shape event per line of ``examples/<name>`` run under the agent."""
+    options = {"observeShapes": True, "checkLeakage": False, "measure": False}
+    out: dict[int, set[tuple[str | None, str]]] = {}
+    for event in run_events(example(name), options):
+        if event["type"] == "shape":
+            out.setdefault(event["line"], set()).add((event.get("name"), event["text"]))
+    return out
+
+
+def line_of(name: str, text: str) -> int:
+    lines = open(example(name)).read().split("\n")
+    (number,) = [n for n, line in enumerate(lines, 1) if line.strip() == text]
+    return number
+
+
+def test_a_call_of_a_user_function_is_labelled_with_its_result_not_its_argument():
+    hints = example_hints("nan_log_zero.py")
+    # `labels[batch]` (f32[64]) is the last torch op on the line; the loss bce() returns is the value assigned
+    assert hints[line_of("nan_log_zero.py", "loss = bce(p, labels[batch])")] == {("loss", "f32[]")}
+    assert hints[line_of("nan_log_zero.py", "p = torch.sigmoid(model(features[batch]).squeeze(1))")] == {
+        ("p", "f32[64]")
+    }
+    # a `return` line assigns nothing: no hint from whichever op ran last there
+    assert (
+        line_of("nan_log_zero.py", "return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()  # @nan")
+        not in hints
+    )
+
+
+def test_loop_targets_and_python_numbers_get_the_values_they_hold():
+    hints = example_hints("correct_training.py")
+    # the batch the loader yielded, not the sampler's or collate's intermediate tensors
+    assert hints[line_of("correct_training.py", "for xb, yb in train_loader:")] == {("xb, yb", "f32[64, 20], i64[64]")}
+    assert hints[line_of("correct_training.py", "loss = criterion(model(xb), yb)")] == {("loss", "f32[]")}
+    # `correct += (...).sum().item()` holds a Python int: no tensor hint; random_split returns Subsets: none either
+    assert line_of("correct_training.py", "correct += (model(xb).argmax(dim=1) == yb).sum().item()") not in hints
+    split = "train_set, val_set = random_split(dataset, [1792, 256], generator=torch.Generator().manual_seed(0))"
+    assert line_of("correct_training.py", split) not in hints

@@ -13,6 +13,9 @@ global hooks and thin wrappers around torch's own functions, never through the u
 - optimizer: global optimizer step pre/post hooks (the post side through the shared step counter);
 - other: the rest of the step's wall time, minus the clock's own bookkeeping.
 
+Time is read from ``debugger.holds.program_clock``: it stands still while the debugger holds the training thread, so a
+pause at a breakpoint inside the loop (and what the user evaluates meanwhile) inflates no phase of that step.
+
 One step is the time between two ``optimizer.step()`` returns. On a GPU the device is synchronised at each phase
 boundary, so a phase's time includes the kernels it launched (only when the program has initialised CUDA; on CPU
 nothing is synchronised). Every wrapper calls the original first-class and re-raises what it raises; the clock's own
@@ -26,13 +29,13 @@ import functools
 import os
 import sys
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType, ModuleType
 from typing import Any, NamedTuple
 
+from tensorsight.agent.debugger.holds import program_clock
 from tensorsight.agent.runtime import steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.user_code import is_user_file
@@ -133,7 +136,7 @@ class PhaseClock:
 
     def __init__(self, torch: ModuleType) -> None:
         self._torch = torch
-        self._clock = time.perf_counter
+        self._clock = program_clock  # stands still while the debugger holds the thread (a breakpoint in the loop)
         self._owner: int | None = None  # the thread that trains (first to fetch data or call a model)
         self._depth = 0
         self._top_start = 0.0

@@ -25,7 +25,8 @@ FEATURES = (
     "tensorsight.agent.distributed.ranks",  # rank awareness under torch.distributed / torchrun
 )
 # armed only under a debugger: explains uncaught errors (shape, device, OOM) before the debugger reports them
-DEBUGGER_FEATURES = ("tensorsight.agent.runtime.excepthook",)
+# and times the debugger's holds, which the phase clock leaves out of each step
+DEBUGGER_FEATURES = ("tensorsight.agent.runtime.excepthook", "tensorsight.agent.debugger.holds")
 
 _installed_origin: str | None = None
 

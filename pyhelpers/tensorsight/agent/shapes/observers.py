@@ -6,11 +6,13 @@ step), then for one step every ``observeShapesEvery`` steps (default 500), and o
 (a module called under ``torch.no_grad()`` or in eval mode, until the next step or ``MAX_EVAL_OPS`` calls; a
 global forward pre-hook watches for it until then). Outside a window nothing else of ours is on the torch call
 path. Inside a window:
-- a ``TorchFunctionMode`` sees each torch call; the tensor it returns is attributed to the innermost frame of user
-  code, whose statement names it (``x = self.fc1(x)`` -> ``x``), and published as a ``shape`` event
-  ``{file, line, name, text: "f32[64, 16]", shape, dtype, device}`` for the language server's inlay hints; a line is
-  published when its frame moves on to another line, at each step end and when the window closes, and again only if
-  its shape changes;
+- a ``TorchFunctionMode`` sees each torch call and notes the innermost frame of user code and its line; once that
+  frame has moved on to another line (seen at its next torch call, at each step end and when the window closes), the
+  values the line's statement assigned (``x = self.fc1(x)`` -> ``x``; ``for xb, yb in loader`` -> ``xb``, ``yb``) are
+  read from the frame and the tensors among them published as a ``shape`` event
+  ``{file, line, name, text: "f32[64, 16]", shape, dtype, device}`` for the language server's inlay hints (again only
+  if a shape changes). The hint is the assigned value itself, never an intermediate op of the line, and a target that
+  is not a tensor (``correct += t.sum().item()``) gets none; a line that assigns nothing gets none;
 - binary elementwise ops and elementwise losses are checked for silent broadcasting (``[N, 1]`` against ``[N]``
   makes ``[N, N]``): a ``shape`` finding at the line;
 - global module forward hooks give module outputs to the line that called the module (``out = model(x)``), check that
@@ -25,7 +27,6 @@ an exception hook publishes that explanation too. Nothing here reads tensor valu
 
 from __future__ import annotations
 
-import collections
 import linecache
 import os
 import sys
@@ -92,13 +93,14 @@ _TRANSFERS = {"to", "cuda", "cpu"}
 
 
 class _LineRecord:
-    __slots__ = ("emitted", "file", "line", "names", "outputs")
+    """An assignment line that ran torch code in a window: its target names and the text last published for it."""
+
+    __slots__ = ("emitted", "file", "line", "names")
 
     def __init__(self, file: str, line: int, names: tuple[str | None, ...]) -> None:
         self.file = file
         self.line = line
         self.names = names
-        self.outputs: collections.deque[tuple[tuple[int, ...], str, str]] = collections.deque(maxlen=max(1, len(names)))
         self.emitted: str | None = None
 
 
@@ -122,7 +124,9 @@ class _State:
         self.full_paths: dict[str, str] = {}  # co_filename -> absolute path (asked for every observed op)
         self.targets: dict[str, dict[int, StatementTargets]] = {}
         self.lines: dict[tuple[str, int], _LineRecord] = {}
-        self.last_line_of_code: dict[Any, tuple[str, int]] = {}
+        # per code object: the frame last seen running torch code and its statement's (file, line). The frame is held
+        # only while a window is open, so that its targets can be read once the statement has run.
+        self.pending: dict[Any, tuple[FrameType, tuple[str, int]]] = {}
         self.reported: set[tuple[str, str, int]] = set()
         self.transfers = TransferLog()
         self.sources: dict[int, tuple[Any, int]] = {}
@@ -226,6 +230,7 @@ def _close_window() -> None:
     if not _state.window:
         return
     _flush_lines()
+    _state.pending.clear()  # drop the frames (and the user's values they hold) until the next window
     _state.window = False
     _state.initial = False
     for handle in _state.handles:
@@ -351,79 +356,119 @@ def _statement(filename: str, line: int) -> StatementTargets:
     return table.get(line) or StatementTargets(line, ())
 
 
-def _record_output(frame: FrameType, value: Any) -> None:
-    torch = _state.torch
-    assert torch is not None
-    outs = [value] if isinstance(value, torch.Tensor) else tensors_in(value, limit=4)
-    outs = [t for t in outs if not isinstance(t, torch.nn.Parameter)]
-    if not outs:
-        return
+def _note_line(frame: FrameType) -> None:
+    """``frame`` runs torch code at its current line: the statement it ran before, if another, is complete now."""
     filename = frame.f_code.co_filename
     statement = _statement(filename, frame.f_lineno)
     full = _state.full_paths.get(filename)
     if full is None:
         full = _state.full_paths[filename] = os.path.abspath(filename)
     key = (full, statement.anchor)
+    if statement.names and key not in _state.lines:
+        _state.lines[key] = _LineRecord(key[0], key[1], statement.names)
+    previous = _state.pending.get(frame.f_code)
+    if previous is not None and (previous[0] is not frame or previous[1] != key):
+        _finish_line(*previous)
+    if statement.loop is not None and (previous is None or previous[1] != key):
+        # a ``for`` header runs no torch code of its own when a DataLoader yields the batch: its targets are read
+        # here, at the first line of its body that runs torch code, before anything can reassign them
+        header = (key[0], statement.loop)
+        if header not in _state.lines:
+            names = _statement(filename, statement.loop).names
+            _state.lines[header] = _LineRecord(header[0], header[1], names)
+        _finish_line(frame, header)
+    _state.pending[frame.f_code] = (frame, key)
+
+
+def _finish_line(frame: FrameType, key: tuple[str, int]) -> None:
     record = _state.lines.get(key)
-    if record is None:
-        record = _state.lines[key] = _LineRecord(key[0], key[1], statement.names)
-    for t in outs:
-        record.outputs.append((tuple(t.shape), str(t.dtype), str(t.device)))
-    previous = _state.last_line_of_code.get(frame.f_code)
-    if previous is not None and previous != key:
-        done = _state.lines.get(previous)
-        if done is not None:
-            _emit_line(done)
-    _state.last_line_of_code[frame.f_code] = key
+    if record is not None:
+        assigned = _assigned_tensors(frame, record.names)
+        with op_calls.shielded([t for _, t in assigned]):  # reading shapes must not run a subclass's __torch_function__
+            _emit_line(record, assigned)
 
 
-def _emit_line(record: _LineRecord) -> None:
-    outputs = list(record.outputs)
-    if not outputs:
+def _assigned_tensors(frame: FrameType, names: tuple[str | None, ...]) -> list[tuple[str, Any]]:
+    """The (name, tensor) pairs among a statement's targets, as the frame holds them now (after the statement ran)."""
+    torch = _state.torch
+    assert torch is not None
+    scope = frame.f_locals
+    out = []
+    for name in names:
+        if not name:
+            continue  # a subscript or starred target: no single value to name
+        head, *attributes = name.split(".")
+        value = scope.get(head, _MISSING)
+        if value is _MISSING and frame.f_code.co_name == "<module>":
+            value = frame.f_globals.get(head, _MISSING)
+        for attribute in attributes:
+            value = _stored_attribute(value, attribute)
+        if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+            out.append((name, value))
+    return out
+
+
+_MISSING = object()
+
+
+def _stored_attribute(obj: Any, attribute: str) -> Any:
+    """``obj.attribute`` as stored (instance dict, or a module's buffers), without running properties or __getattr__."""
+    if obj is _MISSING:
+        return _MISSING
+    try:
+        stored = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return _MISSING
+    if attribute in stored:
+        return stored[attribute]
+    buffers = stored.get("_buffers")
+    if isinstance(buffers, dict) and attribute in buffers:
+        return buffers[attribute]
+    return _MISSING
+
+
+def _emit_line(record: _LineRecord, assigned: list[tuple[str, Any]]) -> None:
+    if not assigned:
         return
-    names = record.names
-    values: list[dict[str, Any]] = []
-    label: str | None
-    if len(names) > 1 and len(outputs) == len(names):
-        values = [
-            {
-                "name": name,
-                "text": shape_text(shape, dtype),
-                "shape": list(shape),
-                "dtype": dtype_name(dtype),
-                "device": dev,
-            }
-            for name, (shape, dtype, dev) in zip(names, outputs, strict=False)
-        ]
-        text = ", ".join(v["text"] for v in values)
-        label = ", ".join(n or "_" for n in names)
-        first = outputs[0]
-    else:
-        first = outputs[-1]
-        text = shape_text(first[0], first[1])
-        label = names[0] if len(names) == 1 else None
+    values: list[dict[str, Any]] = [
+        {
+            "name": name,
+            "text": shape_text(tuple(t.shape), str(t.dtype)),
+            "shape": list(t.shape),
+            "dtype": dtype_name(str(t.dtype)),
+            "device": str(t.device),
+        }
+        for name, t in assigned
+    ]
+    text = ", ".join(v["text"] for v in values)
     if text == record.emitted:
         return
     record.emitted = text
+    first = values[0]
     data: dict[str, Any] = {
         "file": record.file,
         "line": record.line,
+        "name": ", ".join(v["name"] for v in values),
         "text": text,
-        "shape": list(first[0]),
-        "dtype": dtype_name(first[1]),
-        "device": first[2],
+        "shape": first["shape"],
+        "dtype": first["dtype"],
+        "device": first["device"],
         "step": steps.current_step(),
     }
-    if label:
-        data["name"] = label
-    if values:
+    if len(values) > 1:
         data["values"] = values
     events.emit("shape", **data)
 
 
 def _flush_lines() -> None:
-    for record in list(_state.lines.values()):
-        _emit_line(record)
+    """Publish the statements whose frames have moved on (or returned); a statement still running stays pending."""
+    for code, (frame, key) in list(_state.pending.items()):
+        if (
+            os.path.abspath(frame.f_code.co_filename),
+            _statement(frame.f_code.co_filename, frame.f_lineno).anchor,
+        ) != key:
+            _finish_line(frame, key)
+            del _state.pending[code]
 
 
 def _report(kind: str, frame: FrameType, message: str, details: dict[str, Any], severity: str = "warning") -> None:
@@ -467,9 +512,7 @@ def _observe_call(func: Any, args: Any, kwargs: dict[str, Any], result: Any) -> 
             problem = loss_broadcast_problem(tuple(prediction.shape), tuple(target.shape))
             if problem is not None:
                 _report_broadcast(frame, name, problem)
-    if name.endswith("_") and not name.endswith("__"):
-        return  # in-place ops return their input: not a new value of this line
-    _record_output(frame, result)
+    _note_line(frame)
 
 
 def _report_broadcast(frame: FrameType, op: str, problem: Any) -> None:
@@ -599,7 +642,7 @@ def _leave_module(module: Any, output: Any) -> None:
         return  # the forward raised: the explainer handles it
     frame, internals = _locate(sys._getframe(0), from_hook=True)
     if frame is not None and not internals:
-        _record_output(frame, output)
+        _note_line(frame)
 
 
 def _emit_shape_map(recorder: ShapeMapRecorder) -> None:

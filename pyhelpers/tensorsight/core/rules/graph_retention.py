@@ -37,6 +37,7 @@ GRAPH_ACCUMULATED = RuleInfo(
     "warning",
     "a tensor with an autograd graph is accumulated across training steps: every step's graph stays alive and "
     "memory grows; accumulate loss.item() (or loss.detach())",
+    seen_at_runtime_as="memory",
 )
 HIDDEN_NOT_DETACHED = RuleInfo(
     "TS107",
@@ -45,6 +46,7 @@ HIDDEN_NOT_DETACHED = RuleInfo(
     "warning",
     "the hidden state is fed back every iteration without .detach(): each backward() reaches through all earlier "
     "iterations (slower every step, more memory, or a 'backward through the graph a second time' error)",
+    seen_at_runtime_as="memory",
 )
 
 _LOSS_CALLEE = re.compile(r"loss|criterion|entropy|kl_div|nll", re.IGNORECASE)

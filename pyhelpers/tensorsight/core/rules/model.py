@@ -71,7 +71,11 @@ class Span:
 
 @dataclass(frozen=True)
 class RuleInfo:
-    """One rule: a stable code users can look up or silence, and a one-line why shown in the editor."""
+    """One rule: a stable code users can look up or silence, and a one-line why shown in the editor.
+
+    ``seen_at_runtime_as``: the kind of the runtime finding that reports the same bug at the same line, when a run can
+    observe it (TS104's accumulated graph is the agent's ``memory`` finding): Problems shows the two as one.
+    """
 
     code: str
     name: str
@@ -79,6 +83,7 @@ class RuleInfo:
     severity: str
     why: str
     extra: dict[str, Any] = field(default_factory=dict)
+    seen_at_runtime_as: str | None = None
 
     def finding(
         self, path: str, span: Span, message: str | None = None, fix: Fix | None = None, severity: str | None = None

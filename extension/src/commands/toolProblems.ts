@@ -1,0 +1,56 @@
+/**
+ * Where a tool's findings (the doctor's, profile's, ...) go in Problems. The language server is the one place that
+ * publishes them when it runs (`tensorsight/toolFindings`): it merges them with the rules' and the runs' findings,
+ * so a bug that the rule, the doctor and a debug run all report is listed once. Only when the server is not running
+ * does this extension show them in its own collection, and then only the latest report (older reports, of any file,
+ * are dropped). Used by commands/cliTools.ts.
+ */
+import * as path from 'node:path';
+import {
+  DiagnosticClass,
+  type DiagnosticCollection,
+  DiagnosticSeverity,
+  PositionClass,
+  Range,
+  Uri,
+} from '../common/vscodeapi';
+import type { LanguageServer } from '../server/languageServer';
+import { Methods, type ToolFindingsResult } from '../server/protocol';
+import { type Finding, findingsByFile } from './cliResults';
+
+export type ProblemsOwner = 'server' | 'extension';
+
+export class ToolProblems {
+  constructor(
+    private readonly server: Pick<LanguageServer, 'request'>,
+    private readonly fallback: DiagnosticCollection,
+  ) {}
+
+  /** Publishes `tool`'s report, replacing its earlier one; says who shows it. */
+  async publish(tool: string, findings: readonly Finding[]): Promise<ProblemsOwner> {
+    const answer = await this.server.request<ToolFindingsResult>(Methods.toolFindings, { tool, findings });
+    this.fallback.clear(); // the server shows them now, or this report replaces every earlier one
+    if (answer !== undefined) return 'server';
+    for (const [file, list] of findingsByFile(findings)) {
+      this.fallback.set(Uri.file(path.resolve(file)), list.map(toDiagnostic));
+    }
+    return 'extension';
+  }
+}
+
+function toDiagnostic(finding: Finding): InstanceType<typeof DiagnosticClass> {
+  const position = new PositionClass(finding.line - 1, 0);
+  const diagnostic = new DiagnosticClass(
+    new Range(position, position.translate(0, 1000)),
+    finding.message,
+    finding.severity === 'error'
+      ? DiagnosticSeverity.Error
+      : finding.severity === 'warning'
+        ? DiagnosticSeverity.Warning
+        : DiagnosticSeverity.Information,
+  );
+  diagnostic.source = 'TensorSight (doctor)';
+  const code = finding.details?.code;
+  diagnostic.code = typeof code === 'string' ? code : finding.kind;
+  return diagnostic;
+}

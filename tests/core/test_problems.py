@@ -1,0 +1,61 @@
+"""core.problems: one problem per bug across the rule, the doctor and a debug run."""
+
+from tensorsight.core.findings import Finding
+from tensorsight.core.problems import one_per_bug, sourced
+from tensorsight.core.rules import analyze
+
+SCRIPT = "/project/train.py"
+SOURCE = """import torch
+model = torch.nn.Linear(2, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+total_loss = 0
+for step in range(3):
+    optimizer.zero_grad()
+    loss = model(torch.ones(1, 2)).sum()
+    loss.backward()
+    optimizer.step()
+    total_loss += loss
+"""
+OBSERVED = (
+    "`total_loss` keeps the autograd graph of every step alive (3 steps so far, since step 3): "
+    "`total_loss += loss`; accumulate `loss.item()` instead"
+)
+
+
+def memory(message: str = OBSERVED, line: int = 10, step: int = 3) -> Finding:
+    return Finding("memory", "warning", message, SCRIPT, line, step, None, {"variable": "total_loss"})
+
+
+def test_the_rule_the_doctor_and_the_run_report_one_bug_once():
+    (rule,) = analyze(SOURCE, SCRIPT)
+    assert rule.details["code"] == "TS104" and rule.line == 10
+    doctor = [rule, memory()]  # the doctor runs the rules and observes the run
+    run = [memory(OBSERVED.replace("3 steps", "5 steps"), step=5)]
+    (problem,) = one_per_bug(sourced("rule", [rule]) + sourced("doctor", doctor) + sourced("run", run))
+    assert problem.sources == ("rule", "doctor", "run")
+    assert problem.finding.message == OBSERVED.replace("3 steps", "5 steps")  # what was observed, most detail
+    assert problem.finding.details["code"] == "TS104" and "fix" in problem.finding.details  # the quick fix stays
+    assert problem.finding.details["variable"] == "total_loss" and problem.finding.step == 3
+
+
+def test_different_bugs_lines_and_ranks_stay_apart():
+    (rule,) = analyze(SOURCE, SCRIPT)
+    other_line = memory(line=7)
+    other_kind = Finding("nonfinite", "error", "NaN here", SCRIPT, 10, 4)
+    other_rank = Finding("memory", "warning", OBSERVED, SCRIPT, 10, 3, rank=1)
+    problems = one_per_bug(sourced("rule", [rule]) + sourced("run", [other_line, other_kind, other_rank, memory()]))
+    assert [(p.finding.line, p.finding.kind, p.finding.rank, p.sources) for p in problems] == [
+        (10, "memory", None, ("rule", "run")),
+        (7, "memory", None, ("run",)),
+        (10, "nonfinite", None, ("run",)),
+        (10, "memory", 1, ("run",)),
+    ]
+    assert problems[0].finding.severity == "warning"
+
+
+def test_a_lone_finding_is_passed_through_and_severity_is_the_highest():
+    lone = memory()
+    assert one_per_bug(sourced("run", [lone]))[0].finding is lone
+    louder = Finding("memory", "error", "short", SCRIPT, 10, 9)
+    (problem,) = one_per_bug(sourced("doctor", [louder]) + sourced("run", [lone]))
+    assert problem.finding.severity == "error" and problem.finding.message == OBSERVED
