@@ -59,3 +59,16 @@ def test_a_lone_finding_is_passed_through_and_severity_is_the_highest():
     louder = Finding("memory", "error", "short", SCRIPT, 10, 9)
     (problem,) = one_per_bug(sourced("doctor", [louder]) + sourced("run", [lone]))
     assert problem.finding.severity == "error" and problem.finding.message == OBSERVED
+
+
+def test_two_runtime_findings_of_one_kind_at_one_line_stay_two_bugs_when_they_measure_different_things():
+    def dynamics(metric: str, severity: str, source_step: int) -> Finding:
+        details = {"metric": metric, "code": "rank-divergence"}
+        return Finding("dynamics", severity, f"rank 1's {metric} diverges", SCRIPT, 21, source_step, 1, details)
+
+    run = [dynamics("loss", "warning", 9), dynamics("grad_norm", "error", 12)]
+    doctor = [dynamics("loss", "warning", 9)]
+    problems = one_per_bug(sourced("run", run) + sourced("doctor", doctor))
+    assert sorted(p.finding.details["metric"] for p in problems) == ["grad_norm", "loss"]
+    (loss,) = [p for p in problems if p.finding.details["metric"] == "loss"]
+    assert loss.sources == ("doctor", "run")

@@ -42,7 +42,7 @@ def one_per_bug(sourced: Iterable[tuple[str, Finding]]) -> list[Problem]:
     for key, members in groups.items():
         rule = _rule_of(members[0][1])
         if rule is not None and rule.seen_at_runtime_as is not None:
-            by_prediction.setdefault(("observed", *key[1:4], rule.seen_at_runtime_as), key)
+            by_prediction.setdefault(("observed", *key[1:4], rule.seen_at_runtime_as, None), key)
     merged: dict[tuple[Any, ...], list[tuple[str, Finding]]] = {}
     for key, members in groups.items():
         target = by_prediction.get(key, key) if key[0] == "observed" else key
@@ -60,7 +60,10 @@ def _bug_key(finding: Finding) -> tuple[Any, ...]:
     rule = _rule_of(finding)
     if rule is not None:
         return ("rule", *where, rule.code)
-    return ("observed", *where, finding.kind)
+    # two runtime findings of one kind at one line are different bugs when they measure different things (a rank's
+    # diverging loss and its NaN grad norm); the doctor and a run report the same bug with the same metric
+    metric = (finding.details or {}).get("metric")
+    return ("observed", *where, finding.kind, metric if isinstance(metric, str) else None)
 
 
 def _merge(members: list[tuple[str, Finding]]) -> Problem:
