@@ -44,7 +44,12 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     """Without torch (the numpy-only tiers), test modules that need a missing package at the top are not collected:
     the tiers select with ``-m numpy_only``, but pytest imports every module before it reads markers. With torch
     nothing is skipped this way, so a missing test dependency of the main tier still fails loudly."""
-    if _HAS_TORCH or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+    if _HAS_TORCH:
+        return None
+    if collection_path.is_dir():  # a folder whose conftest needs the package is left out whole
+        conftest = collection_path / "conftest.py"
+        return True if conftest.is_file() and _imports_a_missing_module_at_top(conftest) else None
+    if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
         return None
     return True if _imports_a_missing_module_at_top(collection_path) else None
 
