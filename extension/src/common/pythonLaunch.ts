@@ -63,6 +63,15 @@ export function isolatedLaunch(
   return { command: python, args, env: definedOnly(env), cwd: pyhelpers };
 }
 
+/** The environment of a process that runs our helpers: pyhelpers first on PYTHONPATH, output unbuffered. */
+function helpersEnvironment(baseEnv: Environment, paths: ExtensionPaths, separator: string): Environment {
+  return {
+    ...baseEnv,
+    PYTHONPATH: prependPath(baseEnv.PYTHONPATH, [paths.pyhelpers], separator),
+    PYTHONUNBUFFERED: '1',
+  };
+}
+
 /** The language server: the bundled libraries (pygls, lsprotocol, nvidia-ml-py) win over the interpreter's own. */
 export function serverLaunch(
   python: string,
@@ -70,11 +79,7 @@ export function serverLaunch(
   baseEnv: Environment,
   separator: string = path.delimiter,
 ): PythonLaunch {
-  const env = {
-    ...baseEnv,
-    PYTHONPATH: prependPath(baseEnv.PYTHONPATH, [paths.pyhelpers], separator),
-    PYTHONUNBUFFERED: '1',
-  };
+  const env = helpersEnvironment(baseEnv, paths, separator);
   return isolatedLaunch(
     python,
     paths.pyhelpers,
@@ -97,11 +102,7 @@ export function toolLaunch(
   baseEnv: Environment,
   separator: string = path.delimiter,
 ): PythonLaunch {
-  const env = {
-    ...baseEnv,
-    PYTHONPATH: prependPath(baseEnv.PYTHONPATH, [paths.pyhelpers], separator),
-    PYTHONUNBUFFERED: '1',
-  };
+  const env = helpersEnvironment(baseEnv, paths, separator);
   return isolatedLaunch(
     python,
     paths.pyhelpers,
