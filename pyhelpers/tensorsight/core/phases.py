@@ -21,6 +21,9 @@ PHASES = ("data", "forward", "backward", "optimizer", "other")
 DATA_DOMINANT_SHARE = 0.5
 # Below this many measured steps a share is noise (first-batch worker start-up, lazy initialisation).
 MIN_STEPS_FOR_VERDICT = 3
+# A data phase shorter than this per step is the hand-off of a batch (worker IPC, collation bookkeeping), which no
+# DataLoader setting removes: on tiny models it can be half of a 4 ms step without being a bottleneck worth a warning.
+MIN_DATA_MS_PER_STEP = 5.0
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,8 @@ def phase_verdicts(
 ) -> list[Finding]:
     """``performance`` findings from a run's phase totals (seconds summed over ``steps`` steps).
 
-    Data loading above ``data_share_threshold`` of the step is reported at the line that built the DataLoader;
+    Data loading above ``data_share_threshold`` of the step (and at least ``MIN_DATA_MS_PER_STEP``) is reported at the
+    line that built the DataLoader;
     without a known DataLoader line there is nothing actionable to point at, so nothing is reported.
     """
     if steps < MIN_STEPS_FOR_VERDICT or loader is None:
@@ -102,6 +106,8 @@ def phase_verdicts(
     if shares["data"] <= data_share_threshold:
         return []
     per_step_ms = {name: max(0.0, float(totals.get(name, 0.0))) * 1000.0 / steps for name in PHASES}
+    if per_step_ms["data"] < MIN_DATA_MS_PER_STEP:
+        return []
     step_ms = sum(per_step_ms.values())
     advice = data_loading_advice(loader, uses_gpu, cpu_count)
     message = (
