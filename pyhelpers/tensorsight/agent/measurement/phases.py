@@ -101,15 +101,8 @@ def quiet() -> Iterator[None]:
 
 def caller_location(frame: FrameType | None) -> Location | None:
     """``(file, line)`` of the innermost user frame from ``frame`` outwards (file checks cached by name)."""
-    while frame is not None:
-        name = frame.f_code.co_filename
-        known = _user_file_cache.get(name)
-        if known is None:
-            known = _user_file_cache[name] = is_user_file(name)
-        if known:
-            return os.path.abspath(name), frame.f_lineno
-        frame = frame.f_back
-    return None
+    user = caller_frame(frame)
+    return None if user is None else (os.path.abspath(user.f_code.co_filename), user.f_lineno)
 
 
 def caller_frame(frame: FrameType | None) -> FrameType | None:
