@@ -14,13 +14,16 @@ from collections.abc import Iterator
 
 from tensorsight.core.findings import Finding
 from tensorsight.core.rules.facts import (
+    LOOP_TYPES,
     FunctionSummary,
     LoopFacts,
     ModuleFacts,
+    backward_call,
     eval_mode_call,
     is_grad_disabling,
     looks_like_model,
     method,
+    position,
     receiver,
     root_name,
     text_of,
@@ -28,7 +31,8 @@ from tensorsight.core.rules.facts import (
     words,
 )
 from tensorsight.core.rules.fixes import insert_line_before, make_fix, wrap_in_block
-from tensorsight.core.rules.model import RuleInfo
+from tensorsight.core.rules.model import Fix, RuleInfo, Span
+from tensorsight.core.rules.model_classes import mode_dependent_layer
 
 EVAL_WITHOUT_EVAL_MODE = RuleInfo(
     "TS102",
@@ -61,22 +65,60 @@ def check_evaluation_mode(facts: ModuleFacts, path: str) -> Iterator[Finding]:
             continue
         if not _is_evaluation_loop(facts, loop, test_file):
             continue
-        model_call = _first_model_call(loop)
+        model_call = _first_model_call(loop.calls)
         if model_call is not None:
             qualifying.append((loop, model_call))
     chosen = {id(loop.node) for loop, _ in qualifying}
     for loop, model_call in qualifying:
         if any(id(outer) in chosen for outer in facts.enclosing_loops(loop.node)):
             continue  # reported once, at the outermost evaluation loop
-        if _protected(facts, loop, model_call):
-            continue
-        model_text = text_of(model_call.func)
+        finding = _evaluation_finding(facts, path, loop.scope, model_call, facts.header_span(loop.node), loop)
+        if finding is not None:
+            yield finding
+    for function, model_call in _evaluation_helpers(facts, test_file):
+        finding = _evaluation_finding(facts, path, function, model_call, facts.span(model_call), None)
+        if finding is not None:
+            yield finding
+
+
+def _evaluation_finding(
+    facts: ModuleFacts,
+    path: str,
+    scope: ast.AST,
+    model_call: ast.Call,
+    span: Span,
+    loop: LoopFacts | None,
+) -> Finding | None:
+    """TS102 for one evaluation (a loop, or a helper's forward pass), or None when it is protected."""
+    function = scope if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    evaluated, grad_off = _protection(facts, scope, model_call, function)
+    if evaluated:
+        return None
+    model_text = text_of(model_call.func)
+    layer = None
+    if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+        layer = mode_dependent_layer(facts, scope, model_call.func, position(model_call))
+    where = "this evaluation loop" if loop is not None else f"{function.name}()" if function else "this evaluation"
+    if grad_off:
+        if layer is None:
+            return None  # no graph is recorded and nothing in the model depends on the mode
         message = (
-            f"this evaluation loop runs {model_text} in training mode and records the autograd graph: dropout stays "
-            f"on, batch-norm learns from evaluation data, and memory grows; call {model_text}.eval() first and run "
-            f"it under torch.no_grad()"
+            f"{where} runs {model_text} in training mode: turning gradients off does not switch off its {layer}, so "
+            f"{'dropout stays on' if 'ropout' in layer else 'batch-norm statistics learn from evaluation data'} "
+            f"and the metric is wrong; call {model_text}.eval() before evaluating (and .train() after)"
         )
-        yield EVAL_WITHOUT_EVAL_MODE.finding(path, facts.header_span(loop.node), message, _no_grad_fix(facts, loop))
+        return EVAL_WITHOUT_EVAL_MODE.finding(path, span, message)
+    because = f" ({layer})" if layer is not None else ""
+    message = (
+        f"{where} runs {model_text} in training mode{because} and records the autograd graph: dropout stays "
+        f"on, batch-norm learns from evaluation data, and memory grows; call {model_text}.eval() first and run "
+        f"it under torch.no_grad()"
+    )
+    # With a layer that eval() switches, no_grad alone would not be the whole fix: no quick fix is offered.
+    fix = None
+    if layer is None:
+        fix = _no_grad_fix(facts, loop, function)
+    return EVAL_WITHOUT_EVAL_MODE.finding(path, span, message, fix)
 
 
 def _is_test_file(path: str) -> bool:
@@ -89,43 +131,92 @@ def _is_evaluation_loop(facts: ModuleFacts, loop: LoopFacts, test_file: bool) ->
     if EVAL_WORDS & set(words(text_of(loop.node.iter))):
         return True
     function = facts.enclosing_function(loop.node)
-    if function is None or function.name.endswith("_step"):
+    return function is not None and _is_evaluation_function(function, test_file)
+
+
+def _is_evaluation_function(function: ast.FunctionDef | ast.AsyncFunctionDef, test_file: bool) -> bool:
+    if function.name.endswith("_step"):
         return False
     if test_file and function.name.startswith("test"):
         return False
     return bool(EVAL_FUNCTION_WORDS & set(words(function.name)))
 
 
-def _first_model_call(loop: LoopFacts) -> ast.Call | None:
-    for call in loop.calls:
+def _evaluation_helpers(facts: ModuleFacts, test_file: bool) -> Iterator[tuple[ast.FunctionDef, ast.Call]]:
+    """``def evaluate(net): return F.cross_entropy(net(val_x), val_y).item()``: an evaluation function with no loop
+    that runs a model forward and turns the result into a number (so it is never backpropagated)."""
+    for function in facts.scopes:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if not _is_evaluation_function(function, test_file):
+            continue
+        nodes = facts.local_nodes(function)
+        calls = sorted((n for n in nodes if isinstance(n, ast.Call)), key=position)
+        if any(isinstance(n, LOOP_TYPES) for n in nodes):
+            continue  # the loop form is judged as a loop
+        if any(backward_call(c) is not None or facts.step_call(c) is not None for c in calls):
+            continue
+        if not any(method(c) in _NUMBER_METHODS for c in calls):
+            continue
+        model_call = _first_model_call(calls)
+        if model_call is not None:
+            yield function, model_call  # type: ignore[misc]
+
+
+_NUMBER_METHODS = frozenset({"item", "tolist", "argmax", "float", "accuracy_score", "accuracy"})
+
+
+def _first_model_call(calls: list[ast.Call]) -> ast.Call | None:
+    for call in calls:
         if isinstance(call.func, (ast.Name, ast.Attribute)) and looks_like_model(call.func):
             if call.args or call.keywords:
                 return call
     return None
 
 
-def _protected(facts: ModuleFacts, loop: LoopFacts, model_call: ast.Call) -> bool:
-    if facts.under_grad_disabled(model_call):
-        return True
-    if _scope_switches_off(facts, loop.scope):
-        return True
-    if _module_disables_grad_globally(facts):
-        return True
-    function = facts.enclosing_function(loop.node)
-    if function is not None:
-        return _any_caller_protects(facts, function.name)
-    return False
+def _protection(
+    facts: ModuleFacts, scope: ast.AST, model_call: ast.Call, function: ast.FunctionDef | ast.AsyncFunctionDef | None
+) -> tuple[bool, bool]:
+    """(switched to eval mode, gradients off) for this forward pass: in its scope, or at a call site of its
+    function anywhere in the project (one level up)."""
+    evaluated, grad_off = _scope_switches(facts, scope)
+    grad_off = grad_off or facts.under_grad_disabled(model_call) or _module_disables_grad_globally(facts)
+    if evaluated or function is None:
+        return evaluated, grad_off
+    callers = _call_sites(facts, function)
+    for caller, call in callers:  # any protecting caller is taken as the intended use (precision first)
+        scope_eval, _ = _scope_switches(caller, caller.scope_of.get(call, caller.tree))
+        evaluated = evaluated or scope_eval
+        grad_off = grad_off or caller.under_grad_disabled(call)
+    return evaluated, grad_off
 
 
-def _scope_switches_off(facts: ModuleFacts, scope: ast.AST) -> bool:
-    """The scope puts a model in eval mode or freezes parameters somewhere."""
+def _call_sites(
+    facts: ModuleFacts, function: ast.FunctionDef | ast.AsyncFunctionDef
+) -> list[tuple[ModuleFacts, ast.Call]]:
+    if facts.project is not None:
+        return facts.project.call_sites(function)
+    return [(facts, c) for c in facts.calls if _called_name(c) == function.name]
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _scope_switches(facts: ModuleFacts, scope: ast.AST) -> tuple[bool, bool]:
+    """(puts a model in eval mode, freezes or disables gradients) somewhere in the scope, or through a helper."""
+    evaluated = grad_off = False
     for node in facts.local_nodes(scope):
         if isinstance(node, ast.Call):
-            if eval_mode_call(node) or method(node) == "requires_grad_":
-                return True
-            if any(s.eval_receivers or s.grad_disabled for s in facts.helpers_called(node)):
-                return True
-    return False
+            if eval_mode_call(node):
+                evaluated = True
+            elif method(node) == "requires_grad_":
+                grad_off = True
+            for summary in facts.helpers_called(node):
+                evaluated = evaluated or bool(summary.eval_receivers)
+                grad_off = grad_off or summary.grad_disabled
+    return evaluated, grad_off
 
 
 def _module_disables_grad_globally(facts: ModuleFacts) -> bool:
@@ -135,26 +226,12 @@ def _module_disables_grad_globally(facts: ModuleFacts) -> bool:
     return False
 
 
-def _any_caller_protects(facts: ModuleFacts, name: str) -> bool:
-    """A call site of the evaluation function inside no_grad, or in a scope that calls .eval()."""
-    for node in facts.calls:
-        func = node.func
-        called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-        if called != name:
-            continue
-        if facts.under_grad_disabled(node):
-            return True
-        scope = facts.scope_of.get(node)
-        if scope is not None and _scope_switches_off(facts, scope):
-            return True
-    return False
-
-
-def _no_grad_fix(facts: ModuleFacts, loop: LoopFacts):  # type: ignore[no-untyped-def]
+def _no_grad_fix(
+    facts: ModuleFacts, loop: LoopFacts | None, function: ast.FunctionDef | ast.AsyncFunctionDef | None
+) -> Fix | None:
     torch = facts.torch_alias
     if torch is None:
         return None
-    function = facts.enclosing_function(loop.node)
     if function is not None and EVAL_FUNCTION_WORDS & set(words(function.name)):
         has_backward = any(
             isinstance(n, ast.Call) and method(n) in ("backward", "manual_backward")
@@ -165,6 +242,8 @@ def _no_grad_fix(facts: ModuleFacts, loop: LoopFacts):  # type: ignore[no-untype
                 f"Decorate {function.name}() with @{torch}.no_grad()",
                 [insert_line_before(facts, function, f"@{torch}.no_grad()")],
             )
+    if loop is None:
+        return None
     return make_fix(
         f"Run this evaluation loop under {torch}.no_grad()",
         [wrap_in_block(facts, loop.node, f"with {torch}.no_grad():")],
