@@ -78,8 +78,16 @@ def _of_parameter(
     if facts.project is None:
         return None
     index = params.index(name)
-    for caller, call in facts.project.call_sites(function)[:16]:
-        offset = index - 1 if params and params[0] == "self" and isinstance(call.func, ast.Attribute) else index
+    owner = facts.parents.get(function)
+    constructor = function.name == "__init__" and isinstance(owner, ast.ClassDef)
+    if constructor:
+        assert isinstance(owner, ast.ClassDef)
+        sites = facts.project.constructions(owner)
+    else:
+        sites = facts.project.call_sites(function)
+    for caller, call in sites[:16]:
+        bound_method = params and params[0] == "self" and (constructor or isinstance(call.func, ast.Attribute))
+        offset = index - 1 if bound_method else index
         argument = None
         if 0 <= offset < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: offset + 1]):
             argument = call.args[offset]
@@ -101,13 +109,26 @@ def _of_self_attribute(facts: ModuleFacts, scope: Scope, attr: str, depth: int, 
     for node in ast.walk(cls):
         if not isinstance(node, ast.Assign):
             continue
-        if any(isinstance(t, ast.Attribute) and dotted(t) == f"self.{attr}" for t in node.targets):
-            method_scope = facts.scope_of.get(node)
-            if isinstance(method_scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found = _of_expression(facts, method_scope, node.value, _pos(node), depth + 1, seen)
-                if found is not None:
-                    return found
+        method_scope = facts.scope_of.get(node)
+        if not isinstance(method_scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for value in _values_assigned(node, f"self.{attr}"):
+            found = _of_expression(facts, method_scope, value, _pos(node), depth + 1, seen)
+            if found is not None:
+                return found
     return None
+
+
+def _values_assigned(node: ast.Assign, target_text: str) -> list[ast.expr]:
+    """What ``self.model = model`` or ``self.model, self.opt = model, opt`` gives ``target_text``."""
+    out: list[ast.expr] = []
+    for target in node.targets:
+        if isinstance(target, ast.Attribute) and dotted(target) == target_text:
+            out.append(node.value)
+        elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+            if len(target.elts) == len(node.value.elts):
+                out += [v for t, v in zip(target.elts, node.value.elts, strict=True) if dotted(t) == target_text]
+    return out
 
 
 def _of_construction(facts: ModuleFacts, call: ast.Call, depth: int, seen: set[int]) -> str | None:

@@ -200,6 +200,17 @@ class Project:
             break
         return found
 
+    def constructions(self, cls: ast.ClassDef) -> list[tuple[ModuleFacts, ast.Call]]:
+        """Calls anywhere in the project that build ``cls`` (``Trainer(model, opt)``), for its ``__init__``'s
+        arguments."""
+        out: list[tuple[ModuleFacts, ast.Call]] = []
+        for module in self.modules.values():
+            for call in module.facts.calls:
+                name = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", None)
+                if name == cls.name and any(node is cls for _, node in self.resolve_callee(module.facts, call.func)):
+                    out.append((module.facts, call))
+        return out
+
     def call_sites(self, fn: Function) -> list[tuple[ModuleFacts, ast.Call]]:
         """Calls anywhere in the project that reach ``fn`` (by resolution, or by name through ``self.``)."""
         out: list[tuple[ModuleFacts, ast.Call]] = []
