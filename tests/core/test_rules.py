@@ -330,3 +330,36 @@ def test_clean_project_fixture_and_the_correct_corpus_stay_silent_with_the_proje
     assert analyze_project(read(entry) or "", entry, read, strict=True) == []
     for path in CORRECT_LOOPS:
         assert analyze_project(read(path) or "", path, read, strict=True) == [], os.path.basename(path)
+
+
+def test_a_step_method_in_another_module_called_per_batch_without_clearing():
+    trainer = (
+        "class Trainer:\n"
+        "    def __init__(self, model, optimizer):\n"
+        "        self.model = model\n"
+        "        self.optimizer = optimizer\n"
+        "\n"
+        "    def train_step(self, x, y):\n"
+        "        loss = (self.model(x) - y).pow(2).mean()\n"
+        "        loss.backward()\n"
+        "        self.optimizer.step()\n"
+        "        return loss.item()\n"
+    )
+    script = (
+        "import torch\n"
+        "from trainer import Trainer\n"
+        "model = torch.nn.Linear(2, 1)\n"
+        "trainer = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1))\n"
+        "for x, y in [(torch.ones(1, 2), torch.ones(1, 1))] * 10:\n"
+        "{clear}"
+        "    trainer.train_step(x, y)\n"
+    )
+    read = project_reader({"/t/trainer.py": trainer})
+    (finding,) = analyze_project(script.format(clear=""), "/t/train.py", read, strict=True)
+    assert (finding.file, finding.line, finding.details["code"]) == ("/t/trainer.py", 9, "TS101")
+    assert "train.py:6" in finding.message  # where the loop calls it
+    cleared = script.format(clear="    trainer.optimizer.zero_grad()\n")
+    assert analyze_project(cleared, "/t/train.py", read, strict=True) == []
+    # called once, not from a loop: not a training loop at all
+    once = script.replace("for x, y in [(torch.ones(1, 2), torch.ones(1, 1))] * 10:\n", "x = y = None\nif True:\n")
+    assert analyze_project(once.format(clear=""), "/t/train.py", read, strict=True) == []

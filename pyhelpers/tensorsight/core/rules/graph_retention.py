@@ -259,8 +259,19 @@ def _module_instance(facts: ModuleFacts, scope: Scope, name: str, where: tuple[i
         bound = facts.assignments.last_before(candidate, name, where if candidate is scope else (1 << 30, 0))
         if bound is not None:
             located = facts.project.class_of_value(facts, bound[1])
-            return located is not None and bool(facts.project.methods(located[0], located[1], "forward"))
+            if located is None or not facts.project.methods(located[0], located[1], "forward"):
+                return False
+            return _builds_layers(located[1])  # a model, not a metric object that also has a forward()
     return False
+
+
+_LAYER_CONSTRUCTOR = re.compile(r"^(torch\.)?nn\.[A-Z]")
+
+
+def _builds_layers(cls: ast.ClassDef) -> bool:
+    return any(
+        isinstance(n, ast.Call) and _LAYER_CONSTRUCTOR.match(dotted(n.func) or "") is not None for n in ast.walk(cls)
+    )
 
 
 def _functions_called(facts: ModuleFacts, call: ast.Call) -> list[tuple[ModuleFacts, Function]]:
