@@ -143,7 +143,7 @@ def _looped_call_sites(
         sites = facts.project.call_sites(function)
     else:
         sites = [(facts, c) for c in facts.calls if method(c) == function.name]
-    out = []
+    out: list[tuple[ModuleFacts, ast.Call, ast.AST]] = []
     for caller, call in sites:
         loops = caller.enclosing_loops(call)
         if loops:
