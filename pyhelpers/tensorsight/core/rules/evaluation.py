@@ -206,6 +206,14 @@ def _called_name(call: ast.Call) -> str | None:
 
 def _scope_switches(facts: ModuleFacts, scope: ast.AST) -> tuple[bool, bool]:
     """(puts a model in eval mode, freezes or disables gradients) somewhere in the scope, or through a helper."""
+    key = ("scope-switches", id(scope))
+    cached = facts.memo.get(key)
+    if cached is None:
+        cached = facts.memo[key] = _find_scope_switches(facts, scope)
+    return cached  # type: ignore[return-value]
+
+
+def _find_scope_switches(facts: ModuleFacts, scope: ast.AST) -> tuple[bool, bool]:
     evaluated = grad_off = False
     for node in facts.local_nodes(scope):
         if isinstance(node, ast.Call):
@@ -220,10 +228,12 @@ def _scope_switches(facts: ModuleFacts, scope: ast.AST) -> tuple[bool, bool]:
 
 
 def _module_disables_grad_globally(facts: ModuleFacts) -> bool:
-    for call in facts.calls:
-        if isinstance(facts.parents.get(call), ast.Expr) and is_grad_disabling(call):
-            return True
-    return False
+    key = ("grad-disabled-globally",)
+    if key not in facts.memo:
+        facts.memo[key] = any(
+            isinstance(facts.parents.get(call), ast.Expr) and is_grad_disabling(call) for call in facts.calls
+        )
+    return bool(facts.memo[key])
 
 
 def _no_grad_fix(

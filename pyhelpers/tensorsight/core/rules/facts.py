@@ -265,6 +265,8 @@ class ModuleFacts:
         self.backward_calls: list[BackwardCall] = [b for b in map(backward_call, self.calls) if b is not None]
         # Set by ``project.load_project`` when the module is analysed with the project's other files.
         self.project: Project | None = None
+        # Per-analysis answers a rule asks many times (keyed by the rule's own tuple), e.g. a scope's mode switches.
+        self.memo: dict[tuple[object, ...], object] = {}
 
     # ----------------------------------------------------------------- indexing
     def _index(self) -> None:

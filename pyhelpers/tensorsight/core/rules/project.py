@@ -75,6 +75,9 @@ class Project:
     def __init__(self, modules: list[ProjectModule]) -> None:
         self.modules = {module.path: module for module in modules}
         self._by_facts = {id(module.facts): module for module in modules}
+        self._definitions: dict[str, dict[str, list[ast.AST]]] = {}
+        self._called: dict[int, list[tuple[ModuleFacts, Function]]] = {}
+        self._calls_by_name: dict[str, list[tuple[ModuleFacts, ast.Call]]] | None = None
         for module in modules:
             module.facts.project = self
 
@@ -86,41 +89,37 @@ class Project:
         return self._by_facts.get(id(facts))
 
     # ----------------------------------------------------------------- symbols
-    def _top_level(self, path: str, name: str) -> Iterator[tuple[ModuleFacts, ast.AST]]:
-        """What module ``path`` binds to ``name`` at top level (a def or a class), following its own imports."""
+    def _defined(self, path: str, name: str) -> list[ast.AST]:
+        """The defs and classes named ``name`` at the top level of module ``path`` (indexed once per module)."""
+        index = self._definitions.get(path)
+        if index is None:
+            index = {}
+            module = self.modules.get(path)
+            for node in module.facts.tree.body if module is not None else ():
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    index.setdefault(node.name, []).append(node)
+            self._definitions[path] = index
+        return index.get(name, [])
+
+    def _top_level(self, path: str, name: str, hops: int = 2) -> Iterator[tuple[ModuleFacts, ast.AST]]:
+        """What module ``path`` binds to ``name`` at top level (a def or a class), following its own imports a
+        couple of hops (``from .engine import train`` re-exported by a package's ``__init__``)."""
         module = self.modules.get(path)
         if module is None:
             return
-        found = False
-        for node in module.facts.tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-                found = True
+        defined = self._defined(path, name)
+        if defined:
+            for node in defined:
                 yield module.facts, node
-        if found:
+            return
+        if hops <= 0:
             return
         imported = module.symbols.get(name)
         if imported is not None and imported[0] != path:
-            yield from self._top_level_once(imported[0], imported[1], path)
+            yield from self._top_level(imported[0], imported[1], hops - 1)
         for star in module.star_modules:
             if star != path:
-                yield from self._top_level_once(star, name, path)
-
-    def _top_level_once(self, path: str, name: str, via: str) -> Iterator[tuple[ModuleFacts, ast.AST]]:
-        """One re-export hop (``from .engine import train`` in a package's __init__), never back to ``via``."""
-        module = self.modules.get(path)
-        if module is None:
-            return
-        for node in module.facts.tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-                yield module.facts, node
-        imported = module.symbols.get(name)
-        if imported is not None and imported[0] not in (path, via):
-            target = self.modules.get(imported[0])
-            if target is not None:
-                for node in target.facts.tree.body:
-                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                        if node.name == imported[1]:
-                            yield target.facts, node
+                yield from self._top_level(star, name, hops - 1)
 
     def resolve_name(self, facts: ModuleFacts, name: str) -> list[tuple[ModuleFacts, ast.AST]]:
         """The project def or class a bare name means in ``facts``' module: its own, else the one it imports."""
@@ -175,6 +174,13 @@ class Project:
         return out
 
     def functions_called(self, facts: ModuleFacts, call: ast.Call) -> list[tuple[ModuleFacts, Function]]:
+        """The project functions (or methods, through ``obj = Class(...)``) a call reaches; cached per call."""
+        found = self._called.get(id(call))
+        if found is None:
+            found = self._called[id(call)] = self._functions_called(facts, call)
+        return found
+
+    def _functions_called(self, facts: ModuleFacts, call: ast.Call) -> list[tuple[ModuleFacts, Function]]:
         func = call.func
         found: list[tuple[ModuleFacts, Function]] = []
         for owner, node in self.resolve_callee(facts, func):
@@ -200,30 +206,36 @@ class Project:
             break
         return found
 
+    def _calls_named(self, name: str) -> list[tuple[ModuleFacts, ast.Call]]:
+        """Every call in the project of ``name(...)`` or ``x.name(...)`` (indexed once)."""
+        if self._calls_by_name is None:
+            index: dict[str, list[tuple[ModuleFacts, ast.Call]]] = {}
+            for module in self.modules.values():
+                for call in module.facts.calls:
+                    func = call.func
+                    called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                    if called:
+                        index.setdefault(called, []).append((module.facts, call))
+            self._calls_by_name = index
+        return self._calls_by_name.get(name, [])
+
     def constructions(self, cls: ast.ClassDef) -> list[tuple[ModuleFacts, ast.Call]]:
         """Calls anywhere in the project that build ``cls`` (``Trainer(model, opt)``), for its ``__init__``'s
         arguments."""
-        out: list[tuple[ModuleFacts, ast.Call]] = []
-        for module in self.modules.values():
-            for call in module.facts.calls:
-                name = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", None)
-                if name == cls.name and any(node is cls for _, node in self.resolve_callee(module.facts, call.func)):
-                    out.append((module.facts, call))
-        return out
+        return [
+            (facts, call)
+            for facts, call in self._calls_named(cls.name)
+            if any(node is cls for _, node in self.resolve_callee(facts, call.func))
+        ]
 
     def call_sites(self, fn: Function) -> list[tuple[ModuleFacts, ast.Call]]:
         """Calls anywhere in the project that reach ``fn`` (by resolution, or by name through ``self.``)."""
         out: list[tuple[ModuleFacts, ast.Call]] = []
-        for module in self.modules.values():
-            facts = module.facts
-            for call in facts.calls:
-                name = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", None)
-                if name != fn.name:
-                    continue
-                if any(found is fn for _, found in self.functions_called(facts, call)):
-                    out.append((facts, call))
-                elif any(found is fn for found in facts.local_functions(fn.name)):
-                    out.append((facts, call))
+        for facts, call in self._calls_named(fn.name):
+            if any(found is fn for _, found in self.functions_called(facts, call)):
+                out.append((facts, call))
+            elif any(found is fn for found in facts.local_functions(fn.name)):
+                out.append((facts, call))
         return out
 
 
