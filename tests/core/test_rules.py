@@ -363,3 +363,12 @@ def test_a_step_method_in_another_module_called_per_batch_without_clearing():
     # called once, not from a loop: not a training loop at all
     once = script.replace("for x, y in [(torch.ones(1, 2), torch.ones(1, 1))] * 10:\n", "x = y = None\nif True:\n")
     assert analyze_project(once.format(clear=""), "/t/train.py", read, strict=True) == []
+
+
+def test_eval_restored_in_the_language_model_fixture_is_clean():
+    path = os.path.join(REPO, "tests", "fixtures", "rules", "ts102_eval_removed_language_model_style.py")
+    restored = read(path).replace("def evaluate(data_source):\n", "def evaluate(data_source):\n    model.eval()\n")
+    assert analyze(restored, path, strict=True) == []
+    # an eval() before the epochs (not only in the export at the end) also counts as the caller's switch
+    early = read(path).replace("for epoch in range(2):\n", "model.eval()\nfor epoch in range(2):\n")
+    assert [f.details["code"] for f in analyze(early, path, strict=True)] == []

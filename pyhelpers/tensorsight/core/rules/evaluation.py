@@ -185,10 +185,27 @@ def _protection(
         return evaluated, grad_off
     callers = _call_sites(facts, function)
     for caller, call in callers:  # any protecting caller is taken as the intended use (precision first)
-        scope_eval, _ = _scope_switches(caller, caller.scope_of.get(call, caller.tree))
-        evaluated = evaluated or scope_eval
+        evaluated = evaluated or _switched_before(caller, call)
         grad_off = grad_off or caller.under_grad_disabled(call)
     return evaluated, grad_off
+
+
+def _switched_before(facts: ModuleFacts, call: ast.Call) -> bool:
+    """The caller's scope switches a model to eval mode (itself or through a helper) before this call, or in a loop
+    around it (so before the call's next run); an ``export()`` that calls eval() at the end of the script does not
+    protect the evaluations of the epochs before it."""
+    scope = facts.scope_of.get(call, facts.tree)
+    where = position(call)
+    around = {id(loop) for loop in facts.enclosing_loops(call)}
+    for node in facts.local_nodes(scope):
+        if not isinstance(node, ast.Call) or node is call:
+            continue
+        switches = eval_mode_call(node) or any(s.eval_receivers for s in facts.helpers_called(node))
+        if not switches:
+            continue
+        if position(node) < where or any(id(loop) in around for loop in facts.enclosing_loops(node)):
+            return True
+    return False
 
 
 def _call_sites(

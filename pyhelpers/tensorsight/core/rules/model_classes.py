@@ -60,10 +60,13 @@ def _of_name(
         params = [a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)]
         if name in params:
             return _of_parameter(facts, scope, params, name, depth, seen)
-        # a global read inside the function: the module's binding
-        bound = facts.assignments.last_before(facts.tree, name, (1 << 30, 0))
-        if bound is not None and bound[1] is not None:
-            return _of_expression(facts, facts.tree, bound[1], _pos(bound[0]), depth + 1, seen)
+        # a global read inside the function: any of the module's bindings (``model = Net()`` or ``= Other()`` in
+        # the branches of an if, a ``torch.load`` later)
+        for position, _node, value in facts.assignments.of(facts.tree).get(name, [])[:8]:
+            if value is not None:
+                found = _of_expression(facts, facts.tree, value, position, depth + 1, seen)
+                if found is not None:
+                    return found
     return None
 
 
