@@ -32,6 +32,11 @@ TS110  breakpoint-left-in-code           training-logic   warning   breakpoint()
 TS111  hard-coded-cuda                   device           warning   .cuda() mixed with a device variable
 TS112  dataloader-main-process           performance      info      training DataLoader with num_workers=0
 =====  ================================  ===============  ========  ==========================================
+
+Across calls and files: TS101 also covers a step function (backward and step per call) called from a loop that
+never clears gradients; TS102 covers evaluation helpers without a loop, and requires eval() even under no_grad when
+the model has dropout or batch norm (``model_classes``: known from the project's model classes, else not assumed);
+TS104 follows the loss through step helpers, ``logits, loss = model(x, y)`` and ``outputs["loss"]``.
 """
 
 from __future__ import annotations

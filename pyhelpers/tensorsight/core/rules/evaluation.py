@@ -336,6 +336,9 @@ def _eval_switches(facts: ModuleFacts, loop: LoopFacts) -> Iterator[tuple[ast.Ca
 def _map_to_caller(summary: FunctionSummary, call: ast.Call, eval_text: str) -> str | None:
     """Translate ``model.eval()`` inside ``def evaluate(model, ...)`` into the argument the caller passed."""
     head, dot, rest = eval_text.partition(".")
+    if head == "self" and isinstance(call.func, ast.Attribute) and text_of(call.func.value) != "self":
+        # ``evaluator.run()`` whose method switches ``self.model``: the caller's ``evaluator.model``
+        return text_of(call.func.value) + (dot + rest if dot else "")
     if head not in summary.params:
         return eval_text if head == "self" else None
     index = summary.params.index(head)
