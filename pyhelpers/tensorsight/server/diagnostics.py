@@ -154,13 +154,12 @@ class StaticAnalysis:
         self._results: dict[str, tuple[int | None, ProjectResult]] = {}  # uri -> (version, result)
 
     def store(self, uri: str, version: int | None, result: ProjectResult) -> set[str]:
-        """Keep ``uri``'s new analysis; the files (normalized paths) whose findings may have changed."""
+        """Keep ``uri``'s new analysis; the files (normalized paths) whose static findings changed with it."""
         before = self._results.get(uri)
+        files = set(result.findings) | (set(before[1].findings) if before is not None else set())
+        old = {file: self.findings_for(file) for file in files}
         self._results[uri] = (version, result)
-        touched = set(result.findings)
-        if before is not None:
-            touched |= set(before[1].findings)
-        return touched
+        return {file for file in files if self.findings_for(file) != old[file]}
 
     def current(self, uri: str, version: int | None) -> bool:
         cached = self._results.get(uri)
@@ -201,6 +200,10 @@ class StaticAnalysis:
         return self.findings_for(entry[1].path) if entry else []
 
     def forget(self, uri: str) -> set[str]:
-        """Drop a closed document's analysis; the files whose findings may have changed."""
-        entry = self._results.pop(uri, None)
-        return set(entry[1].findings) if entry else set()
+        """Drop a closed document's analysis; the files whose static findings changed with it."""
+        entry = self._results.get(uri)
+        if entry is None:
+            return set()
+        old = {file: self.findings_for(file) for file in entry[1].findings}
+        del self._results[uri]
+        return {file for file, found in old.items() if self.findings_for(file) != found}
