@@ -4,8 +4,9 @@
 a ``read(path) -> source | None`` function; nothing is imported or executed, the files are only parsed. From the
 entry's ``import`` statements (absolute ones resolved against the importing file's folder, the entry's folder and
 the given roots, e.g. the workspace; relative ones against the package) it follows the files that exist, breadth
-first, at most ``MAX_PROJECT_FILES`` of them, each read once (so import cycles end). Third-party and standard
-modules are never looked up. Pure: all I/O is the caller's ``read``, which also decides what may be read and how big.
+first, at most ``MAX_PROJECT_FILES`` of them, each read once (so import cycles end). Well-known third-party packages
+(torch, numpy, ...) are never looked up. Pure: all I/O is the caller's ``read``, which also decides what may be read
+and how big.
 
 The ``Project`` then answers what the rules ask across files: which function or method a call reaches (``engine.
 train_one_epoch(...)``, ``trainer.fit()`` on ``trainer = Trainer(...)``) and where a function is called from.
@@ -15,47 +16,49 @@ from __future__ import annotations
 
 import ast
 import os
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from tensorsight.core.rules.facts import FunctionSummary, ModuleFacts, dotted
 
-Reader = Callable[[str], "str | None"]
+Reader = Callable[[str], str | None]
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 MAX_PROJECT_FILES = 40  # modules parsed per analysis, the entry included
 MAX_LOOKUPS = 400  # candidate paths tried (most do not exist), so a script with hundreds of imports stays cheap
 
-# Top-level names that are never project code: looking them up would only cost reads.
-_NOT_PROJECT = frozenset(sys.stdlib_module_names) | {
-    "torch",
-    "torchvision",
-    "torchaudio",
-    "torchtext",
-    "numpy",
-    "scipy",
-    "pandas",
-    "sklearn",
-    "matplotlib",
-    "tqdm",
-    "transformers",
-    "datasets",
-    "accelerate",
-    "lightning",
-    "pytorch_lightning",
-    "timm",
-    "einops",
-    "wandb",
-    "tensorboard",
-    "PIL",
-    "cv2",
-    "yaml",
-    "jax",
-    "tensorflow",
-    "debugpy",
-    "tensorsight",
-}
+# Third-party top-level names that are never project code: looking them up would only cost reads. Standard-library
+# names are looked up: a project's own ``test.py`` or ``code.py`` next to the script shadows the standard module.
+_NOT_PROJECT = frozenset(
+    {
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "torchtext",
+        "numpy",
+        "scipy",
+        "pandas",
+        "sklearn",
+        "matplotlib",
+        "tqdm",
+        "transformers",
+        "datasets",
+        "accelerate",
+        "lightning",
+        "pytorch_lightning",
+        "timm",
+        "einops",
+        "wandb",
+        "tensorboard",
+        "PIL",
+        "cv2",
+        "yaml",
+        "jax",
+        "tensorflow",
+        "debugpy",
+        "tensorsight",
+    }
+)
 
 
 @dataclass
@@ -166,12 +169,8 @@ class Project:
         return found
 
     def summaries_called(self, facts: ModuleFacts, call: ast.Call) -> list[FunctionSummary]:
-        """Summaries of project functions in *other* modules (or local classes' methods) this call reaches."""
-        out: list[FunctionSummary] = []
-        for owner, fn in self.functions_called(facts, call):
-            if owner is not facts or isinstance(call.func, ast.Attribute):
-                out.append(owner.summary_of(fn))
-        return out
+        """Summaries of the project functions this call reaches (each computed by the module that defines it)."""
+        return [owner.summary_of(fn) for owner, fn in self.functions_called(facts, call)]
 
     def functions_called(self, facts: ModuleFacts, call: ast.Call) -> list[tuple[ModuleFacts, Function]]:
         """The project functions (or methods, through ``obj = Class(...)``) a call reaches; cached per call."""
