@@ -373,3 +373,34 @@ def test_eval_restored_in_the_language_model_fixture_is_clean():
     # an eval() before the epochs (not only in the export at the end) also counts as the caller's switch
     early = read(path).replace("for epoch in range(2):\n", "model.eval()\nfor epoch in range(2):\n")
     assert [f.details["code"] for f in analyze(early, path, strict=True)] == []
+
+
+def test_eval_in_an_imported_helper_never_undone_by_the_imported_training_epoch():
+    engine = (
+        "def train_one_epoch(model, loader, optimizer):\n"
+        "{train}"
+        "    for x, y in loader:\n"
+        "        optimizer.zero_grad()\n"
+        "        loss = (model(x) - y).pow(2).mean()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "\n"
+        "def evaluate(model, loader):\n"
+        "    model.eval()\n"
+        "    return sum(float(model(x).sum()) for x, _ in loader)\n"
+    )
+    script = (
+        "import torch\n"
+        "import engine\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(2, 1), torch.nn.Dropout(0.1))\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for epoch in range(3):\n"
+        "    engine.train_one_epoch(model, [], optimizer)\n"
+        "    with torch.no_grad():\n"
+        "        print(engine.evaluate(model, []))\n"
+    )
+    forgot = project_reader({"/e/engine.py": engine.format(train="")})
+    found = analyze_project(script, "/e/main.py", forgot, strict=True)
+    assert [(f.file, f.line, f.details["code"]) for f in found] == [("/e/main.py", 8, "TS103")]
+    restored = project_reader({"/e/engine.py": engine.format(train="    model.train()\n")})
+    assert analyze_project(script, "/e/main.py", restored, strict=True) == []

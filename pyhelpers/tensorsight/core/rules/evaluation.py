@@ -280,7 +280,8 @@ def _no_grad_fix(
 # ----------------------------------------------------------------------------------------------------------- TS103
 def check_back_to_train(facts: ModuleFacts, path: str) -> Iterator[Finding]:
     reported: set[int] = set()
-    training_loops = [lf for lf in facts.loops if lf.backwards and lf.steps]
+    # a loop that trains itself, or through a helper (``train_one_epoch(model, ...)`` from another file)
+    training_loops = [lf for lf in facts.loops if (lf.backwards and lf.steps) or _trains_through_helper(facts, lf)]
     # innermost first, so a periodic eval inside the batch loop is judged by the batch loop
     training_loops.sort(key=lambda lf: len(facts.enclosing_loops(lf.node)), reverse=True)
     for loop in training_loops:
@@ -308,6 +309,10 @@ def check_back_to_train(facts: ModuleFacts, path: str) -> Iterator[Finding]:
             yield EVAL_NEVER_BACK_TO_TRAIN.finding(path, facts.span(node), message, fix)
 
 
+def _trains_through_helper(facts: ModuleFacts, loop: LoopFacts) -> bool:
+    return any(summary.trains for call in loop.calls for summary in facts.helpers_called(call))
+
+
 def _restores_train(facts: ModuleFacts, loop: LoopFacts) -> bool:
     for call in loop.calls:
         if train_mode_call(call):
@@ -328,7 +333,7 @@ def _eval_switches(facts: ModuleFacts, loop: LoopFacts) -> Iterator[tuple[ast.Ca
             if summary.restores_train:
                 continue
             for eval_text in summary.eval_receivers:
-                mapped = _map_to_caller(summary, call, eval_text)
+                mapped = _map_to_caller(summary, call, eval_text) or _same_global(facts, summary, eval_text)
                 if mapped is not None:
                     yield call, mapped, summary.node.name
 
@@ -352,6 +357,17 @@ def _map_to_caller(summary: FunctionSummary, call: ast.Call, eval_text: str) -> 
     if argument is None:
         return None
     return text_of(argument) + (dot + rest if dot else "")
+
+
+def _same_global(facts: ModuleFacts, summary: FunctionSummary, eval_text: str) -> str | None:
+    """``model.eval()`` in a function of this module that reads the global ``model`` (not a parameter, not bound in
+    the function): the caller's ``model`` too."""
+    head = eval_text.partition(".")[0]
+    if head == "self" or head in summary.params or summary.node not in facts.local_functions(summary.node.name):
+        return None
+    if head in facts.assignments.of(summary.node):
+        return None
+    return eval_text
 
 
 def _is_trained(facts: ModuleFacts, model_text: str) -> bool:

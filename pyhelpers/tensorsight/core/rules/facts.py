@@ -201,6 +201,7 @@ class FunctionSummary:
     eval_receivers: list[str] = field(default_factory=list)  # expression texts switched to eval mode
     restores_train: bool = False
     grad_disabled: bool = False  # decorated with no_grad/inference_mode
+    trains: bool = False  # calls backward() and an optimizer step (a training step or epoch)
 
 
 # Fields that never hold a child worth visiting (names, operators, load/store contexts, constant values).
@@ -356,7 +357,11 @@ class ModuleFacts:
         params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)]
         summary = FunctionSummary(node=fn, params=params)
         summary.grad_disabled = any(is_grad_disabling(d) for d in fn.decorator_list)
+        backward = step = False
         for node in self.local_nodes(fn):
+            if isinstance(node, ast.Call):
+                backward = backward or backward_call(node) is not None
+                step = step or self.step_call(node) is not None
             if is_grad_clearing(node):
                 summary.clears_grad = True
             if isinstance(node, ast.Call):
@@ -366,6 +371,7 @@ class ModuleFacts:
                         summary.eval_receivers.append(text_of(recv))
                 elif train_mode_call(node):
                     summary.restores_train = True
+        summary.trains = backward and step
         return summary
 
     def _loop_facts(self, loop: Loop, scope: Scope, nodes: list[ast.AST]) -> LoopFacts:
