@@ -15,11 +15,13 @@ from tensorsight.core.findings import Finding
 from tensorsight.core.rules.facts import (
     LoopFacts,
     ModuleFacts,
+    StepCall,
     backward_call,
     is_grad_clearing,
     method,
     position,
     receiver,
+    root_name,
     text_of,
 )
 from tensorsight.core.rules.fixes import insert_line_after, make_fix, move_statement_after
@@ -74,6 +76,7 @@ def _clears_gradients(facts: ModuleFacts, loop: LoopFacts) -> bool:
 
 def _never_cleared(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[Finding]:
     if _clears_gradients(facts, loop):
+        yield from _optimizers_never_cleared(facts, path, loop)
         return
     step = loop.steps[0]
     stmt = facts.statement_of(step.call)
@@ -94,6 +97,50 @@ def _never_cleared(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[F
         f"so each step uses the sum of every earlier step's gradients; call {step.optimizer}.zero_grad() once per step"
     )
     yield GRADIENTS_NEVER_CLEARED.finding(path, facts.span(step.call), message, fix)
+
+
+def _optimizers_never_cleared(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[Finding]:
+    """Several optimizers step in the loop (a GAN's discriminator and generator) and only some have their gradients
+    cleared: ``netD.zero_grad()`` does nothing for ``optimizerG``. Judged only when every clearing in the loop is a
+    plain ``x.zero_grad()`` and each optimizer's model is known from its constructor (precision first)."""
+    stepped: dict[str, StepCall] = {}
+    for step in loop.steps:
+        stepped.setdefault(step.optimizer, step)
+    if len(stepped) < 2:
+        return
+    cleared: set[str] = set()
+    receivers: list[str] = []
+    for node in loop.nodes:
+        if not is_grad_clearing(node):
+            continue
+        parent = facts.parents.get(node)
+        if not (isinstance(node, ast.Attribute) and node.attr == "zero_grad" and isinstance(parent, ast.Call)):
+            return  # ``p.grad = None``, a clearing through a reference: what it clears is not known
+        receivers.append(text_of(node.value))
+        cleared.add(receivers[-1])
+        root = root_name(node.value)
+        if root:
+            cleared.add(root)
+    if any(summary.clears_grad for call in loop.calls for summary in facts.helpers_called(call)):
+        return
+    for optimizer, step in stepped.items():
+        roots = facts.optimized_roots.get(optimizer)
+        if not roots or optimizer in cleared or roots & cleared:
+            continue
+        others = ", ".join(f"{text}.zero_grad()" for text in dict.fromkeys(receivers))
+        stmt = facts.statement_of(step.call)
+        fix = None
+        if isinstance(stmt, ast.Expr) and stmt.value is step.call:
+            fix = make_fix(
+                f"Clear gradients after each step: {optimizer}.zero_grad()",
+                [insert_line_after(facts, stmt, f"{optimizer}.zero_grad()")],
+            )
+        message = (
+            f"{optimizer}.step() applies gradients that nothing in this loop clears: the loop clears other models' "
+            f"gradients ({others}), not those of {', '.join(sorted(roots))}, so each {optimizer} step uses the sum "
+            f"of every earlier step's gradients; call {optimizer}.zero_grad() once per step"
+        )
+        yield GRADIENTS_NEVER_CLEARED.finding(path, facts.span(step.call), message, fix)
 
 
 def _step_helpers_never_cleared(facts: ModuleFacts, path: str) -> Iterator[Finding]:
