@@ -197,15 +197,26 @@ def _switched_before(facts: ModuleFacts, call: ast.Call) -> bool:
     scope = facts.scope_of.get(call, facts.tree)
     where = position(call)
     around = {id(loop) for loop in facts.enclosing_loops(call)}
-    for node in facts.local_nodes(scope):
-        if not isinstance(node, ast.Call) or node is call:
-            continue
-        switches = eval_mode_call(node) or any(s.eval_receivers for s in facts.helpers_called(node))
-        if not switches:
-            continue
-        if position(node) < where or any(id(loop) in around for loop in facts.enclosing_loops(node)):
+    for node, at, loops in _eval_switches_in(facts, scope):
+        if node is not call and (at < where or loops & around):
             return True
     return False
+
+
+def _eval_switches_in(facts: ModuleFacts, scope: ast.AST) -> list[tuple[ast.Call, tuple[int, int], set[int]]]:
+    """The scope's calls that switch a model to eval (directly or through a helper), with their position and the
+    loops around them; computed once per scope."""
+    key = ("eval-switches", id(scope))
+    found = facts.memo.get(key)
+    if found is None:
+        found = [
+            (node, position(node), {id(loop) for loop in facts.enclosing_loops(node)})
+            for node in facts.local_nodes(scope)
+            if isinstance(node, ast.Call)
+            and (eval_mode_call(node) or any(s.eval_receivers for s in facts.helpers_called(node)))
+        ]
+        facts.memo[key] = found
+    return found  # type: ignore[return-value]
 
 
 def _call_sites(

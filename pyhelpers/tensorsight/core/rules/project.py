@@ -81,6 +81,7 @@ class Project:
         self._definitions: dict[str, dict[str, list[ast.AST]]] = {}
         self._called: dict[int, list[tuple[ModuleFacts, Function]]] = {}
         self._calls_by_name: dict[str, list[tuple[ModuleFacts, ast.Call]]] | None = None
+        self._methods: frozenset[str] | None = None
         for module in modules:
             module.facts.project = self
 
@@ -187,7 +188,7 @@ class Project:
                 found.append((owner, node))
         if found or not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
             return found
-        if func.value.id == "self":
+        if func.value.id == "self" or func.attr not in self._method_names():
             return found
         # ``trainer.fit()`` where ``trainer = Trainer(...)`` in the same scope or at module level
         scope = facts.scope_of.get(call)
@@ -204,6 +205,18 @@ class Project:
                 return [(owner, fn) for fn in self.methods(owner, cls, func.attr)]
             break
         return found
+
+    def _method_names(self) -> frozenset[str]:
+        """Names of the methods the project's classes define: ``x.name()`` for any other name is not project code."""
+        if self._methods is None:
+            self._methods = frozenset(
+                node.name
+                for module in self.modules.values()
+                for cls in module.facts.classes
+                for node in cls.body
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            )
+        return self._methods
 
     def _calls_named(self, name: str) -> list[tuple[ModuleFacts, ast.Call]]:
         """Every call in the project of ``name(...)`` or ``x.name(...)`` (indexed once)."""
