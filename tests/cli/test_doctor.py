@@ -229,3 +229,12 @@ def test_a_package_imported_from_the_working_directory_and_import_cycles(tmp_pat
     )
     found = static_report(os.path.join("scripts", "train.py"), cwd=str(tmp_path))
     assert found == {(os.path.join("project", "loop.py"), 7, "TS101"), (os.path.join("project", "loop.py"), 8, "TS104")}
+
+
+def test_project_files_that_are_not_plain_or_too_big_are_left_out(tmp_path):
+    """A FIFO named like a module (an open() that would never return) and an oversized generated module are not
+    read; the script's own findings still come."""
+    os.mkfifo(tmp_path / "engine.py")
+    (tmp_path / "generated.py").write_text("x = 1\n" * 400_000 + "breakpoint()\n")  # about 2.4 MB
+    (tmp_path / "train.py").write_text("import torch\nimport engine\nimport generated\nbreakpoint()\n")
+    assert static_report(str(tmp_path / "train.py")) == {("train.py", 4, "TS110")}
