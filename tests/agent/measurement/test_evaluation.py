@@ -115,6 +115,24 @@ def test_relays_keep_what_the_functions_are_and_come_off():
     assert {name: getattr(F, name) for name in FUNCTIONAL_LOSSES} == originals
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_torchscript_still_compiles_the_relayed_losses():
+    class Scored(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(6, 2)
+
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return F.cross_entropy(self.fc(x), y)
+
+    x, y = data()
+    with Watched():
+        model = Scored()
+        assert torch.equal(torch.jit.script(model)(x, y), model(x, y))
+        logits = torch.randn(64, 2)
+        assert torch.equal(torch.jit.script(nn.CrossEntropyLoss())(logits, y), F.cross_entropy(logits, y))
+
+
 def test_torch_warnings_still_point_at_the_callers_line():
     prediction, target = torch.zeros(8, 1), torch.zeros(8)
     with Watched(), warnings.catch_warnings(record=True) as caught:

@@ -20,7 +20,9 @@ of the op. Tracebacks show this file with its source; the debugger hides it with
 
 from __future__ import annotations
 
+import dis
 import functools
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -60,5 +62,17 @@ def observing_relay(
         after(result)
         return result
 
-    relay.__code__ = relay.__code__.replace(co_name=OP_CALL_NAME)  # looked through by our frame walks
+    # The relay reads no global, so it can live in the original's module: TorchScript, asked to compile it, compiles
+    # the original's source (``__wrapped__``) and resolves its names there (``torch.jit.script`` of a model calling
+    # ``F.cross_entropy``, or of ``nn.CrossEntropyLoss``, works as before).
+    scope = getattr(original, "__globals__", None)
+    code = relay.__code__.replace(co_name=OP_CALL_NAME)  # looked through by our frame walks
+    if isinstance(scope, dict) and not _reads_globals(code):
+        relay = types.FunctionType(code, scope, relay.__name__, None, relay.__closure__)
+    else:
+        relay.__code__ = code
     return functools.wraps(original)(relay)
+
+
+def _reads_globals(code: types.CodeType) -> bool:
+    return any(instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") for instruction in dis.get_instructions(code))
