@@ -178,6 +178,25 @@ def test_a_torch_function_mode_passing_a_loss_on_is_one_call():
         assert len(watched.clock._val_losses) == 1
 
 
+def test_a_tensor_subclass_sees_the_same_dispatch():
+    seen = []
+
+    class Counted(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if func is F.mse_loss:
+                seen.append(func)
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    prediction, target = torch.zeros(4).as_subclass(Counted), torch.ones(4)
+    F.mse_loss(prediction, target)
+    plain = len(seen)
+    with Watched():
+        F.mse_loss(prediction, target)
+        assert seen[-1] is F.mse_loss
+    assert plain == 1 and len(seen) == 2  # once per call, with the function the program calls
+
+
 def test_training_losses_are_not_validation_losses():
     model = dropout_net()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
