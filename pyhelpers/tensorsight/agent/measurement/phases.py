@@ -7,7 +7,9 @@ global hooks and thin wrappers around torch's own functions, never through the u
 - data: a wrapper around ``_BaseDataLoaderIter.__next__`` (the DataLoader iterator); ``DataLoader.__init__`` and
   ``__iter__`` are wrapped only to remember the user line that built each loader and its settings;
 - forward: global module forward pre/post hooks, counting only the top-level call (depth 0), so a model's
-  submodules are not double counted; a top-level call in eval mode or under ``no_grad`` is a validation pass;
+  submodules are not double counted; a top-level call in eval mode or under ``no_grad`` is a validation pass, and
+  the loss that scores it (a loss module, or a ``torch.nn.functional`` loss reported by the relays of
+  ``measurement.evaluation``) a validation loss; each model pass is handed to ``model_pass_listeners``;
 - backward: a wrapper around ``torch.autograd.backward`` (what ``Tensor.backward`` calls); the tensor it receives
   is the training loss;
 - optimizer: global optimizer step pre/post hooks (the post side through the shared step counter);
@@ -160,6 +162,12 @@ class PhaseClock:
         self.step_listeners: list[Callable[[StepRecord], None]] = []
         self.before_step_listeners: list[Callable[[Any, int], None]] = []
         self.validation_listeners: list[Callable[[int, float, int], None]] = []
+        # (model, output, loader of the batch it took or None) after each top-level pass of a module with parameters
+        self.model_pass_listeners: list[Callable[[Any, Any, LoaderSettings | None], None]] = []
+        self.loss_listeners: list[Callable[[], None]] = []  # after each loss computed outside any module
+        self._fresh_batch = False  # a batch was fetched since the last model pass
+        self._pass_loader: LoaderSettings | None = None
+        self._top_is_model = False
         self.in_eval_forward_with_grad = False
         self._handles: list[Any] = []
         self._wrapped: list[tuple[Any, str, Any, Any]] = []
@@ -221,11 +229,13 @@ class PhaseClock:
             if (honour_quiet and _quiet) or (threading.get_ident() != clock._owner and not clock._is_owner()):
                 return original(*args, **kwargs)
             start = read()
+            result = None
             try:
-                return original(*args, **kwargs)
+                result = original(*args, **kwargs)
+                return result
             finally:
                 add(read() - start)
-                after(args, kwargs, None)
+                after(args, kwargs, result)
 
         return timed
 
@@ -275,7 +285,9 @@ class PhaseClock:
 
     def _top_level_begins(self, module: Any, args: Any) -> None:
         grad = self._grad_enabled()
-        if _has_parameters(module):
+        self._top_is_model = _has_parameters(module)
+        if self._top_is_model:
+            self._pass_loader, self._fresh_batch = (self._pending_loader if self._fresh_batch else None), False
             split = "train" if (module.training and grad) else "val"
             self._last_model_split = split
             self.in_eval_forward_with_grad = grad and not module.training
@@ -340,18 +352,46 @@ class PhaseClock:
         scalar = isinstance(output, tensor_type) and output.numel() == 1 and output.is_floating_point()
         if self.capture.enabled and module is self.capture.model and not self.capture.model_kwargs:
             self.capture.model_kwargs = dict(kwargs or {})
-        if not scalar or _has_parameters(module):
+        if self._top_is_model:
+            for listener in list(self.model_pass_listeners):
+                listener(module, output, self._pass_loader)
             return
+        if not scalar:
+            return
+        self._loss_computed()
         if self._top_split == "val":
-            self._val_losses.append(float(output.detach()))
-            if self.validation_at is None:
-                self.validation_at = caller_location(sys._getframe(1))
+            self._record_validation_loss(output)
         elif self.capture.enabled and self.capture.loss_module is None and self.capture.model is not None:
             self.capture.loss_module = module
             self.capture.loss_args = tuple(args)
             self.capture.loss_kwargs = dict(kwargs or {})
 
     # ----------------------------------------------------------------------------------------------- validation
+    def _record_validation_loss(self, output: Any) -> None:
+        self._val_losses.append(float(output.detach()))
+        if self.validation_at is None:
+            self.validation_at = caller_location(sys._getframe(1))
+
+    def observes_this_thread(self) -> bool:
+        """True on the training thread outside ``quiet()``: where a wrapper may observe a call."""
+        return not _quiet and threading.get_ident() == self._owner
+
+    @never_raise()
+    def functional_loss_returned(self, output: Any) -> None:
+        """An outermost ``torch.nn.functional`` loss outside any module returned ``output`` (called by the evaluation
+        watch's relays): a validation loss when it scores a validation pass, exactly as a loss module's would be."""
+        if self._depth or not self.observes_this_thread():
+            return
+        self._loss_computed()
+        if not (isinstance(output, self._torch.Tensor) and output.numel() == 1 and output.is_floating_point()):
+            return
+        if (self._last_model_split if self._grad_enabled() else "val") == "val":
+            self._record_validation_loss(output)
+
+    def _loss_computed(self) -> None:
+        for listener in list(self.loss_listeners):
+            listener()
+
     def _flush_validation(self) -> None:
         if not self._val_losses:
             return
@@ -389,13 +429,14 @@ class PhaseClock:
     def _add_data(self, seconds: float) -> None:
         self._pending_data += seconds
 
-    def _next_returned(self, args: tuple[Any, ...], _kwargs: dict[str, Any], _result: Any) -> None:
-        self._after_next(args[0])
+    def _next_returned(self, args: tuple[Any, ...], _kwargs: dict[str, Any], result: Any) -> None:
+        self._after_next(args[0], result is not None)
 
     @never_raise()
-    def _after_next(self, iterator: Any) -> None:
+    def _after_next(self, iterator: Any, got_batch: bool = True) -> None:
         settings = self._iterators.get(iterator)
         self._pending_loader = settings
+        self._fresh_batch = got_batch  # not the StopIteration that ends the epoch
         if iterator not in self._iterator_loop:
             self._iterator_loop[iterator] = caller_location(sys._getframe(1))
         self._pending_loop = self._iterator_loop.get(iterator)

@@ -3,9 +3,10 @@
 ``arm(origin)`` is called by ``tensorsight.agent.runtime.install`` (debugger or doctor) before user code runs. It
 reads the
 options, and does nothing else until the program imports torch; then it installs the phase clock and wires the
-per-step pipeline: ``phases``, ``scalars``, ``histogram`` and ``memory`` events, the training log file, TensorBoard
-event files, and — at the end of the run (the doctor's ``run-finished`` event, or process exit) — curve diagnosis and
-phase verdicts as findings.
+per-step pipeline: ``phases``, ``scalars``, ``histogram`` and ``memory`` events, the evaluation watch (validation
+losses written with ``torch.nn.functional``; train-mode evaluation as ``training-logic`` findings), the training log
+file, TensorBoard event files, and — at the end of the run (the doctor's ``run-finished`` event, or process exit) —
+curve diagnosis and phase verdicts as findings.
 
 Launch options (camelCase, in ``TENSORSIGHT_OPTIONS`` or the doctor's ``--set KEY=VALUE``; types and defaults are
 declared in ``tensorsight.core.protocol.LAUNCH_OPTIONS``, which this module reads them from):
@@ -135,6 +136,7 @@ class Measurement:
     """The per-step pipeline; one per process, created after torch is imported."""
 
     def __init__(self, torch: ModuleType, settings: MeasureSettings) -> None:
+        from tensorsight.agent.measurement.evaluation import EvaluationWatch
         from tensorsight.agent.measurement.memory import MemoryMonitor, set_context
         from tensorsight.agent.measurement.phases import PhaseClock
         from tensorsight.agent.measurement.scalars import ScalarRecorder
@@ -143,6 +145,7 @@ class Measurement:
         self.torch = torch
         self.settings = settings
         self.clock = PhaseClock(torch)
+        self.evaluation = EvaluationWatch(torch, self.clock)  # functional validation losses, train-mode evaluation
         self.recorder = ScalarRecorder(torch, self.clock.models, settings.grad_norms_per_parameter)
         self.monitor = MemoryMonitor(torch) if settings.memory else None
         set_context(self.monitor, lambda: self.clock.in_eval_forward_with_grad)
@@ -166,12 +169,14 @@ class Measurement:
 
     def start(self) -> None:
         self.clock.install()
+        self.evaluation.install()
         self.clock.before_step_listeners.append(self._before_step)
         self.clock.step_listeners.append(self._on_step)
         self.clock.validation_listeners.append(self._on_validation)
 
     def stop(self) -> None:
         """Take every hook out again (used by the benchmark to compare armed and unarmed steps in one process)."""
+        self.evaluation.uninstall()
         self.clock.uninstall()
 
     def _due(self, every: int, step: int) -> bool:
@@ -292,12 +297,13 @@ class Measurement:
         return totals, self.measured_steps + (1 if any(self.first_step_seconds.values()) else 0)
 
     @never_raise()
-    def finish(self) -> None:
+    def finish(self, error: str | None = None) -> None:
         """Diagnose the run once: phase verdicts and curve findings, then close the files."""
         if self.finished:
             return
         self.finished = True
         self.clock.finish()
+        self.evaluation.finish(failed=bool(error))
         findings = []
         if self.settings.phases:
             totals, steps_measured = self.phase_totals()
@@ -373,7 +379,7 @@ def _start(torch: ModuleType, settings: MeasureSettings) -> None:
 
     def on_event(event: dict[str, Any]) -> None:
         if event.get("type") == "run-finished":
-            measurement.finish()
+            measurement.finish(event.get("error"))
 
     events.subscribe(on_event)
     atexit.register(measurement.finish)

@@ -1,0 +1,135 @@
+"""Evaluation as users write it, through the real doctor: ``python -m tensorsight doctor --json`` on the programs of
+``tests/programs/evaluation/`` (argparse, ``main()``, ``train()``/``test()`` per epoch, an ``evaluate(net)``
+helper, a ``Trainer`` class in its own module).
+
+Each bug line carries ``# BUG: <kind>``; the finding must be of that kind at that line, and the clean programs get
+no train-mode-evaluation finding (nor any runtime training-logic finding). The programs run at once, one doctor
+each, so the module costs about as long as its slowest program.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from support.paths import PYHELPERS, PYTHON, REPO
+
+PROGRAMS = os.path.join(REPO, "tests", "programs", "evaluation")
+THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+RUNS = {
+    "functional_overfit": (),
+    "functional_healthy": ("--set=logFile={log}",),
+    "eval_helper_dropout": (),
+    "eval_loop_calls_train": (),
+    "train_with_trainer": (),
+    "clean_evaluation": (),
+    "clean_gan": (),
+}
+
+
+def program(name: str) -> str:
+    return os.path.join(PROGRAMS, f"{name}.py")
+
+
+def bug_lines(path: str, kind: str) -> list[int]:
+    with open(path, encoding="utf-8") as handle:
+        return [number for number, text in enumerate(handle, start=1) if f"# BUG: {kind}" in text]
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> dict[str, dict]:
+    """name -> the doctor's JSON document (and ``log``: the training log file, where one was asked for)."""
+    folder = tmp_path_factory.mktemp("evaluation")
+    env = {**os.environ, **THREADS, "PYTHONPATH": PYHELPERS}
+    env.pop("TENSORSIGHT_OPTIONS", None)
+    running = {}
+    for name, flags in RUNS.items():
+        log = str(folder / f"{name}.log")
+        command = [PYTHON, "-m", "tensorsight", "doctor", "--json", *(f.format(log=log) for f in flags)]
+        running[name] = (
+            subprocess.Popen(
+                [*command, program(name)], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            ),
+            log,
+        )
+    documents = {}
+    for name, (process, log) in running.items():
+        out, err = process.communicate(timeout=400)
+        assert out.strip(), f"{name}: {err[-3000:]}"
+        documents[name] = json.loads(out)
+        documents[name]["log"] = open(log, encoding="utf-8").read() if os.path.exists(log) else ""
+        assert "error" not in documents[name], (name, documents[name]["error"])
+    return documents
+
+
+def runtime(document: dict, kind: str) -> list[dict]:
+    """Findings made while the script ran (the static rules' carry a rule id)."""
+    return [f for f in document["findings"] if f["kind"] == kind and "rule" not in f.get("details", {})]
+
+
+def train_mode_evaluations(document: dict) -> list[dict]:
+    return [f for f in document["findings"] if f.get("details", {}).get("check") == "train-mode-evaluation"]
+
+
+def test_overfitting_is_diagnosed_when_the_test_loss_is_a_functional_loss(reports):
+    path = program("functional_overfit")
+    (finding,) = [f for f in runtime(reports["functional_overfit"], "dynamics") if f["severity"] == "warning"]
+    assert (finding["file"], [finding["line"]]) == (path, bug_lines(path, "dynamics"))
+    details = finding["details"]
+    assert details["diagnosis"] == "overfitting" and details["val_points"] == 20
+    assert details["val_last"] > 1.1 * details["val_best"] and details["train_last"] < details["train_at_best"]
+    assert not runtime(reports["functional_overfit"], "training-logic")
+
+
+def test_a_healthy_run_with_a_functional_loss_imported_by_name_is_silent_and_its_validation_is_logged(reports):
+    document = reports["functional_healthy"]
+    assert document["findings"] == []
+    validations = [line for line in document["log"].splitlines() if " val_loss " in line]
+    assert len(validations) == 6  # one per epoch: cross_entropy imported by name is the relayed function
+    losses = [float(line.rsplit(" ", 1)[1]) for line in validations]
+    assert losses == sorted(losses, reverse=True)
+
+
+def test_an_evaluate_helper_in_training_mode_is_found_at_its_forward_line(reports):
+    path = program("eval_helper_dropout")
+    (finding,) = runtime(reports["eval_helper_dropout"], "training-logic")
+    assert (finding["file"], [finding["line"]]) == (path, bug_lines(path, "training-logic"))
+    assert finding["severity"] == "warning"
+    details = finding["details"]
+    assert (details["check"], details["module"], details["evidence"]) == (
+        "train-mode-evaluation",
+        "Net",
+        "never-backpropagated",
+    )
+    assert details["layers"] == ["dropout (Dropout)"]
+    assert "model.eval() before evaluating and model.train() after" in finding["message"]
+
+
+def test_a_test_loop_that_calls_train_with_batch_norm_under_no_grad_is_found(reports):
+    path = program("eval_loop_calls_train")
+    (finding,) = train_mode_evaluations(reports["eval_loop_calls_train"])
+    assert (finding["file"], [finding["line"]]) == (path, bug_lines(path, "training-logic"))
+    details = finding["details"]
+    assert details["evidence"] == "no_grad" and details["behaviours"] == ["batch norm"]
+    assert details["held_out"]["file"] == path and details["held_out"]["held_out"] == "named 'test'"
+
+
+def test_a_trainer_validate_method_in_another_module_is_found_in_that_module(reports):
+    path = program("trainer")
+    (finding,) = train_mode_evaluations(reports["train_with_trainer"])
+    assert (finding["file"], [finding["line"]]) == (path, bug_lines(path, "training-logic"))
+    assert finding["details"]["evidence"] == "no_grad" and finding["details"]["layers"] == ["2 (Dropout)"]
+    assert finding["details"]["held_out"]["held_out"] == "named 'valid'"
+
+
+@pytest.mark.parametrize("name", ["clean_evaluation", "clean_gan"])
+def test_clean_evaluation_gets_no_training_logic_finding(reports, name):
+    assert runtime(reports[name], "training-logic") == [] and train_mode_evaluations(reports[name]) == []
+    assert not bug_lines(program(name), "")
+
+
+def test_clean_evaluation_is_silent_altogether(reports):
+    assert reports["clean_evaluation"]["findings"] == []
