@@ -4,8 +4,10 @@ Lightning's automatic optimisation calls ``optimizer.step(closure)``: ``training
 ``backward`` run inside the step. Checked here: with ``--lr 5`` the first non-finite value is found where it is born
 (the model's last ``F.linear``, step 4) and the divergence is diagnosed; each step's loss and gradient norm are those
 of that step's closure (not the previous step's); forward and backward time inside the closure land in their own
-phases; Lightning's validation passes are told apart from training; a clean run gets no warning. Lightning's own
-callbacks are left as they are (no logger, no checkpoint, no progress bar: the program's own choice).
+phases; Lightning's validation passes are told apart from training; a clean run gets no warning; in a real debugpy
+session the first-NaN stop lands in the model's ``forward``, through Lightning's loop and closure, and the run goes
+on after it. Lightning's own callbacks are left as they are (no logger, no checkpoint, no progress bar: the program's
+own choice).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from frameworks.runs import (
     loud,
     runtime,
 )
+from support.dap import DebugSession
 from support.paths import REPO
 
 pytest.importorskip("lightning", reason="PyTorch Lightning is not installed (scripts/requirements-dev.txt pins it)")
@@ -138,3 +141,19 @@ def test_lightning_validation_passes_are_validation_not_training(clean_events):
     # the sanity check before step 1, then one validation loop per epoch end (the last one has no step after it)
     phases = [e for e in clean_events if e["type"] == "phases"]
     assert {e["step"] for e in phases if e.get("eval_seconds")} == {1, 21, 41}
+
+
+def test_the_first_nan_stop_lands_in_the_models_forward_through_lightnings_loop():
+    path = framework_program(PROGRAM)
+    env = {k: environment()[k] for k in ("OMP_NUM_THREADS",)}
+    with DebugSession.launch(path, args=["--lr", "5"], options={"breakOnNonFinite": True}, env=env) as session:
+        stop = session.wait_for_stop(timeout=180)
+        assert stop["reason"] == "exception" and stop["text"] == "Inf born here"
+        assert "F.linear made" in stop["description"] and "— forward, step 4," in stop["description"]
+        frame = session.top_frame(stop)
+        assert (frame["source"]["path"], frame["line"], frame["name"]) == (path, line(PROGRAM, "nan"), "forward")
+        names = [f["source"].get("path", "") for f in session.stack(stop["threadId"])]
+        assert not any("/tensorsight/" in name for name in names)
+        assert any("/lightning/" in name for name in names)  # stopped inside Lightning's own loop, which goes on
+        session.continue_(stop["threadId"])
+        assert session.wait_for_exit(timeout=180) == 0

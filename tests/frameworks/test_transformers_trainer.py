@@ -102,3 +102,14 @@ def test_each_step_and_each_evaluation_is_the_trainers_own(diverging_events):
     # the optimizer is handed clipped gradients: their norm is the clip norm, the Trainer's grad_norm is before it
     assert all(e["values"]["grad_norm"] <= 1.0 + 1e-4 for e in train[1:])
     assert max(d["grad_norm"] for d in printed if "grad_norm" in d) > 1e3
+
+
+def test_phases_and_evaluation_time_through_the_trainers_loop(diverging_events):
+    events, _ = diverging_events
+    phases = [e for e in events if e["type"] == "phases"]
+    assert [e["step"] for e in phases] == list(range(1, STEPS_PER_EPOCH * EPOCHS + 1))
+    assert all(e["seconds"][name] > 0 for e in phases for name in ("data", "forward", "backward", "optimizer"))
+    assert all(e["line"] == line(PROGRAM, "train") for e in phases)  # the loop is trainer.train()
+    # each epoch's evaluation runs after its last step: its time is kept apart, in the step that follows
+    evaluated = [e["step"] for e in phases if e.get("eval_seconds")]
+    assert evaluated == [STEPS_PER_EPOCH * epoch + 1 for epoch in range(1, EPOCHS)]

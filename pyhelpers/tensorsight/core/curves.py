@@ -256,6 +256,7 @@ def diagnose_chance_level(curves: TrainingCurves) -> list[Finding]:
         "steps": len(finite),
         "lr": lr,
         "grad_norm_before_clipping": before_clip,
+        "clip_norm": clip,
     }
     return [Finding("dynamics", "warning", message, *where, details=details)]
 
