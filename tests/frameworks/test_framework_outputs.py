@@ -5,6 +5,8 @@ out again before it ends."""
 from __future__ import annotations
 
 import math
+import sys
+import warnings
 from collections import OrderedDict
 
 import pytest
@@ -97,6 +99,21 @@ def test_clip_watch_keeps_the_norm_before_clipping_and_clips_as_before():
     finally:
         watch.uninstall()
     assert torch.nn.utils.clip_grad_norm_ is original and torch.nn.utils.clip_grad.clip_grad_norm_ is original
+
+
+def test_a_warning_from_inside_clip_grad_norm_keeps_the_programs_location():
+    watch = ClipWatch(torch)
+    watch.install()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            line = sys._getframe().f_lineno + 1
+            torch.nn.utils.clip_grad_norm_((p for p in ()), 1.0)  # torch warns at its caller: an empty generator
+    finally:
+        watch.uninstall()
+    (warning,) = caught
+    assert "empty generator" in str(warning.message)
+    assert (warning.filename, warning.lineno) == (__file__, line)
 
 
 def _curves(losses: list[float], **extra: object) -> TrainingCurves:

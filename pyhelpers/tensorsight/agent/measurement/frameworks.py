@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from tensorsight.agent.runtime import op_calls
 
 
 def _scalar_loss(torch: Any, value: Any) -> float | None:
@@ -110,7 +113,8 @@ class ClosureSteps:
 
 class ClipWatch:
     """The total gradient norms ``torch.nn.utils.clip_grad_norm_`` returned (before it clipped), by a thin wrapper
-    that calls the original unchanged and re-raises what it raises; ``uninstall`` puts the original back."""
+    that calls the original unchanged (as if from the caller's line, ``runtime.op_calls``) and re-raises what it
+    raises; ``uninstall`` puts the original back."""
 
     def __init__(self, torch: Any) -> None:
         self._torch = torch
@@ -142,7 +146,8 @@ class ClipWatch:
 
     def _wrapper(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def clip_grad_norm_(*args: Any, **kwargs: Any) -> Any:
-            total = original(*args, **kwargs)
+            # run from the caller's line: a warning torch raises in there keeps the program's location
+            total = op_calls.call_as_caller(original, args, kwargs, sys._getframe(1))
             self._observe(total, kwargs.get("max_norm", args[1] if len(args) > 1 else None))
             return total
 
