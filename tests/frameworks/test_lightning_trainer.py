@@ -82,6 +82,7 @@ def test_lr_5_the_inf_is_found_where_the_model_makes_it(diverging):
 def test_lr_5_the_divergence_is_diagnosed_at_the_step_the_loss_went_inf(diverging):
     diverged = [f for f in runtime(diverging, "dynamics") if f["details"]["diagnosis"] == "diverging"]
     assert [(f["step"], f["details"]["lr"]) for f in diverged] == [(4, 5.0)]
+    assert diverged[0]["line"] == line(PROGRAM, "optimizer")  # configure_optimizers, where the lr is set
 
 
 def test_a_clean_run_gets_no_warning(clean):
