@@ -14,7 +14,8 @@ import torch
 
 from tensorsight.agent.measurement.frameworks import (
     ClipWatch,
-    ClosureSteps,
+    FrameworkWatch,
+    StepCalls,
     closure_of,
     model_output_classes,
     model_output_loss,
@@ -59,10 +60,10 @@ def test_the_closure_of_a_step_call():
     assert closure_of((), {}) is None and closure_of((None,), {}) is None
 
 
-def test_closure_steps_tell_a_closure_step_from_a_plain_one():
+def test_step_calls_tell_a_closure_step_from_a_plain_one_and_keep_the_peak_lr():
     weight = torch.nn.Parameter(torch.ones(3))
     optimizer = torch.optim.SGD([weight], lr=0.1)
-    watch = ClosureSteps()
+    watch = StepCalls()
     watch.register(torch)
     try:
 
@@ -76,6 +77,9 @@ def test_closure_steps_tell_a_closure_step_from_a_plain_one():
         assert watch.ran_closure(optimizer)
         optimizer.step()
         assert not watch.ran_closure(optimizer)
+        optimizer.param_groups[0]["lr"] = 0.01  # a schedule decays it: the peak stays
+        optimizer.step()
+        assert watch.peak_lr == 0.1
     finally:
         watch.remove()
     optimizer.step(closure)
@@ -145,4 +149,27 @@ def test_a_loss_near_or_below_chance_and_a_loss_without_classes_are_not():
 def test_one_loss_verdict_when_the_loss_also_diverges():
     rising = [4.6 * 10 ** (i / 4) for i in range(24)]
     kinds = [f.details["diagnosis"] for f in diagnose_curves(_curves(rising, classes=100))]
-    assert kinds == ["diverging"]
+    assert kinds == ["above-chance"]  # the more specific of the two
+    went_inf = _curves([*rising, math.inf], classes=100)
+    went_inf.first_nonfinite_loss_step = 25
+    assert [f.details["diagnosis"] for f in diagnose_curves(went_inf)] == ["diverging"]  # the NaN/Inf verdict
+
+
+def test_the_framework_watch_hands_the_curves_what_it_saw():
+    weight = torch.nn.Parameter(torch.ones(2))
+    optimizer = torch.optim.SGD([weight], lr=0.5)
+    watch = FrameworkWatch(torch)
+    watch.install()
+    try:
+        weight.grad = torch.tensor([30.0, 40.0])
+        torch.nn.utils.clip_grad_norm_([weight], 1.0)
+        optimizer.step()
+    finally:
+        watch.uninstall()
+    assert watch.curve_extra(100) == {
+        "peak_lr": 0.5,
+        "classes": 100,
+        "grad_norm_before_clipping": 50.0,
+        "clip_norm": 1.0,
+    }
+    assert watch.curve_extra(None) == {"peak_lr": 0.5, "grad_norm_before_clipping": 50.0, "clip_norm": 1.0}

@@ -232,6 +232,8 @@ def diagnose_chance_level(curves: TrainingCurves) -> list[Finding]:
     finite = [v for v in curves.train_loss if math.isfinite(v)]
     if not isinstance(classes, int) or classes < 2 or where is None or len(finite) < MIN_LOSS_STEPS:
         return []
+    if curves.first_nonfinite_loss_step is not None:
+        return []  # a loss that went NaN/Inf has its own verdict, which says more
     chance = math.log(classes)
     level = median(finite[len(finite) // 2 :])
     if not level > CHANCE_FACTOR * chance:
@@ -376,7 +378,7 @@ def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
 def diagnose_curves(curves: TrainingCurves) -> list[Finding]:
     """Every dynamics finding the recorded series support (none for a healthy run)."""
     return [
-        *(diagnose_loss(curves) or diagnose_chance_level(curves)),
+        *(diagnose_chance_level(curves) or diagnose_loss(curves)),  # one loss verdict, the most specific
         *diagnose_overfitting(curves),
         *diagnose_vanishing(curves),
         *diagnose_exploding(curves),

@@ -13,12 +13,15 @@ the objects are read by duck typing, so a program that uses neither framework pa
   the curve diagnosis can compare the cross-entropy with its chance level ``ln(classes)``.
 - **Closure steps.** PyTorch Lightning's automatic optimisation (and ``LBFGS``) call ``optimizer.step(closure)``:
   the closure runs the forward, ``zero_grad`` and ``backward`` inside the step, so the gradients the step applies do
-  not exist yet in the optimizer's step pre-hook. ``ClosureSteps`` tells the pipeline to read them once the step
-  returned instead.
+  not exist yet in the optimizer's step pre-hook. ``StepCalls`` tells the pipeline to read them once the step
+  returned instead (and keeps the peak learning rate, which a schedule hides by the end of the run).
 - **Gradient norms before clipping.** Both frameworks clip by default or on request (the Trainer's
   ``max_grad_norm=1.0``, Lightning's ``gradient_clip_val``) through ``torch.nn.utils.clip_grad_norm_``, so the
   gradients the optimizer sees are at most the clip norm however large they were. ``ClipWatch`` wraps that function
   and keeps the total norm it returns (the norm before clipping, which it computes anyway).
+
+The pipeline holds one ``FrameworkWatch`` (the step hook and the clip wrapper, installed and removed together) and
+hands what it saw to the curve diagnosis (``core.curves``: ``TrainingCurves.extra``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tensorsight.agent.measurement.scalars import learning_rate
 from tensorsight.agent.runtime import op_calls
 
 
@@ -70,8 +74,9 @@ def closure_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return closure if callable(closure) else None
 
 
-class ClosureSteps:
-    """Which optimizer steps run a closure, from the arguments of torch's global step pre-hook.
+class StepCalls:
+    """What each ``optimizer.step()`` call was handed, from torch's global step pre-hook: a closure or not, and the
+    learning rate it ran with (the peak is kept: a schedule decays the lr, the blow-up came from the peak).
 
     ``register(torch)`` installs the hook; ``ran_closure(optimizer)`` is asked by the pipeline in the step's post
     side (the same step: torch calls the pre- and post-hooks of one ``step()`` on one thread, in order).
@@ -80,6 +85,7 @@ class ClosureSteps:
     def __init__(self) -> None:
         self._with_closure: set[int] = set()
         self._handle: Any = None
+        self.peak_lr: float | None = None
 
     def register(self, torch: Any) -> None:
         from torch.optim.optimizer import register_optimizer_step_pre_hook
@@ -102,6 +108,9 @@ class ClosureSteps:
                 self._with_closure.add(id(optimizer))
             else:
                 self._with_closure.discard(id(optimizer))
+            lr = learning_rate(optimizer)
+            if lr is not None and math.isfinite(lr) and (self.peak_lr is None or lr > self.peak_lr):
+                self.peak_lr = lr
         except Exception:  # noqa: BLE001 - a hook must never break the user's step
             return None
         return None
@@ -165,3 +174,35 @@ class ClipWatch:
                 self.peak_clip = float(max_norm) if max_norm is not None else None
             except (TypeError, ValueError):
                 self.peak_clip = None
+
+
+class FrameworkWatch:
+    """The pipeline's one handle on this module: ``StepCalls`` and ``ClipWatch`` installed together (the step hook
+    before the phase clock's, which asks it), and what they add to the curves."""
+
+    def __init__(self, torch: Any) -> None:
+        self._torch = torch
+        self.steps = StepCalls()
+        self.clips = ClipWatch(torch)
+
+    def install(self) -> None:
+        self.steps.register(self._torch)
+        self.clips.install()
+
+    def uninstall(self) -> None:
+        self.steps.remove()
+        self.clips.uninstall()
+
+    def ran_closure(self, optimizer: Any) -> bool:
+        return self.steps.ran_closure(optimizer)
+
+    def curve_extra(self, classes: int | None) -> dict[str, Any]:
+        """``TrainingCurves.extra``: the classes a model's own loss scores (seen by the phase clock), the peak
+        learning rate, the largest gradient norm before clipping and the clip norm it was clipped to."""
+        extra: dict[str, Any] = {"peak_lr": self.steps.peak_lr}
+        if classes:
+            extra["classes"] = classes
+        if self.clips.peak is not None:
+            extra["grad_norm_before_clipping"] = self.clips.peak
+            extra["clip_norm"] = self.clips.peak_clip
+        return extra

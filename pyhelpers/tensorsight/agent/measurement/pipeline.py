@@ -135,7 +135,7 @@ class Measurement:
     """The per-step pipeline; one per process, created after torch is imported."""
 
     def __init__(self, torch: ModuleType, settings: MeasureSettings) -> None:
-        from tensorsight.agent.measurement.frameworks import ClipWatch, ClosureSteps
+        from tensorsight.agent.measurement.frameworks import FrameworkWatch
         from tensorsight.agent.measurement.memory import MemoryMonitor, set_context
         from tensorsight.agent.measurement.phases import PhaseClock
         from tensorsight.agent.measurement.scalars import ScalarRecorder
@@ -144,8 +144,7 @@ class Measurement:
         self.torch = torch
         self.settings = settings
         self.clock = PhaseClock(torch)
-        self.closures = ClosureSteps()  # optimizer.step(closure): gradients exist only once the step returned
-        self.clips = ClipWatch(torch)  # gradient norms before clip_grad_norm_ (frameworks clip by default)
+        self.frameworks = FrameworkWatch(torch)  # closure steps, peak lr, gradient norms before clipping
         self.recorder = ScalarRecorder(torch, self.clock.models, settings.grad_norms_per_parameter)
         self.monitor = MemoryMonitor(torch) if settings.memory else None
         set_context(self.monitor, lambda: self.clock.in_eval_forward_with_grad)
@@ -162,15 +161,13 @@ class Measurement:
         self.late_grad = Series()
         self.layers: tuple[str | None, str | None] = (None, None)
         self.last_lr: float | None = None
-        self.peak_lr: float | None = None
         self.totals = dict.fromkeys(PHASES, 0.0)
         self.first_step_seconds = dict.fromkeys(PHASES, 0.0)
         self.measured_steps = 0
         self.finished = False
 
     def start(self) -> None:
-        self.closures.register(self.torch)  # before the clock's step pre-hook, which asks it
-        self.clips.install()
+        self.frameworks.install()  # before the clock's step pre-hook, which asks it
         self.clock.install()
         self.clock.before_step_listeners.append(self._before_step)
         self.clock.step_listeners.append(self._on_step)
@@ -179,14 +176,13 @@ class Measurement:
     def stop(self) -> None:
         """Take every hook out again (used by the benchmark to compare armed and unarmed steps in one process)."""
         self.clock.uninstall()
-        self.closures.remove()
-        self.clips.uninstall()
+        self.frameworks.uninstall()
 
     def _due(self, every: int, step: int) -> bool:
         return every > 0 and step % every == 0
 
     def _before_step(self, optimizer: Any, step: int) -> None:
-        if self._due(self.settings.scalars_every, step) and not self.closures.ran_closure(optimizer):
+        if self._due(self.settings.scalars_every, step) and not self.frameworks.ran_closure(optimizer):
             self.recorder.before_step(optimizer)
 
     @never_raise()
@@ -200,13 +196,11 @@ class Measurement:
         loss = record.loss
         lr = learning_rate(record.optimizer)
         self.last_lr = lr if lr is not None else self.last_lr
-        if lr is not None and (self.peak_lr is None or lr > self.peak_lr):
-            self.peak_lr = lr
         if loss is not None:
             self.train_loss.add(step, loss)
         grad_norm = None
         if self._due(self.settings.scalars_every, step):
-            if self.closures.ran_closure(record.optimizer):  # the closure's backward ran inside the step
+            if self.frameworks.ran_closure(record.optimizer):  # the closure's backward ran inside the step
                 with self.torch._C.DisableTorchFunction():  # our read: no mode (the NaN sentinel's) takes it for an op
                     self.recorder.before_step(record.optimizer)
             values = self.recorder.values(loss, lr)
@@ -295,19 +289,8 @@ class Measurement:
             optimizer_at=clock.optimizer_at(),
             validation_at=clock.validation_at,
             model_at=clock.model_at,
-            extra=self._framework_extra(),
+            extra=self.frameworks.curve_extra(clock.output_classes),
         )
-
-    def _framework_extra(self) -> dict[str, Any]:
-        """What the frameworks' conventions add to the curves (``measurement.frameworks``): the classes a model's own
-        loss scores, the peak learning rate (a schedule decays it), the largest gradient norm before clipping."""
-        extra: dict[str, Any] = {"peak_lr": self.peak_lr}
-        if self.clock.output_classes:
-            extra["classes"] = self.clock.output_classes
-        if self.clips.peak is not None:
-            extra["grad_norm_before_clipping"] = self.clips.peak
-            extra["clip_norm"] = self.clips.peak_clip
-        return extra
 
     def phase_totals(self) -> tuple[dict[str, float], int]:
         """Phase seconds summed over the measured steps (the first step only when nothing else was measured)."""
