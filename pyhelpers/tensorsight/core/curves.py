@@ -4,11 +4,11 @@ The seed lesson's list of what to look for in the curves, as ``dynamics`` findin
 
 - training loss not decreasing: the learning rate is too low, or a bug stops learning;
 - training loss oscillating or diverging: the learning rate is too high;
-- a cross-entropy sitting far above its chance level ``ln(classes)`` (worse than guessing): the logits blew up, the
-  learning rate is too high (the class count comes from the model's own output, ``extra["classes"]``);
 - training loss falling while validation loss rises: overfitting;
 - gradients of the first layers orders of magnitude below the last ones: vanishing gradients;
 - gradient norm exploding: clip gradients (and/or lower the learning rate).
+- a cross-entropy sitting far above its chance level ``ln(classes)`` (worse than guessing): the logits blew up, the
+  learning rate is too high (the class count comes from the model's own output, ``extra["classes"]``).
 
 A healthy run gets no finding. The agent records the series (``tensorsight.agent.measurement.scalars``) and calls
 ``diagnose_curves`` at the end of the run; the thresholds below are deliberately conservative, because a false
@@ -38,7 +38,6 @@ MIN_VAL_POINTS = 4  # validation passes needed before judging overfitting
 VANISHING_RATIO = 1e-3  # first-layer gradient norm below 1/1000 of the last layer's
 EXPLODING_NORM = 1e3  # a total gradient norm this large is abnormal for any usual loss scale
 EXPLODING_GROWTH = 100.0  # or it grew this much from the start of the run
-CHANCE_FACTOR = 10.0  # a mean cross-entropy this many times ln(classes): far worse than a uniform guess
 SPIKE_FACTOR = 3.0  # a loss is a spike when above this many times its recent median
 SPIKE_WINDOW = 20
 
@@ -217,6 +216,9 @@ def diagnose_loss(curves: TrainingCurves) -> list[Finding]:
         )
         return [Finding("dynamics", "warning", message, *where, details={"diagnosis": "not-decreasing", **evidence})]
     return []
+
+
+CHANCE_FACTOR = 10.0  # a mean cross-entropy this many times ln(classes): far worse than a uniform guess
 
 
 def diagnose_chance_level(curves: TrainingCurves) -> list[Finding]:
