@@ -173,3 +173,54 @@ def test_the_framework_watch_hands_the_curves_what_it_saw():
         "clip_norm": 1.0,
     }
     assert watch.curve_extra(None) == {"peak_lr": 0.5, "grad_norm_before_clipping": 50.0, "clip_norm": 1.0}
+
+
+class _FakeTime:
+    """A program clock that moves only when told: phase seconds become exact, not timed."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_closure_steps_forward_and_backward_time_is_not_counted_again_as_optimizer_time():
+    from tensorsight.agent.measurement.phases import PhaseClock
+
+    time = _FakeTime()
+
+    class Slow(torch.nn.Module):  # its forward takes 0.5 s of the fake clock, its backward 0.25 s
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(3))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            time.now += 0.5
+            return (self.weight * x).sum()
+
+    clock = PhaseClock(torch)
+    clock._clock = time
+    records = []
+    clock.step_listeners.append(records.append)
+    clock.install()
+    try:
+        model = Slow()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def closure() -> torch.Tensor:  # what Lightning's automatic optimisation hands optimizer.step
+            optimizer.zero_grad()
+            loss = model(torch.ones(3))
+            loss.register_hook(lambda grad: setattr(time, "now", time.now + 0.25))
+            loss.backward()
+            return loss
+
+        for _ in range(2):
+            optimizer.step(closure)
+    finally:
+        clock.uninstall()
+    assert len(records) == 2
+    for record in records:
+        assert (record.seconds["forward"], record.seconds["backward"]) == (0.5, 0.25)
+        assert record.seconds["optimizer"] == 0.0  # the update itself took no fake time (before: 0.75)
+    assert records[0].losses == [3.0] and records[1].losses == [pytest.approx(2.7)]  # each step's own closure loss
