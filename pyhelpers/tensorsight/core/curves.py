@@ -7,6 +7,8 @@ The seed lesson's list of what to look for in the curves, as ``dynamics`` findin
 - training loss falling while validation loss rises: overfitting;
 - gradients of the first layers orders of magnitude below the last ones: vanishing gradients;
 - gradient norm exploding: clip gradients (and/or lower the learning rate).
+- a cross-entropy sitting far above its chance level ``ln(classes)`` (worse than guessing): the logits blew up, the
+  learning rate is too high (the class count comes from the model's own output, ``extra["classes"]``).
 
 A healthy run gets no finding. The agent records the series (``tensorsight.agent.measurement.scalars``) and calls
 ``diagnose_curves`` at the end of the run; the thresholds below are deliberately conservative, because a false
@@ -216,6 +218,53 @@ def diagnose_loss(curves: TrainingCurves) -> list[Finding]:
     return []
 
 
+CHANCE_FACTOR = 10.0  # a mean cross-entropy this many times ln(classes): far worse than a uniform guess
+
+
+def diagnose_chance_level(curves: TrainingCurves) -> list[Finding]:
+    """A cross-entropy over ``extra["classes"]`` classes whose second half sits above ``CHANCE_FACTOR`` × ln(classes).
+
+    A model that guesses uniformly scores ln(classes) (4.6 nats over 100 tokens), and a freshly initialised one starts
+    near it; ten times that means the right class gets e^-46 of the probability on average: the logits have blown
+    up and the model is confidently wrong, the signature of a learning rate far too high even while the loss, pushed
+    down by a decaying schedule, no longer rises.
+    """
+    classes = curves.extra.get("classes")
+    where = _where(curves.optimizer_at, curves.loss_at)
+    finite = [v for v in curves.train_loss if math.isfinite(v)]
+    if not isinstance(classes, int) or classes < 2 or where is None or len(finite) < MIN_LOSS_STEPS:
+        return []
+    if curves.first_nonfinite_loss_step is not None:
+        return []  # a loss that went NaN/Inf has its own verdict, which says more
+    chance = math.log(classes)
+    level = median(finite[len(finite) // 2 :])
+    if not level > CHANCE_FACTOR * chance:
+        return []
+    lr = curves.extra.get("peak_lr") or curves.lr
+    before_clip, clip = curves.extra.get("grad_norm_before_clipping"), curves.extra.get("clip_norm")
+    clipped = ""
+    if before_clip is not None and clip is not None and before_clip > clip:
+        clipped = f"; gradient norms reached {_fmt(before_clip)} before clipping to {_fmt(clip)}"
+    message = (
+        f"training loss sits at {_fmt(level)}, {_fmt(level / chance)}× the chance level of a cross-entropy over "
+        f"{classes} classes (ln {classes} = {chance:.3g}, what a uniform guess scores){_lr_text(lr)}{clipped}: the "
+        "logits have blown up and the model is confidently wrong; the learning rate is probably far too high: "
+        "lower it (e.g. 100×) or add a warm-up"
+    )
+    details = {
+        "diagnosis": "above-chance",
+        "loss_median": level,
+        "chance_level": round(chance, 6),
+        "classes": classes,
+        "ratio": level / chance,
+        "steps": len(finite),
+        "lr": lr,
+        "grad_norm_before_clipping": before_clip,
+        "clip_norm": clip,
+    }
+    return [Finding("dynamics", "warning", message, *where, details=details)]
+
+
 def diagnose_overfitting(curves: TrainingCurves) -> list[Finding]:
     """Validation loss rising from its best value while training loss keeps falling."""
     val = [v for v in curves.val_loss if math.isfinite(v)]
@@ -331,7 +380,7 @@ def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
 def diagnose_curves(curves: TrainingCurves) -> list[Finding]:
     """Every dynamics finding the recorded series support (none for a healthy run)."""
     return [
-        *diagnose_loss(curves),
+        *(diagnose_chance_level(curves) or diagnose_loss(curves)),  # one loss verdict, the most specific
         *diagnose_overfitting(curves),
         *diagnose_vanishing(curves),
         *diagnose_exploding(curves),

@@ -8,8 +8,9 @@ global hooks and thin wrappers around torch's own functions, never through the u
   ``__iter__`` are wrapped only to remember the user line that built each loader and its settings;
 - forward: global module forward pre/post hooks, counting only the top-level call (depth 0), so a model's
   submodules are not double counted; a top-level call in eval mode or under ``no_grad`` is a validation pass, and
-  the loss that scores it (a loss module, or a ``torch.nn.functional`` loss reported by the relays of
-  ``measurement.evaluation``) a validation loss; each model pass is handed to ``model_pass_listeners``;
+  the loss that scores it (a loss module, a ``torch.nn.functional`` loss reported by the relays of
+  ``measurement.evaluation``, or the loss a model puts in its own output: ``measurement.frameworks``) a validation
+  loss; each model pass is handed to ``model_pass_listeners``;
 - backward: a wrapper around ``torch.autograd.backward`` (what ``Tensor.backward`` calls); the tensor it receives
   is the training loss;
 - optimizer: global optimizer step pre/post hooks (the post side through the shared step counter);
@@ -38,6 +39,7 @@ from types import FrameType, ModuleType
 from typing import Any, NamedTuple
 
 from tensorsight.agent.debugger.holds import program_clock
+from tensorsight.agent.measurement import frameworks
 from tensorsight.agent.runtime import steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.user_code import is_user_file
@@ -144,6 +146,7 @@ class PhaseClock:
         self._pending_loader: LoaderSettings | None = None
         self._pending_loop: Location | None = None
         self._optimizer_start: float | None = None
+        self._timed_before_step = 0.0  # forward + backward seconds at optimizer.step() entry (a closure adds more)
         self._window_start = self._clock()
         self._bookkeeping = 0.0
         self._losses: list[float] = []
@@ -157,6 +160,7 @@ class PhaseClock:
         self.loop_at: Location | None = None
         self.loss_at: Location | None = None
         self.validation_at: Location | None = None
+        self.output_classes: int | None = None  # classes scored by a loss the model computes itself (its logits)
         self.data_seconds_by_loader: dict[LoaderSettings, float] = {}
         self.capture = Capture()
         self.step_listeners: list[Callable[[StepRecord], None]] = []
@@ -355,6 +359,7 @@ class PhaseClock:
         if self._top_is_model:
             for listener in list(self.model_pass_listeners):
                 listener(module, output, self._pass_loader)
+            self._model_output(output)
             return
         if not scalar:
             return
@@ -365,6 +370,18 @@ class PhaseClock:
             self.capture.loss_module = module
             self.capture.loss_args = tuple(args)
             self.capture.loss_kwargs = dict(kwargs or {})
+
+    def _model_output(self, output: Any) -> None:
+        """A model that computes its own loss (a ``transformers`` ``ModelOutput`` with ``loss``): in a validation
+        pass that loss is the validation loss; in training, its logits say how many classes the loss scores."""
+        if self._top_split == "val":
+            loss = frameworks.model_output_loss(self._torch, output)
+            if loss is not None:
+                self._val_losses.append(loss)
+                if self.validation_at is None:
+                    self.validation_at = caller_location(sys._getframe(2))
+        else:
+            self.output_classes = frameworks.model_output_classes(self._torch, output) or self.output_classes
 
     # ----------------------------------------------------------------------------------------------- validation
     def _record_validation_loss(self, output: Any) -> None:
@@ -489,6 +506,7 @@ class PhaseClock:
             except Exception as exc:  # noqa: BLE001
                 report_once(f"before-step-{id(listener)}", f"before-step listener failed: {exc!r}")
         self._optimizer_start = self._now()
+        self._timed_before_step = self._seconds["forward"] + self._seconds["backward"]
         self._bookkeeping += self._optimizer_start - begin
         return None
 
@@ -498,7 +516,10 @@ class PhaseClock:
             return
         end = self._now()
         if self._optimizer_start is not None:
-            self._seconds["optimizer"] += end - self._optimizer_start
+            # a closure (Lightning's automatic optimisation, LBFGS) ran forward and backward inside step(): that time
+            # is already in those phases, not the optimizer's
+            in_closure = self._seconds["forward"] + self._seconds["backward"] - self._timed_before_step
+            self._seconds["optimizer"] += max(0.0, end - self._optimizer_start - in_closure)
         self._optimizer_start = None
         seconds = self._seconds
         known = sum(seconds[name] for name in PHASES if name != "other")

@@ -137,6 +137,7 @@ class Measurement:
 
     def __init__(self, torch: ModuleType, settings: MeasureSettings) -> None:
         from tensorsight.agent.measurement.evaluation import EvaluationWatch
+        from tensorsight.agent.measurement.frameworks import FrameworkWatch
         from tensorsight.agent.measurement.memory import MemoryMonitor, set_context
         from tensorsight.agent.measurement.phases import PhaseClock
         from tensorsight.agent.measurement.scalars import ScalarRecorder
@@ -146,6 +147,7 @@ class Measurement:
         self.settings = settings
         self.clock = PhaseClock(torch)
         self.evaluation = EvaluationWatch(torch, self.clock)  # functional validation losses, train-mode evaluation
+        self.frameworks = FrameworkWatch(torch)  # closure steps, peak lr, gradient norms before clipping
         self.recorder = ScalarRecorder(torch, self.clock.models, settings.grad_norms_per_parameter)
         self.monitor = MemoryMonitor(torch) if settings.memory else None
         set_context(self.monitor, lambda: self.clock.in_eval_forward_with_grad)
@@ -168,6 +170,7 @@ class Measurement:
         self.finished = False
 
     def start(self) -> None:
+        self.frameworks.install()  # before the clock's step pre-hook, which asks it
         self.clock.install()
         self.evaluation.install()
         self.clock.before_step_listeners.append(self._before_step)
@@ -178,12 +181,13 @@ class Measurement:
         """Take every hook out again (used by the benchmark to compare armed and unarmed steps in one process)."""
         self.evaluation.uninstall()
         self.clock.uninstall()
+        self.frameworks.uninstall()
 
     def _due(self, every: int, step: int) -> bool:
         return every > 0 and step % every == 0
 
     def _before_step(self, optimizer: Any, step: int) -> None:
-        if self._due(self.settings.scalars_every, step):
+        if self._due(self.settings.scalars_every, step) and not self.frameworks.ran_closure(optimizer):
             self.recorder.before_step(optimizer)
 
     @never_raise()
@@ -201,6 +205,9 @@ class Measurement:
             self.train_loss.add(step, loss)
         grad_norm = None
         if self._due(self.settings.scalars_every, step):
+            if self.frameworks.ran_closure(record.optimizer):  # the closure's backward ran inside the step
+                with self.torch._C.DisableTorchFunction():  # our read: no mode (the NaN sentinel's) takes it for an op
+                    self.recorder.before_step(record.optimizer)
             values = self.recorder.values(loss, lr)
             grad_norm = self.recorder.total_norm
             self._record_gradients(step)
@@ -287,6 +294,7 @@ class Measurement:
             optimizer_at=clock.optimizer_at(),
             validation_at=clock.validation_at,
             model_at=clock.model_at,
+            extra=self.frameworks.curve_extra(clock.output_classes),
         )
 
     def phase_totals(self) -> tuple[dict[str, float], int]:
