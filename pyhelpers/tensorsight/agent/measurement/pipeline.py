@@ -7,6 +7,13 @@ per-step pipeline: ``phases``, ``scalars``, ``histogram`` and ``memory`` events,
 event files, and — at the end of the run (the doctor's ``run-finished`` event, or process exit) — curve diagnosis and
 phase verdicts as findings.
 
+Each optimizer has its own curves (``OptimizerCurves``): a GAN's discriminator and generator losses, or an
+actor-critic's two losses, are two series with a verdict each, and the losses backpropagated before an optimizer's
+step belong to that optimizer. Two optimizers whose losses reach each other's parameters (the generator's loss runs
+through the discriminator) are adversarial: their losses oscillate by nature, so they get no oscillation, spike or
+divergence verdict. The NaN sentinel's ``nonfinite`` findings are read from the event bus, so the advice for a loss
+that went NaN follows its origin (the data, a ``log(0)``) rather than blaming the learning rate.
+
 Launch options (camelCase, in ``TENSORSIGHT_OPTIONS`` or the doctor's ``--set KEY=VALUE``; types and defaults are
 declared in ``tensorsight.core.protocol.LAUNCH_OPTIONS``, which this module reads them from):
 
@@ -29,10 +36,12 @@ declared in ``tensorsight.core.protocol.LAUNCH_OPTIONS``, which this module read
 from __future__ import annotations
 
 import atexit
+import linecache
 import os
+import re
 import sys
 import tracemalloc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -113,6 +122,48 @@ def _share(name: str) -> float:
     return share
 
 
+@dataclass
+class OptimizerCurves:
+    """The series of one optimizer (or of the hand-written update): its losses, gradient norms and learning rate.
+
+    Holds no reference to the optimizer (the program's objects are freed when the program drops them)."""
+
+    key: int
+    parameters: frozenset[int]
+    optimizer_at: tuple[str, int] | None = None
+    hand_written: bool = False
+    loss: Series = field(default_factory=Series)
+    grad_norm: Series = field(default_factory=Series)
+    early_grad: Series = field(default_factory=Series)
+    late_grad: Series = field(default_factory=Series)
+    layers: tuple[str | None, str | None] = (None, None)
+    last_lr: float | None = None
+    reached: set[int] = field(default_factory=set)  # parameters its losses reached (sampled)
+
+
+_ASSIGNED = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(?::[^=]+)?=[^=]")
+
+
+def assigned_name(where: tuple[str, int] | None) -> str | None:
+    """``optimizerG`` for the source line ``optimizerG = optim.Adam(...)`` (None when the line is no assignment)."""
+    if where is None:
+        return None
+    match = _ASSIGNED.match(linecache.getline(where[0], where[1]))
+    return match.group(1) if match else None
+
+
+def adversarial_pairs(series: list[OptimizerCurves]) -> set[int]:
+    """Indexes of the optimizers with losses of their own whose losses reach another such optimizer's parameters
+    (both sides of the pair are returned)."""
+    owning = [i for i, s in enumerate(series) if len(s.loss)]
+    out: set[int] = set()
+    for i in owning:
+        for j in owning:
+            if i != j and series[i].reached & series[j].parameters:
+                out.update((i, j))
+    return out
+
+
 def read_settings() -> MeasureSettings:
     """The feature's options from the launch options, with a clear message for each wrong value."""
     level = option("logLevel")
@@ -152,13 +203,9 @@ class Measurement:
             from tensorsight.agent.measurement.tensorboard_writer import open_writer
 
             self.writer = open_writer(settings.tensorboard_dir)
-        self.train_loss = Series()
+        self.per_optimizer: dict[int, OptimizerCurves] = {}
         self.val_loss = Series()
-        self.grad_norm = Series()
-        self.early_grad = Series()
-        self.late_grad = Series()
-        self.layers: tuple[str | None, str | None] = (None, None)
-        self.last_lr: float | None = None
+        self.nonfinite_origin: dict[str, Any] | None = None  # the sentinel's first nonfinite finding
         self.totals = dict.fromkeys(PHASES, 0.0)
         self.first_step_seconds = dict.fromkeys(PHASES, 0.0)
         self.measured_steps = 0
@@ -191,19 +238,22 @@ class Measurement:
             self._record_phases(record)
         loss = record.loss
         lr = learning_rate(record.optimizer)
-        self.last_lr = lr if lr is not None else self.last_lr
+        series = self._series_of(record.optimizer)
+        series.last_lr = lr if lr is not None else series.last_lr
+        series.reached |= record.reached
         if loss is not None:
-            self.train_loss.add(step, loss)
+            series.loss.add(step, loss)
         grad_norm = None
         if self._due(self.settings.scalars_every, step):
             values = self.recorder.values(loss, lr)
             grad_norm = self.recorder.total_norm
-            self._record_gradients(step)
+            self._record_gradients(series, step)
             if values:
                 events.emit("scalars", step=step, split="train", values=values)
                 if self.writer is not None:
                     self.writer.scalars(step, {_train_tag(k): v for k, v in values.items()})
-        self.log.step(step, loss, lr, grad_norm)
+        spikes = len(self.per_optimizer) < 2 or self._index_of(series) not in self._adversarial()
+        self.log.step(step, loss, lr, grad_norm, series=id(series), spikes=spikes)
         if self._due(self.settings.histogram_every, step):
             self._record_histograms(step)
         if self.monitor is not None:
@@ -230,14 +280,33 @@ class Measurement:
             self.totals[name] += seconds[name]
         self.measured_steps += 1
 
-    def _record_gradients(self, step: int) -> None:
+    def _series_of(self, optimizer: Any) -> OptimizerCurves:
+        series = self.per_optimizer.get(id(optimizer))
+        if series is None:
+            try:
+                params = frozenset(id(p) for group in optimizer.param_groups for p in group["params"])
+            except Exception:  # noqa: BLE001 - a custom optimizer without param groups
+                params = frozenset()
+            hand_written = isinstance(optimizer, steps.HandWrittenUpdate)
+            at = None if hand_written else self.clock.optimizer_at(optimizer)
+            series = OptimizerCurves(id(optimizer), params, at, hand_written)
+            self.per_optimizer[id(optimizer)] = series
+        return series
+
+    def _index_of(self, series: OptimizerCurves) -> int:
+        return list(self.per_optimizer.values()).index(series)
+
+    def _adversarial(self) -> set[int]:
+        return adversarial_pairs(list(self.per_optimizer.values()))
+
+    def _record_gradients(self, series: OptimizerCurves, step: int) -> None:
         recorder = self.recorder
         if recorder.total_norm is not None:
-            self.grad_norm.add(step, recorder.total_norm)
+            series.grad_norm.add(step, recorder.total_norm)
         if recorder.early_layer is not None and recorder.late_layer is not None:
-            self.layers = (recorder.early_layer[0], recorder.late_layer[0])
-            self.early_grad.add(step, recorder.early_layer[1])
-            self.late_grad.add(step, recorder.late_layer[1])
+            series.layers = (recorder.early_layer[0], recorder.late_layer[0])
+            series.early_grad.add(step, recorder.early_layer[1])
+            series.late_grad.add(step, recorder.late_layer[1])
 
     def _record_histograms(self, step: int) -> None:
         for histogram in self.recorder.histograms():
@@ -263,26 +332,59 @@ class Measurement:
 
     # --------------------------------------------------------------------------------------------- end of run
     def curves(self) -> TrainingCurves:
+        """The curves of the optimizer with the most losses (the whole run when there is one optimizer)."""
+        every = self.curves_per_optimizer()
+        return max(every, key=lambda c: len(c.train_loss)) if every else self._curves_of(None, True, False)
+
+    def curves_per_optimizer(self) -> list[TrainingCurves]:
+        """One ``TrainingCurves`` per optimizer that took a step; validation goes with the one with most losses."""
+        series = list(self.per_optimizer.values())
+        if not series:
+            return []
+        adversarial = self._adversarial()
+        main = max(range(len(series)), key=lambda i: len(series[i].loss))
+        named = len([s for s in series if len(s.loss)]) > 1
+        return [self._curves_of(s, i == main, i in adversarial, named) for i, s in enumerate(series)]
+
+    def _curves_of(
+        self, series: OptimizerCurves | None, with_validation: bool, adversarial: bool, named: bool = False
+    ) -> TrainingCurves:
         clock = self.clock
+        if series is None:
+            series = OptimizerCurves(0, frozenset(), clock.optimizer_at())
+        optimizer_at = series.optimizer_at  # none for a hand-written update: its verdicts go to the backward() line
         return TrainingCurves(
-            train_loss=self.train_loss.values,
-            train_steps=self.train_loss.steps,
-            val_loss=self.val_loss.values,
-            val_steps=self.val_loss.steps,
-            grad_norm=self.grad_norm.values,
-            grad_steps=self.grad_norm.steps,
-            early_layer=self.layers[0],
-            late_layer=self.layers[1],
-            early_grad_norm=self.early_grad.values,
-            late_grad_norm=self.late_grad.values,
-            lr=self.last_lr,
-            first_nonfinite_loss_step=self.train_loss.first_nonfinite_step,
-            first_nonfinite_grad_step=self.grad_norm.first_nonfinite_step,
+            train_loss=series.loss.values,
+            train_steps=series.loss.steps,
+            val_loss=self.val_loss.values if with_validation else (),
+            val_steps=self.val_loss.steps if with_validation else (),
+            grad_norm=series.grad_norm.values,
+            grad_steps=series.grad_norm.steps,
+            early_layer=series.layers[0],
+            late_layer=series.layers[1],
+            early_grad_norm=series.early_grad.values,
+            late_grad_norm=series.late_grad.values,
+            lr=series.last_lr,
+            first_nonfinite_loss_step=series.loss.first_nonfinite_step,
+            first_nonfinite_grad_step=series.grad_norm.first_nonfinite_step,
             loss_at=clock.loss_at,
-            optimizer_at=clock.optimizer_at(),
+            optimizer_at=optimizer_at,
             validation_at=clock.validation_at,
             model_at=clock.model_at,
+            optimizer_name=assigned_name(optimizer_at) if named else None,
+            adversarial=adversarial,
+            hand_written=series.hand_written,
+            nonfinite_origin=self.nonfinite_origin,
         )
+
+    @never_raise()
+    def note_event(self, event: dict[str, Any]) -> None:
+        """Keep the sentinel's first NaN/Inf origin (the curve advice depends on where it came from)."""
+        if event.get("type") != "finding" or self.nonfinite_origin is not None:
+            return
+        finding = event.get("finding")
+        if isinstance(finding, dict) and finding.get("kind") == "nonfinite":
+            self.nonfinite_origin = finding
 
     def phase_totals(self) -> tuple[dict[str, float], int]:
         """Phase seconds summed over the measured steps (the first step only when nothing else was measured)."""
@@ -319,7 +421,8 @@ class Measurement:
                 )
             )
         if self.settings.diagnose_curves:
-            findings.extend(diagnose_curves(self.curves()))
+            for curves in self.curves_per_optimizer():
+                findings.extend(diagnose_curves(curves))
         for finding in findings:
             events.emit_finding(finding)
         if self.writer is not None:
@@ -374,6 +477,8 @@ def _start(torch: ModuleType, settings: MeasureSettings) -> None:
     def on_event(event: dict[str, Any]) -> None:
         if event.get("type") == "run-finished":
             measurement.finish()
+        elif event.get("type") == "finding":
+            measurement.note_event(event)
 
     events.subscribe(on_event)
     atexit.register(measurement.finish)
