@@ -24,8 +24,8 @@ loss is the closure's first. With several optimizers, each step's record says wh
 (sampled from the autograd graph over the first steps), so adversarial pairs (a GAN) can be told apart.
 
 On a GPU the device is synchronised at each phase boundary, so a phase's time includes the kernels it launched (only
-when the program has initialised CUDA; on CPU nothing is synchronised). Every wrapper calls the original first-class and re-raises what it raises; the clock's own
-work is guarded so it can never break the program.
+when the program has initialised CUDA; on CPU nothing is synchronised). Every wrapper calls the original
+first-class and re-raises what it raises; the clock's own work is guarded so it can never break the program.
 """
 
 from __future__ import annotations
@@ -194,6 +194,7 @@ class PhaseClock:
         self._in_step = False  # inside optimizer.step(): a closure's forwards and backwards belong to that step
         self._closure_loss_taken = False
         self._stepped_any = False
+        self.backwards = 0  # backward() calls on the training thread so far
         self._hand_update = steps.HandWrittenUpdate()
         self._hand_pending: tuple[list[Any], int, Any] | None = None  # (parameters, version sum, norms) at backward
         self._reached: set[int] = set()
@@ -418,6 +419,7 @@ class PhaseClock:
     def _after_backward(self, tensors: Any) -> None:
         self._flush_validation()
         self.in_eval_forward_with_grad = False
+        self.backwards += 1
         is_loss = isinstance(tensors, self._torch.Tensor) and tensors.numel() == 1 and tensors.is_floating_point()
         if self._in_step:  # a closure optimizer's re-evaluation: the step's loss is the closure's first
             if is_loss and not self._closure_loss_taken:

@@ -132,6 +132,7 @@ class OptimizerCurves:
     parameters: frozenset[int]
     optimizer_at: tuple[str, int] | None = None
     hand_written: bool = False
+    name: str | None = None  # the variable the user's line assigned it to (``optimizerG``)
     loss: Series = field(default_factory=Series)
     grad_norm: Series = field(default_factory=Series)
     early_grad: Series = field(default_factory=Series)
@@ -186,14 +187,18 @@ class Measurement:
     """The per-step pipeline; one per process, created after torch is imported."""
 
     def __init__(self, torch: ModuleType, settings: MeasureSettings) -> None:
+        from tensorsight.agent.measurement.gradient_clearing import ClearingWatch
         from tensorsight.agent.measurement.memory import MemoryMonitor, set_context
-        from tensorsight.agent.measurement.phases import PhaseClock
+        from tensorsight.agent.measurement.phases import PhaseClock, caller_location
         from tensorsight.agent.measurement.scalars import ScalarRecorder
         from tensorsight.agent.measurement.training_log import TrainingLog, setup_logging
 
         self.torch = torch
         self.settings = settings
         self.clock = PhaseClock(torch)
+        self.clearing = ClearingWatch(
+            torch, lambda: self.clock.backwards, lambda: caller_location(sys._getframe()), events.emit_finding
+        )
         self.recorder = ScalarRecorder(torch, self.clock.models, settings.grad_norms_per_parameter)
         self.monitor = MemoryMonitor(torch) if settings.memory else None
         set_context(self.monitor, lambda: self.clock.in_eval_forward_with_grad)
@@ -213,6 +218,7 @@ class Measurement:
 
     def start(self) -> None:
         self.clock.install()
+        self.clearing.install()
         self.clock.before_step_listeners.append(self._before_step)
         self.clock.step_listeners.append(self._on_step)
         self.clock.validation_listeners.append(self._on_validation)
@@ -220,11 +226,14 @@ class Measurement:
     def stop(self) -> None:
         """Take every hook out again (used by the benchmark to compare armed and unarmed steps in one process)."""
         self.clock.uninstall()
+        self.clearing.uninstall()
 
     def _due(self, every: int, step: int) -> bool:
         return every > 0 and step % every == 0
 
     def _before_step(self, optimizer: Any, step: int) -> None:
+        if not isinstance(optimizer, steps.HandWrittenUpdate):
+            self.clearing.before_step(optimizer, self._series_of(optimizer).name)
         if self._due(self.settings.scalars_every, step):
             self.recorder.before_step(optimizer)
 
@@ -289,7 +298,7 @@ class Measurement:
                 params = frozenset()
             hand_written = isinstance(optimizer, steps.HandWrittenUpdate)
             at = None if hand_written else self.clock.optimizer_at(optimizer)
-            series = OptimizerCurves(id(optimizer), params, at, hand_written)
+            series = OptimizerCurves(id(optimizer), params, at, hand_written, assigned_name(at))
             self.per_optimizer[id(optimizer)] = series
         return series
 
@@ -371,7 +380,7 @@ class Measurement:
             optimizer_at=optimizer_at,
             validation_at=clock.validation_at,
             model_at=clock.model_at,
-            optimizer_name=assigned_name(optimizer_at) if named else None,
+            optimizer_name=series.name if named else None,
             adversarial=adversarial,
             hand_written=series.hand_written,
             nonfinite_origin=self.nonfinite_origin,
