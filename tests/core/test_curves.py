@@ -279,3 +279,11 @@ def test_an_overflow_or_an_unknown_origin_keeps_the_learning_rate_advice():
         found = diagnose_curves(curves([1.0] * 30, lr=1.0, first_nonfinite_loss_step=18, nonfinite_origin=where))
         assert "learning rate is probably too high" in found[0].message
         assert found[0].details["cause"] == ("overflow" if where else "unknown")
+
+
+def test_an_optimizer_without_losses_of_its_own_is_judged_against_the_runs_loss_scale():
+    steps = list(range(1, 31))
+    decoder = dataclasses.replace(curves([], grad=[1.6e4] * 30), grad_steps=steps)
+    assert diagnoses(diagnose_curves(decoder)) == ["exploding-gradients"]  # no loss scale known: the absolute norm
+    # stepped on a summed loss that another optimizer's series recorded
+    assert diagnose_curves(dataclasses.replace(decoder, run_loss=[2.5e4] * 30)) == []

@@ -117,6 +117,9 @@ class TrainingCurves:
     adversarial: bool = False
     hand_written: bool = False  # the steps were parameter updates written by hand (no optimizer, lr unknown)
     nonfinite_origin: dict[str, Any] | None = None  # the sentinel's first ``nonfinite`` finding (wire dict)
+    # the losses of the whole run, for an optimizer stepped on a loss backpropagated for another (encoder/decoder
+    # optimizers after one backward): its gradient norms are judged against that loss's scale
+    run_loss: Sequence[float] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -426,7 +429,7 @@ def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
     peak_step, peak = max(finite, key=lambda item: item[1])
     early = median([n for _, n in finite[: max(1, min(10, len(finite) // 10))]])
     grew = early > 0 and peak > EXPLODING_GROWTH * early
-    losses = [abs(v) for v in curves.train_loss if math.isfinite(v)]
+    losses = [abs(v) for v in (curves.train_loss or curves.run_loss) if math.isfinite(v)]
     loss_scale = median(losses) if losses else None
     if loss_scale is not None:  # huge relative to the loss it comes from (a summed loss has large norms, healthily)
         huge = peak > EXPLODING_NORM and peak > EXPLODING_LOSS_RATIO * loss_scale

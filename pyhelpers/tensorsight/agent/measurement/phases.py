@@ -197,6 +197,9 @@ class PhaseClock:
         self.backwards = 0  # backward() calls on the training thread so far
         self._hand_update = steps.HandWrittenUpdate()
         self._hand_pending: tuple[list[Any], int, Any] | None = None  # (parameters, version sum, norms) at backward
+        self._hand_params: tuple[tuple[int, ...], list[Any]] = ((), [])  # trained parameters, by model ids
+        self._norms_now: tuple[list[Any], Any] | None = None  # (parameters, norms) read by the last check
+        self._updates_bump_versions = False  # the updates seen so far were in-place writes ``_version`` counts
         self._reached: set[int] = set()
         self._reach_samples = REACH_SAMPLES
         self._handles: list[Any] = []
@@ -440,13 +443,21 @@ class PhaseClock:
 
     # ------------------------------------------------------------------------------------- hand-written updates
     def _trained_parameters(self) -> list[Any]:
-        return [p for model in self.models() for p in model.parameters() if p.requires_grad]
+        models = self.models()
+        key = tuple(id(m) for m in models)
+        if key != self._hand_params[0]:
+            self._hand_params = (key, [p for model in models for p in model.parameters() if p.requires_grad])
+        return self._hand_params[1]
 
     def _parameter_norms(self, params: list[Any]) -> Any:
+        """One fused read of every parameter (norms, kept on their device): a fingerprint that a ``.data`` write,
+        invisible to ``_version``, still changes."""
         torch = self._torch
         with torch.no_grad():
             norms = torch._foreach_norm([p.detach() for p in params])
-            return torch.stack([n.to(device="cpu", dtype=torch.float64) for n in norms])
+            if len({(n.dtype, n.device) for n in norms}) > 1:
+                norms = [n.to(device="cpu", dtype=torch.float64) for n in norms]
+            return torch.stack(norms)
 
     def _expect_hand_written_update(self) -> None:
         """After a backward with no optimizer step yet: remember the parameters' state, and read their gradient
@@ -456,7 +467,12 @@ class PhaseClock:
             return
         begin = self._clock()
         self._hand_update.set_parameters(params)
-        self._hand_pending = (params, sum(p._version for p in params), self._parameter_norms(params))
+        # the parameters have not changed since the last check read them (a forward and a backward write none)
+        known, self._norms_now = self._norms_now, None
+        norms = known[1] if known is not None and known[0] is params else None
+        if norms is None and not self._updates_bump_versions:
+            norms = self._parameter_norms(params)
+        self._hand_pending = (params, sum(p._version for p in params), norms)
         for listener in list(self.before_step_listeners):
             try:
                 listener(self._hand_update, steps.current_step() + 1)
@@ -471,8 +487,11 @@ class PhaseClock:
             return
         params, versions, norms = pending
         changed = sum(p._version for p in params) != versions
-        if not changed:
-            changed = not bool(self._torch.equal(norms, self._parameter_norms(params)))
+        self._updates_bump_versions = changed
+        if not changed and norms is not None:
+            now = self._parameter_norms(params)
+            self._norms_now = (params, now)
+            changed = not bool(self._torch.equal(norms, now))
         if changed:
             steps.hand_written_step(self._hand_update)
 

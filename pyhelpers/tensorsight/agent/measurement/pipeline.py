@@ -353,7 +353,10 @@ class Measurement:
         adversarial = self._adversarial()
         main = max(range(len(series)), key=lambda i: len(series[i].loss))
         named = len([s for s in series if len(s.loss)]) > 1
-        return [self._curves_of(s, i == main, i in adversarial, named) for i, s in enumerate(series)]
+        every = [self._curves_of(s, i == main, i in adversarial, named) for i, s in enumerate(series)]
+        for curves in every:
+            curves.run_loss = series[main].loss.values
+        return every
 
     def _curves_of(
         self, series: OptimizerCurves | None, with_validation: bool, adversarial: bool, named: bool = False
