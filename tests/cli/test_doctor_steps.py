@@ -61,10 +61,10 @@ def test_hand_written_sgd_is_counted_step_by_step_and_a_clean_run_has_no_finding
     assert "grad_norm" in log.splitlines()[-1]
 
 
-def test_hand_written_sgd_with_a_learning_rate_too_high_is_a_dynamics_finding_at_the_backward_line(tmp_path):
+def test_hand_written_sgd_with_a_learning_rate_too_high_is_a_dynamics_finding_at_the_update_line(tmp_path):
     document, _ = doctor(tmp_path, "sgd_by_hand.py", "--lr", "4")
     (finding,) = runtime(document, "dynamics")
-    assert finding["line"] == line_of("sgd_by_hand.py", "output.backward()")
+    assert finding["line"] == line_of("sgd_by_hand.py", "param.data.add_(-lr * param.grad)")
     details = finding["details"]
     assert details["diagnosis"] == "diverging" and details["lr"] is None and details["confidence"] >= 0.5
     assert details["loss_scale"] > 3 * details["loss_first"]

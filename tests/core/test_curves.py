@@ -287,3 +287,11 @@ def test_an_optimizer_without_losses_of_its_own_is_judged_against_the_runs_loss_
     assert diagnoses(diagnose_curves(decoder)) == ["exploding-gradients"]  # no loss scale known: the absolute norm
     # stepped on a summed loss that another optimizer's series recorded
     assert diagnose_curves(dataclasses.replace(decoder, run_loss=[2.5e4] * 30)) == []
+
+
+def test_a_diverging_loss_carries_its_gradient_symptoms_in_one_finding():
+    rising = [5.0 * 1.2**i for i in range(40)]
+    found = diagnose_curves(curves(rising, grad=[1.0 * 1.3**i for i in range(40)], early=[1e-6] * 40, late=[1.0] * 40))
+    assert diagnoses(found) == ["diverging"]
+    assert found[0].details["exploding-gradients"]["growth"] > 100
+    assert found[0].details["vanishing-gradients"]["ratio"] < 1e-3

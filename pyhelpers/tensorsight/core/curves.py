@@ -24,7 +24,7 @@ import itertools
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tensorsight.core.findings import Finding
@@ -454,10 +454,14 @@ def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
 
 
 def diagnose_curves(curves: TrainingCurves) -> list[Finding]:
-    """Every dynamics finding the recorded series support (none for a healthy run)."""
-    return [
-        *diagnose_loss(curves),
-        *diagnose_overfitting(curves),
-        *diagnose_vanishing(curves),
-        *diagnose_exploding(curves),
-    ]
+    """Every dynamics finding the recorded series support (none for a healthy run).
+
+    A loss diverging or oscillating from a learning rate too high drags the gradients with it (huge norms, saturated
+    early layers): one finding says so, with the gradient evidence in its details, instead of three."""
+    loss = diagnose_loss(curves)
+    gradients = [*diagnose_vanishing(curves), *diagnose_exploding(curves)]
+    if loss and loss[0].details.get("diagnosis") in ("diverging", "oscillating") and gradients:
+        symptoms = {s.details["diagnosis"]: {k: v for k, v in s.details.items() if k != "diagnosis"} for s in gradients}
+        loss = [replace(loss[0], details={**loss[0].details, **symptoms})]
+        gradients = []
+    return [*loss, *diagnose_overfitting(curves), *gradients]

@@ -153,6 +153,34 @@ def assigned_name(where: tuple[str, int] | None) -> str | None:
     return match.group(1) if match else None
 
 
+_IN_PLACE = re.compile(r"\.(add_|sub_|addcmul_|addcdiv_|copy_|mul_)\(|[-+]=|\.data\s*=[^=]")
+HAND_UPDATE_SCAN = 40  # lines after the backward() call searched for the hand-written update
+
+
+def hand_update_at(backward_at: tuple[str, int] | None) -> tuple[str, int] | None:
+    """The line of a hand-written update after ``backward()`` (``p.data.add_(p.grad, alpha=-lr)``,
+    ``p -= lr * p.grad``, ``w.data = w.data - lr * w.grad``): the first in-place write that reads a ``.grad`` within
+    the same block of source; None when there is none (the verdict then stays at the backward line)."""
+    if backward_at is None:
+        return None
+    path, line = backward_at
+    first = linecache.getline(path, line)
+    indent = len(first) - len(first.lstrip())
+    for number in range(line + 1, line + 1 + HAND_UPDATE_SCAN):
+        text = linecache.getline(path, number)
+        if not text:
+            return None
+        stripped = text.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if len(text) - len(text.lstrip()) < indent and stripped.startswith(("def ", "class ", "return", "@")):
+            return None
+        code = stripped.split("#", 1)[0]
+        if ".grad" in code and _IN_PLACE.search(code) and not code.startswith(("if ", "while ", "assert ")):
+            return (path, number)
+    return None
+
+
 def adversarial_pairs(series: list[OptimizerCurves]) -> set[int]:
     """Indexes of the optimizers with losses of their own whose losses reach another such optimizer's parameters
     (both sides of the pair are returned)."""
@@ -364,7 +392,9 @@ class Measurement:
         clock = self.clock
         if series is None:
             series = OptimizerCurves(0, frozenset(), clock.optimizer_at())
-        optimizer_at = series.optimizer_at  # none for a hand-written update: its verdicts go to the backward() line
+        optimizer_at = series.optimizer_at
+        if series.hand_written:  # no optimizer line: the update's own line, else the backward() line
+            optimizer_at = hand_update_at(clock.loss_at)
         return TrainingCurves(
             train_loss=series.loss.values,
             train_steps=series.loss.steps,
