@@ -295,3 +295,13 @@ def test_a_diverging_loss_carries_its_gradient_symptoms_in_one_finding():
     assert diagnoses(found) == ["diverging"]
     assert found[0].details["exploding-gradients"]["growth"] > 100
     assert found[0].details["vanishing-gradients"]["ratio"] < 1e-3
+
+
+def test_curves_of_gradients_never_cleared_are_left_to_the_training_logic_finding():
+    growing = curves([5.0 * 1.2**i for i in range(40)], grad=[1.3**i for i in range(40)], gradients_uncleared=True)
+    assert diagnose_curves(growing) == []
+
+
+def test_a_loss_nan_from_its_first_step_is_not_blamed_on_the_learning_rate():
+    found = diagnose_curves(curves([math.nan] * 30, lr=1e-4, first_nonfinite_loss_step=1))
+    assert found[0].details["cause"] == "before-any-update" and "learning rate is not the cause" in found[0].message

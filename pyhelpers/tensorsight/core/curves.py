@@ -116,6 +116,8 @@ class TrainingCurves:
     optimizer_name: str | None = None
     adversarial: bool = False
     hand_written: bool = False  # the steps were parameter updates written by hand (no optimizer, lr unknown)
+    # its gradients were never cleared (a training-logic finding says so): the curves show that bug, not the lr
+    gradients_uncleared: bool = False
     nonfinite_origin: dict[str, Any] | None = None  # the sentinel's first ``nonfinite`` finding (wire dict)
     # the losses of the whole run, for an optimizer stepped on a loss backpropagated for another (encoder/decoder
     # optimizers after one backward): its gradient norms are judged against that loss's scale
@@ -217,7 +219,17 @@ def _nonfinite_loss(curves: TrainingCurves, where: Location, subject: str) -> li
     step = curves.first_nonfinite_loss_step
     origin = curves.nonfinite_origin
     cause = nonfinite_cause(origin)
+    first_step = curves.train_steps[0] if curves.train_steps else None
+    if cause not in ("data", "domain") and step is not None and first_step is not None and step <= first_step:
+        cause = "before-any-update"  # the first loss was already NaN: no learning rate could have done it
     details: dict[str, Any] = {"diagnosis": "diverging", "nonfinite_step": step, "lr": curves.lr, "cause": cause}
+    if cause == "before-any-update":
+        seen = f" (see {_origin_text(origin)})" if origin is not None else ""
+        message = (
+            f"{subject} was NaN/Inf from its first step, before any update{seen}: the learning rate is not the cause; "
+            "look at the inputs, the initial weights and the loss computation"
+        )
+        return [Finding("dynamics", "warning", message, *where, step=step, details=details)]
     if origin is not None and cause in ("data", "domain"):
         details["origin"] = {"file": origin.get("file"), "line": origin.get("line"), "op": origin["details"].get("op")}
         if cause == "data":
@@ -457,7 +469,10 @@ def diagnose_curves(curves: TrainingCurves) -> list[Finding]:
     """Every dynamics finding the recorded series support (none for a healthy run).
 
     A loss diverging or oscillating from a learning rate too high drags the gradients with it (huge norms, saturated
-    early layers): one finding says so, with the gradient evidence in its details, instead of three."""
+    early layers): one finding says so, with the gradient evidence in its details, instead of three. Gradients never
+    cleared make the same symptoms: that optimizer's curves are not judged."""
+    if curves.gradients_uncleared:  # growing sums of stale gradients: the training-logic finding explains them
+        return diagnose_overfitting(curves)
     loss = diagnose_loss(curves)
     gradients = [*diagnose_vanishing(curves), *diagnose_exploding(curves)]
     if loss and loss[0].details.get("diagnosis") in ("diverging", "oscillating") and gradients:

@@ -430,6 +430,7 @@ def test_deliberate_accumulation_and_cleared_gans_are_not_uncleared_gradients(is
         for batch in range(12):
             model(torch.randn(8, 4)).pow(2).mean().div(4).backward()
             if (batch + 1) % 4 == 0:
+                nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
                 optimizer.zero_grad()
     finally:
@@ -458,3 +459,22 @@ def test_a_generator_whose_gradients_are_never_cleared_is_found_at_its_step_line
     (finding,) = [e["finding"] for e in seen if e["type"] == "finding" and e["finding"]["kind"] == "training-logic"]
     assert finding["line"] == step_line and finding["details"]["optimizer"] == "optimizerG"
     assert "optimizerG.zero_grad()" in finding["message"] and "optimizerD" in finding["message"]
+
+
+def test_accumulation_never_cleared_is_found_even_with_clipping_between_backward_and_step(isolated_torch_hooks):
+    torch.manual_seed(0)
+    model = nn.Linear(4, 2)
+    _measurement, seen, done = measured()
+    try:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        for batch in range(12):
+            model(torch.randn(8, 4)).pow(2).mean().backward()
+            if (batch + 1) % 4 == 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)  # writes every gradient in place
+                optimizer.step()
+                step_line = inspect.currentframe().f_lineno - 1
+    finally:
+        done()
+    (finding,) = [e["finding"] for e in seen if e["type"] == "finding" and e["finding"]["kind"] == "training-logic"]
+    assert finding["line"] == step_line and finding["details"]["optimizer"] == "optimizer"
+    assert not [e for e in seen if e["type"] == "finding" and e["finding"]["kind"] == "dynamics"]

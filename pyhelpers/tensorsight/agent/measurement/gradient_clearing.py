@@ -8,8 +8,9 @@ only D's parameters, however close it sits to G's step. The static rule cannot t
 - each optimizer has a probe, the first of its parameters holding a gradient, read at its step (pre-hook);
 - a clearing since that optimizer's previous step is any of: ``optimizer.zero_grad()`` on it, ``module.zero_grad()`` on
   a module that holds the probe (both observed through thin wrappers around torch's methods), a new gradient tensor
-  (``zero_grad(set_to_none=True)``, ``p.grad = None``), or an in-place write beyond what the backward passes since
-  then account for (``p.grad.zero_()``: the gradient's ``_version`` moved more than once per backward);
+  (``zero_grad(set_to_none=True)``, ``p.grad = None``), or an in-place write beyond what the backward passes and
+  gradient clippings since then account for (``p.grad.zero_()``: the gradient's ``_version`` moved more than once
+  per backward and per ``clip_grad_norm_``/``clip_grad_value_`` call, also observed through thin wrappers);
 - a step with none of them, twice in a row, is a ``training-logic`` finding at that step's line.
 
 Deliberate gradient accumulation (a step every N batches, then ``zero_grad()``) clears once per step: no finding.
@@ -37,6 +38,7 @@ class _Probe:
     grad: weakref.ReferenceType[Any] | None
     version: int
     backwards: int
+    clippings: int = 0
     cleared: bool = False
     uncleared_steps: int = 0
     reported: bool = False
@@ -57,7 +59,9 @@ class ClearingWatch:
         self._where = where  # the user line calling optimizer.step() (read in the pre-hook)
         self._report = report
         self._probes: dict[int, _Probe] = {}
+        self._clippings = 0  # clip_grad_norm_ / clip_grad_value_ calls: each writes every gradient in place once
         self._names: dict[int, str] = {}
+        self.reported: set[int] = set()  # ids of the optimizers found stepping on uncleared gradients
         self._wrapped: list[tuple[Any, str, Any, Any]] = []
 
     # ---------------------------------------------------------------------------------------------- installation
@@ -65,6 +69,12 @@ class ClearingWatch:
         torch = self._torch
         self._wrap(torch.optim.Optimizer, "zero_grad", self._optimizer_cleared)
         self._wrap(torch.nn.Module, "zero_grad", self._module_cleared)
+        import torch.nn.utils.clip_grad as clip_grad
+
+        for owner in (torch.nn.utils, clip_grad):
+            for name in ("clip_grad_norm_", "clip_grad_value_"):
+                if hasattr(owner, name):
+                    self._wrap(owner, name, self._clipped)
 
     def uninstall(self) -> None:
         for owner, name, original, wrapper in reversed(self._wrapped):
@@ -77,9 +87,9 @@ class ClearingWatch:
         if getattr(original, _WRAPPED_MARK, False):
             return
 
-        def observing(this: Any, *args: Any, **kwargs: Any) -> Any:
-            result = original(this, *args, **kwargs)
-            after(this)
+        def observing(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            after(args[0] if args else None)
             return result
 
         wrapper = functools.wraps(original)(observing)
@@ -88,6 +98,9 @@ class ClearingWatch:
         self._wrapped.append((owner, name, original, wrapper))
 
     # --------------------------------------------------------------------------------------------------- clearing
+    def _clipped(self, _parameters: Any) -> None:
+        self._clippings += 1
+
     @never_raise()
     def _optimizer_cleared(self, optimizer: Any) -> None:
         probe = self._probes.get(id(optimizer))
@@ -121,7 +134,8 @@ class ClearingWatch:
         grad = param.grad
         if probe is not None and probe.param() is param:
             same_tensor = probe.grad is not None and probe.grad() is grad
-            written_by_backward_only = grad._version - probe.version <= backwards - probe.backwards
+            allowed = (backwards - probe.backwards) + (self._clippings - probe.clippings)
+            written_by_backward_only = grad._version - probe.version <= allowed
             accumulated = same_tensor and written_by_backward_only and not probe.cleared
             accumulated = accumulated and backwards > probe.backwards  # a step with no new backward adds nothing
             probe.uncleared_steps = probe.uncleared_steps + 1 if accumulated else 0
@@ -135,9 +149,11 @@ class ClearingWatch:
         probe.grad = weakref.ref(grad)
         probe.version = grad._version
         probe.backwards = backwards
+        probe.clippings = self._clippings
         probe.cleared = False
 
     def _found(self, optimizer: Any) -> None:
+        self.reported.add(id(optimizer))
         where = self._where()
         if where is None:
             return

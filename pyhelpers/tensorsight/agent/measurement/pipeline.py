@@ -416,6 +416,7 @@ class Measurement:
             optimizer_name=series.name if named else None,
             adversarial=adversarial,
             hand_written=series.hand_written,
+            gradients_uncleared=series.key in self.clearing.reported,
             nonfinite_origin=self.nonfinite_origin,
         )
 
