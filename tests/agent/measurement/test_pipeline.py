@@ -478,3 +478,42 @@ def test_accumulation_never_cleared_is_found_even_with_clipping_between_backward
     (finding,) = [e["finding"] for e in seen if e["type"] == "finding" and e["finding"]["kind"] == "training-logic"]
     assert finding["line"] == step_line and finding["details"]["optimizer"] == "optimizer"
     assert not [e for e in seen if e["type"] == "finding" and e["finding"]["kind"] == "dynamics"]
+
+
+def test_the_hand_written_update_line_and_the_optimizer_variable_are_read_from_the_source(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "optimizerG: Optimizer = optim.Adam(netG.parameters())\n"
+        "def train():\n"
+        "    for x in data:\n"
+        "        loss = model(x).sum()\n"
+        "        loss.backward()\n"
+        "        # update by hand\n"
+        "        for p in model.parameters():\n"
+        "            if p.grad is not None:\n"
+        "                p.data.add_(p.grad, alpha=-lr)\n"
+        "def evaluate():\n"
+        "    model(x).sum().backward()\n"
+        "    return saliency\n"
+        "loss.backward()\n"
+        "w.data = w.data - lr * w.grad.data\n",
+        encoding="utf-8",
+    )
+    path = str(script)
+    assert pipeline.assigned_name((path, 1)) == "optimizerG" and pipeline.assigned_name((path, 5)) is None
+    assert pipeline.hand_update_at((path, 5)) == (path, 9)  # the write, not the `if p.grad` test above it
+    assert pipeline.hand_update_at((path, 11)) is None  # the function ends before any update
+    assert pipeline.hand_update_at((path, 13)) == (path, 14)  # a script without functions
+
+
+def test_adversarial_pairs_need_a_loss_reaching_the_other_optimizers_parameters():
+    def series(params, reached, losses=3):
+        curves = pipeline.OptimizerCurves(key=id(params), parameters=frozenset(params), reached=set(reached))
+        for step in range(losses):
+            curves.loss.add(step, 1.0)
+        return curves
+
+    discriminator, generator = series({1, 2}, {1, 2}), series({3, 4}, {1, 2, 3, 4})
+    assert pipeline.adversarial_pairs([discriminator, generator]) == {0, 1}
+    assert pipeline.adversarial_pairs([series({1, 2}, {1, 2}), series({3, 4}, {3, 4})]) == set()
+    assert pipeline.adversarial_pairs([discriminator, series({3, 4}, {1, 3}, losses=0)]) == set()

@@ -173,7 +173,9 @@ def hand_update_at(backward_at: tuple[str, int] | None) -> tuple[str, int] | Non
         stripped = text.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        if len(text) - len(text.lstrip()) < indent and stripped.startswith(("def ", "class ", "return", "@")):
+        depth = len(text) - len(text.lstrip())
+        left_function = (indent > 0 and depth == 0) or (depth < indent and stripped.startswith(("def ", "class ", "@")))
+        if left_function or (depth <= indent and stripped.startswith("return")):
             return None
         code = stripped.split("#", 1)[0]
         if ".grad" in code and _IN_PLACE.search(code) and not code.startswith(("if ", "while ", "assert ")):
