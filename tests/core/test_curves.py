@@ -1,5 +1,6 @@
 """Curve diagnosis on synthetic series: each pathology is named with its evidence; healthy curves get nothing."""
 
+import dataclasses
 import math
 
 import pytest
@@ -174,3 +175,133 @@ def test_spike_needs_a_jump_above_the_recent_level_and_the_floor():
     assert not is_spike(recent[:3], 10.0)
     tiny = [1e-6, 1.1e-6, 0.9e-6, 1e-6, 1e-6]
     assert is_spike(tiny, 1e-5) and not is_spike(tiny, 1e-5, floor=0.01)
+
+
+# ---- learning rate too high without NaN, adversarial losses, scale-aware gradients, advice from the NaN origin ----
+
+
+def overshooting(n=120, first=0.99, level=13.0):
+    """The first loss is the lowest: every update after it overshoots and the loss bounces around a higher level."""
+    pattern = (1.7, 0.4, 1.2, 0.6, 1.5, 0.5, 0.9)
+    return [first] + [level * pattern[i % len(pattern)] for i in range(n - 1)]
+
+
+def test_a_loss_that_climbs_from_its_first_step_and_stays_high_is_lr_too_high_with_its_evidence():
+    found = diagnose_curves(curves(overshooting(), lr=4.0))
+    assert diagnoses(found) == ["diverging"]
+    finding = found[0]
+    assert (finding.file, finding.line) == OPTIMIZER_AT
+    details = finding.details
+    assert details["loss_first"] == pytest.approx(0.99) and details["loss_scale"] > 10 and details["lr"] == 4.0
+    assert 0.5 <= details["confidence"] <= 0.99 and details["swing"] > 0.3
+    assert "lr=4" in finding.message and "too high" in finding.message and "confidence" in finding.message
+
+
+def test_a_slightly_too_high_lr_says_so_with_less_confidence_than_a_far_too_high_one():
+    mild = diagnose_curves(curves(overshooting(first=5.0, level=11.0)))[0].details["confidence"]
+    far = diagnose_curves(curves(overshooting(first=0.5, level=40.0)))[0].details["confidence"]
+    assert mild < far
+
+
+def test_a_hand_written_update_is_blamed_on_its_step_size_at_the_backward_line():
+    found = diagnose_curves(dataclasses.replace(curves(overshooting(), lr=None, hand_written=True), optimizer_at=None))
+    assert diagnoses(found) == ["diverging"]
+    assert (found[0].file, found[0].line) == LOSS_AT and "hand-written parameter update" in found[0].message
+
+
+def test_adversarial_losses_get_no_trend_verdict_but_a_nan_is_still_reported():
+    bouncing = [0.5 if i % 2 else 3.0 for i in range(60)]
+    assert diagnose_curves(curves(bouncing, adversarial=True)) == []
+    assert diagnose_curves(curves(overshooting(), adversarial=True)) == []
+    nan = diagnose_curves(curves([1.0] * 30 + [math.nan], adversarial=True, first_nonfinite_loss_step=31))
+    assert diagnoses(nan) == ["diverging"]
+
+
+def test_each_optimizer_is_named_in_its_verdict():
+    found = diagnose_curves(curves(overshooting(), optimizer_name="optimizerG"))
+    assert "training loss of `optimizerG`" in found[0].message
+
+
+def test_a_loss_that_fell_at_once_and_stayed_is_not_flat():
+    closure_like = [0.57, 0.05] + [0.0025 * (1 + 0.01 * (i % 3)) for i in range(30)]
+    assert diagnose_curves(curves(closure_like)) == []
+
+
+def test_exploding_is_judged_against_the_loss_scale_not_an_absolute_norm():
+    summed_loss = noisy([2.5e4 * (1 - i / 300) for i in range(100)], 0.02)
+    healthy = diagnose_curves(curves(summed_loss, grad=noisy([1.6e4] * 100, 0.1)))
+    assert healthy == []
+    inflated = noisy([1.5e4] * 20, 0.1)  # an amplifying deep net: loss and gradients both huge, gradients 20x more
+    found = diagnose_curves(curves(inflated, grad=[3e5] * 20))
+    assert "exploding-gradients" in diagnoses(found)
+    details = next(f for f in found if f.details["diagnosis"] == "exploding-gradients").details
+    assert details["loss_scale"] == pytest.approx(1.5e4, rel=0.1)
+
+
+def origin(op, phase, line=25):
+    return {
+        "kind": "nonfinite",
+        "file": "/work/train.py",
+        "line": line,
+        "message": "NaN ...",
+        "details": {"op": op, "phase": phase},
+    }
+
+
+def test_a_nan_that_came_with_the_data_is_not_blamed_on_the_learning_rate():
+    train = [1.0] * 5 + [math.nan] * 25
+    found = diagnose_curves(
+        curves(train, first_nonfinite_loss_step=6, nonfinite_origin=origin("torch.as_tensor", "data"))
+    )
+    (finding,) = found
+    assert finding.details["cause"] == "data" and finding.details["origin"]["line"] == 25
+    assert "came in with the data" in finding.message and "learning rate is probably too high" not in finding.message
+    # the gradients went NaN with it: no "clip your gradients" advice either
+    both = curves(
+        train,
+        first_nonfinite_loss_step=6,
+        first_nonfinite_grad_step=6,
+        nonfinite_origin=origin("(model input)", "data"),
+    )
+    assert diagnoses(diagnose_curves(both)) == ["diverging"]
+
+
+def test_a_nan_born_in_log_of_zero_names_the_op_not_the_learning_rate():
+    found = diagnose_curves(
+        curves([1.0] * 30, first_nonfinite_loss_step=5, nonfinite_origin=origin("torch.log", "forward"))
+    )
+    assert found[0].details["cause"] == "domain"
+    assert "`torch.log` at train.py:25" in found[0].message and "learning rate is probably" not in found[0].message
+
+
+def test_an_overflow_or_an_unknown_origin_keeps_the_learning_rate_advice():
+    for where in (origin("Tensor.mul", "forward"), None):
+        found = diagnose_curves(curves([1.0] * 30, lr=1.0, first_nonfinite_loss_step=18, nonfinite_origin=where))
+        assert "learning rate is probably too high" in found[0].message
+        assert found[0].details["cause"] == ("overflow" if where else "unknown")
+
+
+def test_an_optimizer_without_losses_of_its_own_is_judged_against_the_runs_loss_scale():
+    steps = list(range(1, 31))
+    decoder = dataclasses.replace(curves([], grad=[1.6e4] * 30), grad_steps=steps)
+    assert diagnoses(diagnose_curves(decoder)) == ["exploding-gradients"]  # no loss scale known: the absolute norm
+    # stepped on a summed loss that another optimizer's series recorded
+    assert diagnose_curves(dataclasses.replace(decoder, run_loss=[2.5e4] * 30)) == []
+
+
+def test_a_diverging_loss_carries_its_gradient_symptoms_in_one_finding():
+    rising = [5.0 * 1.2**i for i in range(40)]
+    found = diagnose_curves(curves(rising, grad=[1.0 * 1.3**i for i in range(40)], early=[1e-6] * 40, late=[1.0] * 40))
+    assert diagnoses(found) == ["diverging"]
+    assert found[0].details["exploding-gradients"]["growth"] > 100
+    assert found[0].details["vanishing-gradients"]["ratio"] < 1e-3
+
+
+def test_curves_of_gradients_never_cleared_are_left_to_the_training_logic_finding():
+    growing = curves([5.0 * 1.2**i for i in range(40)], grad=[1.3**i for i in range(40)], gradients_uncleared=True)
+    assert diagnose_curves(growing) == []
+
+
+def test_a_loss_nan_from_its_first_step_is_not_blamed_on_the_learning_rate():
+    found = diagnose_curves(curves([math.nan] * 30, lr=1e-4, first_nonfinite_loss_step=1))
+    assert found[0].details["cause"] == "before-any-update" and "learning rate is not the cause" in found[0].message

@@ -3,10 +3,15 @@
 The seed lesson's list of what to look for in the curves, as ``dynamics`` findings with their evidence:
 
 - training loss not decreasing: the learning rate is too low, or a bug stops learning;
-- training loss oscillating or diverging: the learning rate is too high;
+- training loss oscillating or diverging: the learning rate is too high (with the evidence: the lr, the step-to-step
+  change, the loss scale, and a ``confidence``); a loss that went NaN is blamed on the learning rate only when the
+  NaN sentinel's origin does not point elsewhere (the data, a ``log(0)`` or a division by zero);
+- losses that oscillate by nature (each side of an adversarial pair: a GAN's generator and discriminator) get no
+  trend verdict;
 - training loss falling while validation loss rises: overfitting;
 - gradients of the first layers orders of magnitude below the last ones: vanishing gradients;
-- gradient norm exploding: clip gradients (and/or lower the learning rate).
+- gradient norm exploding, judged against the loss scale and its own history (a summed loss over a batch has
+  gradient norms in the thousands and is healthy): clip gradients (and/or lower the learning rate);
 - a cross-entropy sitting far above its chance level ``ln(classes)`` (worse than guessing): the logits blew up, the
   learning rate is too high (the class count comes from the model's own output, ``extra["classes"]``).
 
@@ -19,8 +24,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tensorsight.core.findings import Finding
@@ -36,8 +42,19 @@ OSCILLATION_PROGRESS = 0.8  # ... and the run kept more than 80% of its starting
 OVERFIT_RISE = 0.1  # validation loss 10% above its best value
 MIN_VAL_POINTS = 4  # validation passes needed before judging overfitting
 VANISHING_RATIO = 1e-3  # first-layer gradient norm below 1/1000 of the last layer's
-EXPLODING_NORM = 1e3  # a total gradient norm this large is abnormal for any usual loss scale
+EXPLODING_NORM = 1e3  # without a loss series: a total gradient norm this large is abnormal for any usual loss scale
 EXPLODING_GROWTH = 100.0  # or it grew this much from the start of the run
+# or it is both above EXPLODING_NORM and this many times the loss scale (median |loss|): a summed VAE loss of 2.5e4
+# has healthy gradient norms of 1.6e4 (0.6×), an amplifying deep net reaches 20-40× its (already inflated) loss
+EXPLODING_LOSS_RATIO = 10.0
+CLIMBED_FROM_FIRST = 2.0  # the loss settled this many times above its first value: the first updates overshot
+DECREASED_FROM_FIRST = 2.0  # the first loss was this many times the end: the run did learn (fast convergence)
+# ops whose NaN/Inf from finite inputs comes from their domain (log of 0, division by 0, sqrt of a negative), not from
+# values grown too large by the learning rate
+DOMAIN_OPS = frozenset(
+    "log log2 log10 log1p div divide true_divide reciprocal rsqrt sqrt pow acos asin atanh acosh lgamma digamma "
+    "polygamma erfinv xlogy logit __truediv__ __rtruediv__ __pow__ __rpow__ __div__ __rdiv__".split()
+)
 SPIKE_FACTOR = 3.0  # a loss is a spike when above this many times its recent median
 SPIKE_WINDOW = 20
 
@@ -96,6 +113,17 @@ class TrainingCurves:
     optimizer_at: Location | None = None
     validation_at: Location | None = None
     model_at: Location | None = None
+    # several optimizers: the variable that holds this one (named in messages), and whether its loss is one side of
+    # an adversarial pair (a GAN), oscillatory by nature
+    optimizer_name: str | None = None
+    adversarial: bool = False
+    hand_written: bool = False  # the steps were parameter updates written by hand (no optimizer, lr unknown)
+    # its gradients were never cleared (a training-logic finding says so): the curves show that bug, not the lr
+    gradients_uncleared: bool = False
+    nonfinite_origin: dict[str, Any] | None = None  # the sentinel's first ``nonfinite`` finding (wire dict)
+    # the losses of the whole run, for an optimizer stepped on a loss backpropagated for another (encoder/decoder
+    # optimizers after one backward): its gradient norms are judged against that loss's scale
+    run_loss: Sequence[float] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -130,6 +158,7 @@ class LossTrend:
     swing: float
     flips: float
     steps: int
+    level: float = 0.0  # median |loss| over the second half: the scale the swing is relative to
 
     @property
     def ratio(self) -> float:
@@ -149,7 +178,7 @@ def loss_trend(values: Sequence[float]) -> LossTrend | None:
     swing = median([abs(d) for d in diffs]) / level if diffs else 0.0
     signs = [d > 0 for d in diffs if d != 0]
     flips = sum(1 for a, b in itertools.pairwise(signs) if a != b) / max(1, len(signs) - 1)
-    return LossTrend(start, end, min(finite), swing, flips, len(finite))
+    return LossTrend(start, end, min(finite), swing, flips, len(finite), level)
 
 
 def _where(*candidates: Location | None) -> Location | None:
@@ -167,6 +196,78 @@ def _lr_text(lr: float | None) -> str:
     return f" (lr={lr:.3g})" if lr is not None else ""
 
 
+def nonfinite_cause(origin: dict[str, Any] | None) -> str:
+    """Why a NaN/Inf appeared, from the sentinel's ``nonfinite`` finding (wire dict): ``"data"`` (it came in with a
+    batch), ``"domain"`` (an op outside its domain: ``log(0)``, ``x / 0``, ``sqrt(-1)``), ``"overflow"`` (values grown
+    too large: the learning rate is a suspect) or ``"unknown"`` (no origin seen)."""
+    if not origin:
+        return "unknown"
+    details = origin.get("details") or {}
+    if details.get("phase") == "data":
+        return "data"
+    op = str(details.get("op") or "")
+    if op.rsplit(".", 1)[-1].lower() in DOMAIN_OPS:
+        return "domain"
+    return "overflow"
+
+
+def _origin_text(origin: dict[str, Any]) -> str:
+    op = (origin.get("details") or {}).get("op")
+    where = f"{os.path.basename(str(origin.get('file')))}:{origin.get('line')}"
+    return f"`{op}` at {where}" if op else where
+
+
+def _nonfinite_loss(curves: TrainingCurves, where: Location, subject: str) -> list[Finding]:
+    step = curves.first_nonfinite_loss_step
+    origin = curves.nonfinite_origin
+    cause = nonfinite_cause(origin)
+    first_step = curves.train_steps[0] if curves.train_steps else None
+    if cause not in ("data", "domain") and step is not None and first_step is not None and step <= first_step:
+        cause = "before-any-update"  # the first loss was already NaN: no learning rate could have done it
+    details: dict[str, Any] = {"diagnosis": "diverging", "nonfinite_step": step, "lr": curves.lr, "cause": cause}
+    if cause == "before-any-update":
+        seen = f" (see {_origin_text(origin)})" if origin is not None else ""
+        message = (
+            f"{subject} was NaN/Inf from its first step, before any update{seen}: the learning rate is not the cause; "
+            "look at the inputs, the initial weights and the loss computation"
+        )
+        return [Finding("dynamics", "warning", message, *where, step=step, details=details)]
+    if origin is not None and cause in ("data", "domain"):
+        details["origin"] = {"file": origin.get("file"), "line": origin.get("line"), "op": origin["details"].get("op")}
+        if cause == "data":
+            advice = (
+                f"the NaN/Inf came in with the data ({_origin_text(origin)}), not from the learning rate: clean or "
+                "filter the data where it is loaded (drop or impute missing values, check with torch.isfinite)"
+            )
+        else:
+            advice = (
+                f"it was born in {_origin_text(origin)} from finite inputs (a log of 0, a division by 0 or the root of "
+                "a negative number), not from the learning rate: guard that op (clamp its input with an eps) or use "
+                "the stable form (F.binary_cross_entropy_with_logits, log_softmax)"
+            )
+        message = f"{subject} became NaN/Inf at step {step}: {advice}"
+        return [Finding("dynamics", "warning", message, *where, step=step, details=details)]
+    message = (
+        f"{subject} diverged to NaN/Inf at step {step}{_lr_text(curves.lr)}: the "
+        "learning rate is probably too high; lower it (e.g. 10×), add gradient clipping or a warm-up"
+    )
+    return [Finding("dynamics", "warning", message, *where, step=step, details=details)]
+
+
+def _subject(curves: TrainingCurves) -> str:
+    return f"training loss of `{curves.optimizer_name}`" if curves.optimizer_name else "training loss"
+
+
+def _lr_advice(curves: TrainingCurves) -> str:
+    if curves.hand_written:
+        return "the step size of the hand-written parameter update is probably too high; lower it"
+    return "the learning rate is probably too high; lower it"
+
+
+def _confidence_text(confidence: float) -> str:
+    return f"confidence {confidence * 100:.0f}%"
+
+
 def diagnose_loss(curves: TrainingCurves) -> list[Finding]:
     """Diverging, oscillating or flat training loss (at most one finding)."""
     where = _where(curves.optimizer_at, curves.loss_at)
@@ -174,39 +275,64 @@ def diagnose_loss(curves: TrainingCurves) -> list[Finding]:
         return []
     lr = curves.lr
     steps = list(curves.train_steps)
+    subject = _subject(curves)
     if curves.first_nonfinite_loss_step is not None:
-        message = (
-            f"training loss diverged to NaN/Inf at step {curves.first_nonfinite_loss_step}{_lr_text(lr)}: the "
-            "learning rate is probably too high; lower it (e.g. 10×), add gradient clipping or a warm-up"
-        )
-        details = {"diagnosis": "diverging", "nonfinite_step": curves.first_nonfinite_loss_step, "lr": lr}
-        return [Finding("dynamics", "warning", message, *where, step=curves.first_nonfinite_loss_step, details=details)]
+        return _nonfinite_loss(curves, where, subject)
+    if curves.adversarial:
+        return []  # each side of an adversarial pair climbs when the other wins: that is how these losses look
     trend = loss_trend(curves.train_loss)
     if trend is None:
         return []
     span = f"steps {steps[0]}–{steps[-1]}" if steps else f"{trend.steps} steps"
-    evidence = {
+    evidence: dict[str, Any] = {
         "loss_start": round(trend.start, 6),
         "loss_end": round(trend.end, 6),
         "loss_best": round(trend.best, 6),
+        "loss_scale": round(trend.level, 6),
         "swing": round(trend.swing, 4),
         "direction_changes": round(trend.flips, 3),
         "steps": trend.steps,
         "lr": lr,
     }
+    first = next((v for v in curves.train_loss if math.isfinite(v)), trend.start)
+    climbed = first > 0 and min(trend.level, trend.end) > CLIMBED_FROM_FIRST * first
+    if climbed and not trend.ratio > DIVERGING_RATIO:
+        rise = min(trend.level, trend.end) / first
+        confidence = min(0.99, 0.5 + 0.5 * math.log10(rise / CLIMBED_FROM_FIRST) + 0.2 * trend.flips)
+        message = (
+            f"{subject} climbed from {_fmt(first)} at its first step to around {_fmt(trend.level)} and stays there "
+            f"({_fmt(trend.end)} at the end, {span}){_lr_text(lr)}, typical step-to-step change "
+            f"{trend.swing * 100:.0f}% of its level ({_confidence_text(confidence)}): the first updates overshot, "
+            f"{_lr_advice(curves)} (e.g. 10×) or add a warm-up"
+        )
+        details = {
+            "diagnosis": "diverging",
+            "confidence": round(confidence, 2),
+            "loss_first": round(first, 6),
+            **evidence,
+        }
+        return [Finding("dynamics", "warning", message, *where, details=details)]
     if trend.start > 0 and trend.ratio > DIVERGING_RATIO:
+        confidence = min(0.99, 0.5 + 0.5 * math.log10(trend.ratio / DIVERGING_RATIO))
         message = (
-            f"training loss is diverging: it rose from {_fmt(trend.start)} to {_fmt(trend.end)} over {span}"
-            f"{_lr_text(lr)}: the learning rate is probably too high; lower it (e.g. 10×) or add a warm-up"
+            f"{subject} is diverging: it rose from {_fmt(trend.start)} to {_fmt(trend.end)} over {span}"
+            f"{_lr_text(lr)}, typical step-to-step change {trend.swing * 100:.0f}% of its level "
+            f"({_confidence_text(confidence)}): {_lr_advice(curves)} (e.g. 10×) or add a warm-up"
         )
-        return [Finding("dynamics", "warning", message, *where, details={"diagnosis": "diverging", **evidence})]
+        details = {"diagnosis": "diverging", "confidence": round(confidence, 2), **evidence}
+        return [Finding("dynamics", "warning", message, *where, details=details)]
     if trend.swing > OSCILLATION_SWING and trend.flips > OSCILLATION_FLIPS and trend.ratio > OSCILLATION_PROGRESS:
+        confidence = min(0.99, 0.5 * min(1.0, trend.swing) + 0.5 * trend.flips)
         message = (
-            f"training loss oscillates without converging: typical step-to-step change {trend.swing * 100:.0f}% of "
-            f"its level, direction flips on {trend.flips * 100:.0f}% of steps, {_fmt(trend.start)} → "
-            f"{_fmt(trend.end)} over {span}{_lr_text(lr)}: the learning rate is probably too high; lower it"
+            f"{subject} oscillates without converging: typical step-to-step change {trend.swing * 100:.0f}% of "
+            f"its level ({_fmt(trend.level)}), direction flips on {trend.flips * 100:.0f}% of steps, "
+            f"{_fmt(trend.start)} → {_fmt(trend.end)} over {span}{_lr_text(lr)} ({_confidence_text(confidence)}): "
+            f"{_lr_advice(curves)}"
         )
-        return [Finding("dynamics", "warning", message, *where, details={"diagnosis": "oscillating", **evidence})]
+        details = {"diagnosis": "oscillating", "confidence": round(confidence, 2), **evidence}
+        return [Finding("dynamics", "warning", message, *where, details=details)]
+    if first > DECREASED_FROM_FIRST * trend.end:
+        return []  # it fell fast at the very start (a closure optimizer, a tiny problem) and stayed there
     if trend.start > 1e-8 and trend.ratio >= NOT_DECREASING_RATIO:
         message = (
             f"training loss is not decreasing: {_fmt(trend.start)} → {_fmt(trend.end)} over {span}"
@@ -353,6 +479,8 @@ def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
         "and optimizer.step(), and/or lower the learning rate"
     )
     if curves.first_nonfinite_grad_step is not None:
+        if nonfinite_cause(curves.nonfinite_origin) in ("data", "domain"):
+            return []  # the loss finding names the origin; clipping would not help
         message = f"gradients exploded to NaN/Inf at step {curves.first_nonfinite_grad_step}: {advice}"
         details = {"diagnosis": "exploding-gradients", "nonfinite_step": curves.first_nonfinite_grad_step}
         return [Finding("dynamics", "warning", message, *where, step=curves.first_nonfinite_grad_step, details=details)]
@@ -362,26 +490,42 @@ def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
     peak_step, peak = max(finite, key=lambda item: item[1])
     early = median([n for _, n in finite[: max(1, min(10, len(finite) // 10))]])
     grew = early > 0 and peak > EXPLODING_GROWTH * early
-    if peak <= EXPLODING_NORM and not grew:
+    losses = [abs(v) for v in (curves.train_loss or curves.run_loss) if math.isfinite(v)]
+    loss_scale = median(losses) if losses else None
+    if loss_scale is not None:  # huge relative to the loss it comes from (a summed loss has large norms, healthily)
+        huge = peak > EXPLODING_NORM and peak > EXPLODING_LOSS_RATIO * loss_scale
+    else:
+        huge = peak > EXPLODING_NORM
+    if not huge and not grew:
         return []
+    scale_text = f", {peak / loss_scale:.3g}× the loss scale {loss_scale:.3g}" if loss_scale else ""
     message = (
         f"gradients explode: the total gradient norm reached {peak:.3g} at step {peak_step} "
-        f"(median {early:.3g} at the start of the run): {advice}"
+        f"(median {early:.3g} at the start of the run{scale_text}): {advice}"
     )
     details = {
         "diagnosis": "exploding-gradients",
         "peak_grad_norm": peak,
         "peak_step": peak_step,
         "early_grad_norm": early,
+        "loss_scale": loss_scale,
+        "growth": peak / early if early > 0 else None,
     }
     return [Finding("dynamics", "warning", message, *where, step=peak_step, details=details)]
 
 
 def diagnose_curves(curves: TrainingCurves) -> list[Finding]:
-    """Every dynamics finding the recorded series support (none for a healthy run)."""
-    return [
-        *(diagnose_chance_level(curves) or diagnose_loss(curves)),  # one loss verdict, the most specific
-        *diagnose_overfitting(curves),
-        *diagnose_vanishing(curves),
-        *diagnose_exploding(curves),
-    ]
+    """Every dynamics finding the recorded series support (none for a healthy run).
+
+    A loss diverging or oscillating from a learning rate too high drags the gradients with it (huge norms, saturated
+    early layers): one finding says so, with the gradient evidence in its details, instead of three. Gradients never
+    cleared make the same symptoms: that optimizer's curves are not judged."""
+    if curves.gradients_uncleared:  # growing sums of stale gradients: the training-logic finding explains them
+        return diagnose_overfitting(curves)
+    loss = diagnose_chance_level(curves) or diagnose_loss(curves)  # one loss verdict, the most specific
+    gradients = [*diagnose_vanishing(curves), *diagnose_exploding(curves)]
+    if loss and loss[0].details.get("diagnosis") in ("diverging", "oscillating", "above-chance") and gradients:
+        symptoms = {s.details["diagnosis"]: {k: v for k, v in s.details.items() if k != "diagnosis"} for s in gradients}
+        loss = [replace(loss[0], details={**loss[0].details, **symptoms})]
+        gradients = []
+    return [*loss, *diagnose_overfitting(curves), *gradients]

@@ -19,10 +19,16 @@ global hooks and thin wrappers around torch's own functions, never through the u
 Time is read from ``debugger.holds.program_clock``: it stands still while the debugger holds the training thread, so a
 pause at a breakpoint inside the loop (and what the user evaluates meanwhile) inflates no phase of that step.
 
-One step is the time between two ``optimizer.step()`` returns. On a GPU the device is synchronised at each phase
-boundary, so a phase's time includes the kernels it launched (only when the program has initialised CUDA; on CPU
-nothing is synchronised). Every wrapper calls the original first-class and re-raises what it raises; the clock's own
-work is guarded so it can never break the program.
+One step is the time between two ``optimizer.step()`` returns, or between two hand-written parameter updates: after a
+``backward()`` with no optimizer step, the parameters' ``_version`` counters and norms are read (one pass, read-only)
+and compared again at the next training forward, the next ``backward()`` or the end of the run; a change is a step.
+A closure optimizer (``LBFGS``) runs forwards and backwards inside ``step()``: they belong to that one step, whose
+loss is the closure's first. With several optimizers, each step's record says which parameters its losses reached
+(sampled from the autograd graph over the first steps), so adversarial pairs (a GAN) can be told apart.
+
+On a GPU the device is synchronised at each phase boundary, so a phase's time includes the kernels it launched (only
+when the program has initialised CUDA; on CPU nothing is synchronised). Every wrapper calls the original
+first-class and re-raises what it raises; the clock's own work is guarded so it can never break the program.
 """
 
 from __future__ import annotations
@@ -68,6 +74,7 @@ class StepRecord:
     losses: list[float]
     optimizer: Any
     loop_at: Location | None
+    reached: frozenset[int] = frozenset()  # ids of the parameters this step's losses reached (sampled, else empty)
 
     @property
     def loss(self) -> float | None:
@@ -119,6 +126,29 @@ def caller_frame(frame: FrameType | None) -> FrameType | None:
             return frame
         frame = frame.f_back
     return None
+
+
+REACH_SAMPLES = 24  # backwards whose graph is walked to learn which parameters each optimizer's losses reach
+REACH_NODES = 20000  # a graph larger than this is not walked (the walk is Python, one node at a time)
+
+
+def parameters_reached(loss: Any) -> frozenset[int] | None:
+    """Ids of the leaf tensors the autograd graph of ``loss`` accumulates into (read-only walk), None if too big."""
+    pending = [getattr(loss, "grad_fn", None)]
+    seen: set[int] = set()
+    reached: set[int] = set()
+    while pending:
+        node = pending.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if len(seen) > REACH_NODES:
+            return None
+        variable = getattr(node, "variable", None)
+        if variable is not None:
+            reached.add(id(variable))
+        pending.extend(next_node for next_node, _ in node.next_functions)
+    return frozenset(reached)
 
 
 def _has_parameters(module: Any) -> bool:
@@ -173,6 +203,17 @@ class PhaseClock:
         self._pass_loader: LoaderSettings | None = None
         self._top_is_model = False
         self.in_eval_forward_with_grad = False
+        self._in_step = False  # inside optimizer.step(): a closure's forwards and backwards belong to that step
+        self._closure_loss_taken = False
+        self._stepped_any = False
+        self.backwards = 0  # backward() calls on the training thread so far
+        self._hand_update = steps.HandWrittenUpdate()
+        self._hand_pending: tuple[list[Any], int, Any] | None = None  # (parameters, version sum, norms) at backward
+        self._hand_params: tuple[tuple[int, ...], list[Any]] = ((), [])  # trained parameters, by model ids
+        self._norms_now: tuple[list[Any], Any] | None = None  # (parameters, norms) read by the last check
+        self._updates_bump_versions = False  # the updates seen so far were in-place writes ``_version`` counts
+        self._reached: set[int] = set()
+        self._reach_samples = REACH_SAMPLES
         self._handles: list[Any] = []
         self._wrapped: list[tuple[Any, str, Any, Any]] = []
         self._installed = False
@@ -297,6 +338,7 @@ class PhaseClock:
             self.in_eval_forward_with_grad = grad and not module.training
             if split == "train":
                 self._flush_validation()
+                self._resolve_hand_written_update()
                 self._remember_model(module)
                 if self.capture.enabled and self.capture.model is None:
                     self.capture.model = module
@@ -422,7 +464,8 @@ class PhaseClock:
 
     @never_raise()
     def finish(self) -> None:
-        """End of run: publish a validation pass still pending."""
+        """End of run: count a hand-written update still pending, publish a validation pass still pending."""
+        self._resolve_hand_written_update()
         self._flush_validation()
 
     # ------------------------------------------------------------------------------------------------ backward
@@ -436,11 +479,78 @@ class PhaseClock:
     def _after_backward(self, tensors: Any) -> None:
         self._flush_validation()
         self.in_eval_forward_with_grad = False
-        if isinstance(tensors, self._torch.Tensor) and tensors.numel() == 1 and tensors.is_floating_point():
+        self.backwards += 1
+        is_loss = isinstance(tensors, self._torch.Tensor) and tensors.numel() == 1 and tensors.is_floating_point()
+        if self._in_step:  # a closure optimizer's re-evaluation: the step's loss is the closure's first
+            if is_loss and not self._closure_loss_taken:
+                self._closure_loss_taken = True
+                self._losses.append(float(tensors.detach()))
+            return
+        self._resolve_hand_written_update()
+        if is_loss:
             self._losses.append(float(tensors.detach()))
+            if self._reach_samples > 0 and len(self._optimizers) >= 2:
+                self._reach_samples -= 1
+                self._reached |= parameters_reached(tensors) or frozenset()
         where = caller_location(sys._getframe(1))
         if where is not None:
             self.loss_at = where
+        if not self._stepped_any:
+            self._expect_hand_written_update()
+
+    # ------------------------------------------------------------------------------------- hand-written updates
+    def _trained_parameters(self) -> list[Any]:
+        models = self.models()
+        key = tuple(id(m) for m in models)
+        if key != self._hand_params[0]:
+            self._hand_params = (key, [p for model in models for p in model.parameters() if p.requires_grad])
+        return self._hand_params[1]
+
+    def _parameter_norms(self, params: list[Any]) -> Any:
+        """One fused read of every parameter (norms, kept on their device): a fingerprint that a ``.data`` write,
+        invisible to ``_version``, still changes."""
+        torch = self._torch
+        with torch.no_grad():
+            norms = torch._foreach_norm([p.detach() for p in params])
+            if len({(n.dtype, n.device) for n in norms}) > 1:
+                norms = [n.to(device="cpu", dtype=torch.float64) for n in norms]
+            return torch.stack(norms)
+
+    def _expect_hand_written_update(self) -> None:
+        """After a backward with no optimizer step yet: remember the parameters' state, and read their gradient
+        norms now (a hand-written update is usually followed by zero_grad before we could read them)."""
+        params = self._trained_parameters()
+        if not params:
+            return
+        begin = self._clock()
+        self._hand_update.set_parameters(params)
+        # the parameters have not changed since the last check read them (a forward and a backward write none)
+        known, self._norms_now = self._norms_now, None
+        norms = known[1] if known is not None and known[0] is params else None
+        if norms is None and not self._updates_bump_versions:
+            norms = self._parameter_norms(params)
+        self._hand_pending = (params, sum(p._version for p in params), norms)
+        for listener in list(self.before_step_listeners):
+            try:
+                listener(self._hand_update, steps.current_step() + 1)
+            except Exception as exc:  # noqa: BLE001
+                report_once(f"before-step-{id(listener)}", f"before-step listener failed: {exc!r}")
+        self._bookkeeping += self._clock() - begin
+
+    def _resolve_hand_written_update(self) -> None:
+        """A step if the parameters changed since the last backward and no optimizer stepped in between."""
+        pending, self._hand_pending = self._hand_pending, None
+        if pending is None or self._stepped_any:
+            return
+        params, versions, norms = pending
+        changed = sum(p._version for p in params) != versions
+        self._updates_bump_versions = changed
+        if not changed and norms is not None:
+            now = self._parameter_norms(params)
+            self._norms_now = (params, now)
+            changed = not bool(self._torch.equal(norms, now))
+        if changed:
+            steps.hand_written_step(self._hand_update)
 
     # ------------------------------------------------------------------------------------------------------ data
     def _add_data(self, seconds: float) -> None:
@@ -500,6 +610,10 @@ class PhaseClock:
         if threading.get_ident() != self._owner and not self._is_owner():
             return None
         begin = self._clock()
+        self._stepped_any = True
+        self._hand_pending = None
+        self._in_step = True
+        self._closure_loss_taken = False
         for listener in list(self.before_step_listeners):
             try:
                 listener(optimizer, steps.current_step() + 1)
@@ -514,6 +628,7 @@ class PhaseClock:
     def _optimizer_post(self, step: int, optimizer: Any) -> None:
         if not self._installed or threading.get_ident() != self._owner:
             return
+        self._in_step = False
         end = self._now()
         if self._optimizer_start is not None:
             # a closure (Lightning's automatic optimisation, LBFGS) ran forward and backward inside step(): that time
@@ -525,7 +640,11 @@ class PhaseClock:
         known = sum(seconds[name] for name in PHASES if name != "other")
         window = end - self._window_start - self._bookkeeping - self._eval_seconds
         seconds["other"] = max(0.0, window - known)
-        record = StepRecord(step, seconds, self._eval_seconds, self._losses, optimizer, self.loop_at or self.model_at)
+        loop_at = self.loop_at or self.model_at
+        record = StepRecord(
+            step, seconds, self._eval_seconds, self._losses, optimizer, loop_at, frozenset(self._reached)
+        )
+        self._reached = set()
         self._seconds = dict.fromkeys(PHASES, 0.0)
         self._eval_seconds = 0.0
         self._losses = []

@@ -8,6 +8,13 @@ losses written with ``torch.nn.functional``; train-mode evaluation as ``training
 file, TensorBoard event files, and — at the end of the run (the doctor's ``run-finished`` event, or process exit) —
 curve diagnosis and phase verdicts as findings.
 
+Each optimizer has its own curves (``OptimizerCurves``): a GAN's discriminator and generator losses, or an
+actor-critic's two losses, are two series with a verdict each, and the losses backpropagated before an optimizer's
+step belong to that optimizer. Two optimizers whose losses reach each other's parameters (the generator's loss runs
+through the discriminator) are adversarial: their losses oscillate by nature, so they get no oscillation, spike or
+divergence verdict. The NaN sentinel's ``nonfinite`` findings are read from the event bus, so the advice for a loss
+that went NaN follows its origin (the data, a ``log(0)``) rather than blaming the learning rate.
+
 Launch options (camelCase, in ``TENSORSIGHT_OPTIONS`` or the doctor's ``--set KEY=VALUE``; types and defaults are
 declared in ``tensorsight.core.protocol.LAUNCH_OPTIONS``, which this module reads them from):
 
@@ -30,10 +37,12 @@ declared in ``tensorsight.core.protocol.LAUNCH_OPTIONS``, which this module read
 from __future__ import annotations
 
 import atexit
+import linecache
 import os
+import re
 import sys
 import tracemalloc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -114,6 +123,79 @@ def _share(name: str) -> float:
     return share
 
 
+@dataclass
+class OptimizerCurves:
+    """The series of one optimizer (or of the hand-written update): its losses, gradient norms and learning rate.
+
+    Holds no reference to the optimizer (the program's objects are freed when the program drops them)."""
+
+    key: int
+    parameters: frozenset[int]
+    optimizer_at: tuple[str, int] | None = None
+    hand_written: bool = False
+    name: str | None = None  # the variable the user's line assigned it to (``optimizerG``)
+    loss: Series = field(default_factory=Series)
+    grad_norm: Series = field(default_factory=Series)
+    early_grad: Series = field(default_factory=Series)
+    late_grad: Series = field(default_factory=Series)
+    layers: tuple[str | None, str | None] = (None, None)
+    last_lr: float | None = None
+    reached: set[int] = field(default_factory=set)  # parameters its losses reached (sampled)
+
+
+_ASSIGNED = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(?::[^=]+)?=[^=]")
+
+
+def assigned_name(where: tuple[str, int] | None) -> str | None:
+    """``optimizerG`` for the source line ``optimizerG = optim.Adam(...)`` (None when the line is no assignment)."""
+    if where is None:
+        return None
+    match = _ASSIGNED.match(linecache.getline(where[0], where[1]))
+    return match.group(1) if match else None
+
+
+_IN_PLACE = re.compile(r"\.(add_|sub_|addcmul_|addcdiv_|copy_|mul_)\(|[-+]=|\.data\s*=[^=]")
+HAND_UPDATE_SCAN = 40  # lines after the backward() call searched for the hand-written update
+
+
+def hand_update_at(backward_at: tuple[str, int] | None) -> tuple[str, int] | None:
+    """The line of a hand-written update after ``backward()`` (``p.data.add_(p.grad, alpha=-lr)``,
+    ``p -= lr * p.grad``, ``w.data = w.data - lr * w.grad``): the first in-place write that reads a ``.grad`` within
+    the same block of source; None when there is none (the verdict then stays at the backward line)."""
+    if backward_at is None:
+        return None
+    path, line = backward_at
+    first = linecache.getline(path, line)
+    indent = len(first) - len(first.lstrip())
+    for number in range(line + 1, line + 1 + HAND_UPDATE_SCAN):
+        text = linecache.getline(path, number)
+        if not text:
+            return None
+        stripped = text.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        depth = len(text) - len(text.lstrip())
+        left_function = (indent > 0 and depth == 0) or (depth < indent and stripped.startswith(("def ", "class ", "@")))
+        if left_function or (depth <= indent and stripped.startswith("return")):
+            return None
+        code = stripped.split("#", 1)[0]
+        if ".grad" in code and _IN_PLACE.search(code) and not code.startswith(("if ", "while ", "assert ")):
+            return (path, number)
+    return None
+
+
+def adversarial_pairs(series: list[OptimizerCurves]) -> set[int]:
+    """Indexes of the optimizers with losses of their own whose losses reach another such optimizer's parameters
+    (both sides of the pair are returned)."""
+    owning = [i for i, s in enumerate(series) if len(s.loss)]
+    out: set[int] = set()
+    for i in owning:
+        for j in owning:
+            if i != j and series[i].reached & series[j].parameters:
+                out.update((i, j))
+    return out
+
+
 def read_settings() -> MeasureSettings:
     """The feature's options from the launch options, with a clear message for each wrong value."""
     level = option("logLevel")
@@ -138,8 +220,9 @@ class Measurement:
     def __init__(self, torch: ModuleType, settings: MeasureSettings) -> None:
         from tensorsight.agent.measurement.evaluation import EvaluationWatch
         from tensorsight.agent.measurement.frameworks import FrameworkWatch
+        from tensorsight.agent.measurement.gradient_clearing import ClearingWatch
         from tensorsight.agent.measurement.memory import MemoryMonitor, set_context
-        from tensorsight.agent.measurement.phases import PhaseClock
+        from tensorsight.agent.measurement.phases import PhaseClock, caller_location
         from tensorsight.agent.measurement.scalars import ScalarRecorder
         from tensorsight.agent.measurement.training_log import TrainingLog, setup_logging
 
@@ -148,6 +231,9 @@ class Measurement:
         self.clock = PhaseClock(torch)
         self.evaluation = EvaluationWatch(torch, self.clock)  # functional validation losses, train-mode evaluation
         self.frameworks = FrameworkWatch(torch)  # closure steps, peak lr, gradient norms before clipping
+        self.clearing = ClearingWatch(
+            torch, lambda: self.clock.backwards, lambda: caller_location(sys._getframe()), events.emit_finding
+        )
         self.recorder = ScalarRecorder(torch, self.clock.models, settings.grad_norms_per_parameter)
         self.monitor = MemoryMonitor(torch) if settings.memory else None
         set_context(self.monitor, lambda: self.clock.in_eval_forward_with_grad)
@@ -157,13 +243,9 @@ class Measurement:
             from tensorsight.agent.measurement.tensorboard_writer import open_writer
 
             self.writer = open_writer(settings.tensorboard_dir)
-        self.train_loss = Series()
+        self.per_optimizer: dict[int, OptimizerCurves] = {}
         self.val_loss = Series()
-        self.grad_norm = Series()
-        self.early_grad = Series()
-        self.late_grad = Series()
-        self.layers: tuple[str | None, str | None] = (None, None)
-        self.last_lr: float | None = None
+        self.nonfinite_origin: dict[str, Any] | None = None  # the sentinel's first nonfinite finding
         self.totals = dict.fromkeys(PHASES, 0.0)
         self.first_step_seconds = dict.fromkeys(PHASES, 0.0)
         self.measured_steps = 0
@@ -173,6 +255,7 @@ class Measurement:
         self.frameworks.install()  # before the clock's step pre-hook, which asks it
         self.clock.install()
         self.evaluation.install()
+        self.clearing.install()
         self.clock.before_step_listeners.append(self._before_step)
         self.clock.step_listeners.append(self._on_step)
         self.clock.validation_listeners.append(self._on_validation)
@@ -182,11 +265,14 @@ class Measurement:
         self.evaluation.uninstall()
         self.clock.uninstall()
         self.frameworks.uninstall()
+        self.clearing.uninstall()
 
     def _due(self, every: int, step: int) -> bool:
         return every > 0 and step % every == 0
 
     def _before_step(self, optimizer: Any, step: int) -> None:
+        if not isinstance(optimizer, steps.HandWrittenUpdate):
+            self.clearing.before_step(optimizer, self._series_of(optimizer).name)
         if self._due(self.settings.scalars_every, step) and not self.frameworks.ran_closure(optimizer):
             self.recorder.before_step(optimizer)
 
@@ -200,9 +286,11 @@ class Measurement:
             self._record_phases(record)
         loss = record.loss
         lr = learning_rate(record.optimizer)
-        self.last_lr = lr if lr is not None else self.last_lr
+        series = self._series_of(record.optimizer)
+        series.last_lr = lr if lr is not None else series.last_lr
+        series.reached |= record.reached
         if loss is not None:
-            self.train_loss.add(step, loss)
+            series.loss.add(step, loss)
         grad_norm = None
         if self._due(self.settings.scalars_every, step):
             if self.frameworks.ran_closure(record.optimizer):  # the closure's backward ran inside the step
@@ -210,12 +298,13 @@ class Measurement:
                     self.recorder.before_step(record.optimizer)
             values = self.recorder.values(loss, lr)
             grad_norm = self.recorder.total_norm
-            self._record_gradients(step)
+            self._record_gradients(series, step)
             if values:
                 events.emit("scalars", step=step, split="train", values=values)
                 if self.writer is not None:
                     self.writer.scalars(step, {_train_tag(k): v for k, v in values.items()})
-        self.log.step(step, loss, lr, grad_norm)
+        spikes = len(self.per_optimizer) < 2 or self._index_of(series) not in self._adversarial()
+        self.log.step(step, loss, lr, grad_norm, series=id(series), spikes=spikes)
         if self._due(self.settings.histogram_every, step):
             self._record_histograms(step)
         if self.monitor is not None:
@@ -242,14 +331,33 @@ class Measurement:
             self.totals[name] += seconds[name]
         self.measured_steps += 1
 
-    def _record_gradients(self, step: int) -> None:
+    def _series_of(self, optimizer: Any) -> OptimizerCurves:
+        series = self.per_optimizer.get(id(optimizer))
+        if series is None:
+            try:
+                params = frozenset(id(p) for group in optimizer.param_groups for p in group["params"])
+            except Exception:  # noqa: BLE001 - a custom optimizer without param groups
+                params = frozenset()
+            hand_written = isinstance(optimizer, steps.HandWrittenUpdate)
+            at = None if hand_written else self.clock.optimizer_at(optimizer)
+            series = OptimizerCurves(id(optimizer), params, at, hand_written, assigned_name(at))
+            self.per_optimizer[id(optimizer)] = series
+        return series
+
+    def _index_of(self, series: OptimizerCurves) -> int:
+        return list(self.per_optimizer.values()).index(series)
+
+    def _adversarial(self) -> set[int]:
+        return adversarial_pairs(list(self.per_optimizer.values()))
+
+    def _record_gradients(self, series: OptimizerCurves, step: int) -> None:
         recorder = self.recorder
         if recorder.total_norm is not None:
-            self.grad_norm.add(step, recorder.total_norm)
+            series.grad_norm.add(step, recorder.total_norm)
         if recorder.early_layer is not None and recorder.late_layer is not None:
-            self.layers = (recorder.early_layer[0], recorder.late_layer[0])
-            self.early_grad.add(step, recorder.early_layer[1])
-            self.late_grad.add(step, recorder.late_layer[1])
+            series.layers = (recorder.early_layer[0], recorder.late_layer[0])
+            series.early_grad.add(step, recorder.early_layer[1])
+            series.late_grad.add(step, recorder.late_layer[1])
 
     def _record_histograms(self, step: int) -> None:
         for histogram in self.recorder.histograms():
@@ -275,27 +383,66 @@ class Measurement:
 
     # --------------------------------------------------------------------------------------------- end of run
     def curves(self) -> TrainingCurves:
+        """The curves of the optimizer with the most losses (the whole run when there is one optimizer)."""
+        every = self.curves_per_optimizer()
+        return max(every, key=lambda c: len(c.train_loss)) if every else self._curves_of(None, True, False)
+
+    def curves_per_optimizer(self) -> list[TrainingCurves]:
+        """One ``TrainingCurves`` per optimizer that took a step; validation goes with the one with most losses."""
+        series = list(self.per_optimizer.values())
+        if not series:
+            return []
+        adversarial = self._adversarial()
+        main = max(range(len(series)), key=lambda i: len(series[i].loss))
+        named = len([s for s in series if len(s.loss)]) > 1
+        every = [self._curves_of(s, i == main, i in adversarial, named) for i, s in enumerate(series)]
+        for curves in every:
+            curves.run_loss = series[main].loss.values
+        return every
+
+    def _curves_of(
+        self, series: OptimizerCurves | None, with_validation: bool, adversarial: bool, named: bool = False
+    ) -> TrainingCurves:
         clock = self.clock
+        if series is None:
+            series = OptimizerCurves(0, frozenset(), clock.optimizer_at())
+        optimizer_at = series.optimizer_at
+        if series.hand_written:  # no optimizer line: the update's own line, else the backward() line
+            optimizer_at = hand_update_at(clock.loss_at)
         return TrainingCurves(
-            train_loss=self.train_loss.values,
-            train_steps=self.train_loss.steps,
-            val_loss=self.val_loss.values,
-            val_steps=self.val_loss.steps,
-            grad_norm=self.grad_norm.values,
-            grad_steps=self.grad_norm.steps,
-            early_layer=self.layers[0],
-            late_layer=self.layers[1],
-            early_grad_norm=self.early_grad.values,
-            late_grad_norm=self.late_grad.values,
-            lr=self.last_lr,
-            first_nonfinite_loss_step=self.train_loss.first_nonfinite_step,
-            first_nonfinite_grad_step=self.grad_norm.first_nonfinite_step,
+            train_loss=series.loss.values,
+            train_steps=series.loss.steps,
+            val_loss=self.val_loss.values if with_validation else (),
+            val_steps=self.val_loss.steps if with_validation else (),
+            grad_norm=series.grad_norm.values,
+            grad_steps=series.grad_norm.steps,
+            early_layer=series.layers[0],
+            late_layer=series.layers[1],
+            early_grad_norm=series.early_grad.values,
+            late_grad_norm=series.late_grad.values,
+            lr=series.last_lr,
+            first_nonfinite_loss_step=series.loss.first_nonfinite_step,
+            first_nonfinite_grad_step=series.grad_norm.first_nonfinite_step,
             loss_at=clock.loss_at,
-            optimizer_at=clock.optimizer_at(),
+            optimizer_at=optimizer_at,
             validation_at=clock.validation_at,
             model_at=clock.model_at,
             extra=self.frameworks.curve_extra(clock.output_classes),
+            optimizer_name=series.name if named else None,
+            adversarial=adversarial,
+            hand_written=series.hand_written,
+            gradients_uncleared=series.key in self.clearing.reported,
+            nonfinite_origin=self.nonfinite_origin,
         )
+
+    @never_raise()
+    def note_event(self, event: dict[str, Any]) -> None:
+        """Keep the sentinel's first NaN/Inf origin (the curve advice depends on where it came from)."""
+        if event.get("type") != "finding" or self.nonfinite_origin is not None:
+            return
+        finding = event.get("finding")
+        if isinstance(finding, dict) and finding.get("kind") == "nonfinite":
+            self.nonfinite_origin = finding
 
     def phase_totals(self) -> tuple[dict[str, float], int]:
         """Phase seconds summed over the measured steps (the first step only when nothing else was measured)."""
@@ -333,7 +480,8 @@ class Measurement:
                 )
             )
         if self.settings.diagnose_curves:
-            findings.extend(diagnose_curves(self.curves()))
+            for curves in self.curves_per_optimizer():
+                findings.extend(diagnose_curves(curves))
         for finding in findings:
             events.emit_finding(finding)
         if self.writer is not None:
@@ -388,6 +536,8 @@ def _start(torch: ModuleType, settings: MeasureSettings) -> None:
     def on_event(event: dict[str, Any]) -> None:
         if event.get("type") == "run-finished":
             measurement.finish(event.get("error"))
+        elif event.get("type") == "finding":
+            measurement.note_event(event)
 
     events.subscribe(on_event)
     atexit.register(measurement.finish)

@@ -68,14 +68,16 @@ def setup_logging(
 class TrainingLog:
     """Per-step log lines for the measurement feature; spikes are WARNINGs and non-finite losses ERRORs.
 
-    ``logger`` may be None (no ``logFile``): the warnings and errors are still published as ``log`` events.
+    ``logger`` may be None (no ``logFile``): the warnings and errors are still published as ``log`` events. A spike
+    is judged against the recent losses of the same series (one per optimizer: a GAN's generator loss is not a spike
+    of the discriminator's), and not at all for a series the caller says is oscillatory by nature (``spikes=False``).
     """
 
     def __init__(self, logger: logging.Logger | None, spike_factor: float = SPIKE_FACTOR) -> None:
         self.logger = logger
         self.spike_factor = spike_factor
-        self._recent: deque[float] = deque(maxlen=SPIKE_WINDOW)
-        self._first_loss: float | None = None
+        self._recent_by_series: dict[object, deque[float]] = {}
+        self._first_loss_by_series: dict[object, float] = {}
 
     def _publish(self, level: int, message: str) -> None:
         if self.logger is not None:
@@ -84,8 +86,18 @@ class TrainingLog:
             emit("log", level=logging.getLevelName(level), message=message)
 
     @never_raise()
-    def step(self, step: int, loss: float | None, lr: float | None, grad_norm: float | None) -> None:
-        """Log one optimizer step."""
+    def step(
+        self,
+        step: int,
+        loss: float | None,
+        lr: float | None,
+        grad_norm: float | None,
+        *,
+        series: object = None,
+        spikes: bool = True,
+    ) -> None:
+        """Log one optimizer step (of the loss series ``series``: one per optimizer)."""
+        recent = self._recent_by_series.setdefault(series, deque(maxlen=SPIKE_WINDOW))
         parts = [f"step {step}"]
         if loss is not None:
             parts.append(f"loss {loss:.6g}")
@@ -99,19 +111,19 @@ class TrainingLog:
             return
         if grad_norm is not None and not math.isfinite(grad_norm):
             self._publish(logging.ERROR, f"{text}: the gradient norm is {grad_norm} (NaN/Inf)")
-        elif loss is not None and is_spike(self._recent, loss, self.spike_factor, self._spike_floor()):
-            level = median(list(self._recent))
+        elif spikes and loss is not None and is_spike(recent, loss, self.spike_factor, self._spike_floor(series)):
+            level = median(list(recent))
             self._publish(logging.WARNING, f"{text}: loss spike ({loss / level:.1f}× the recent median {level:.4g})")
         elif self.logger is not None and self.logger.isEnabledFor(logging.INFO):
             self.logger.info(text)
         if loss is not None:
-            self._recent.append(loss)
-            if self._first_loss is None:
-                self._first_loss = abs(loss)
+            recent.append(loss)
+            self._first_loss_by_series.setdefault(series, abs(loss))
 
-    def _spike_floor(self) -> float:
+    def _spike_floor(self, series: object) -> float:
         # a jump smaller than 5% of where the run started is noise, however large relative to a near-zero loss
-        return 0.05 * self._first_loss if self._first_loss is not None else 0.0
+        first = self._first_loss_by_series.get(series)
+        return 0.05 * first if first is not None else 0.0
 
     @never_raise()
     def validation(self, step: int, loss: float) -> None:

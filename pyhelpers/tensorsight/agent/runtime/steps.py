@@ -1,7 +1,11 @@
-"""The training step counter every feature shares: one step is one ``optimizer.step()``.
+"""The training step counter every feature shares: one step is one ``optimizer.step()``, or one parameter update
+written by hand after ``backward()``.
 
-Armed after torch is imported, through torch's global optimizer step hooks (no patching). Findings, stops and
-scalars all carry this step number so they line up in the editor, the log and TensorBoard.
+Armed after torch is imported, through torch's global optimizer step hooks (no patching). A hand-written update
+(``p.data.add_(p.grad, alpha=-lr)``) has no hook: the phase clock notices it (the parameters changed between a
+``backward()`` and the next training forward with no optimizer step in between) and reports it through
+``hand_written_step``, with a ``HandWrittenUpdate`` standing for the optimizer. Findings, stops and scalars all carry
+this step number so they line up in the editor, the log and TensorBoard.
 """
 
 from __future__ import annotations
@@ -19,6 +23,25 @@ _step = 0
 _per_optimizer: dict[int, int] = {}
 _listeners: list[StepListener] = []
 _armed = False
+
+
+class HandWrittenUpdate:
+    """What step listeners receive as "the optimizer" of a hand-written update: the parameters it changed, in one
+    param group with no learning rate (the agent cannot know it without reading user variables)."""
+
+    def __init__(self) -> None:
+        self.param_groups: list[dict[str, Any]] = [{"params": []}]
+
+    def set_parameters(self, params: list[Any]) -> None:
+        self.param_groups[0]["params"] = params
+
+    def __repr__(self) -> str:
+        return "<hand-written parameter update>"
+
+
+def hand_written_step(update: HandWrittenUpdate) -> None:
+    """Count one hand-written update as a step and tell the step listeners, as ``optimizer.step()`` would."""
+    _after_step(update, (), {})
 
 
 def current_step() -> int:
