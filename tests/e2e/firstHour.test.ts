@@ -90,7 +90,9 @@ describe('the first hour in real VS Code (no launch.json)', { timeout: 15 * 60_0
       const opened = page.locator('.tabs-container .tab.active', { hasText: 'launch.json' });
       await pickDebugTrainingIfAsked(workbench, () => opened.waitFor({ timeout: TIMEOUT }));
       await opened.waitFor({ timeout: TIMEOUT });
-      const written = JSON.parse(fs.readFileSync(launchJson, 'utf8')) as {
+      // JSON with comments: VS Code heads the file with `//` lines
+      const text = fs.readFileSync(launchJson, 'utf8').replace(/^\s*\/\/.*$/gm, '');
+      const written = JSON.parse(text) as {
         configurations: Array<Record<string, unknown>>;
       };
       const entries = written.configurations.filter((c) => c.type === 'tensorsight');
