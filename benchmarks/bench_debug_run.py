@@ -48,6 +48,7 @@ TARGET = 1.3
 # setting (its manifest default, true); everything else is left to the contract's defaults.
 PLAIN_F5_OPTIONS: dict[str, Any] = {"breakOnNonFinite": True}
 RUN_TIMEOUT = 600.0
+VSCODE_EXCEPTION_FILTERS = ["uncaught"]  # the filter debugpy's adapter declares on by default, as VS Code sends it
 
 
 def clean_env() -> dict[str, str]:
@@ -73,7 +74,12 @@ def run_debug(options: dict[str, Any] | None, hub: dict[str, str] | None, sessio
     started = time.perf_counter()
     deadline = time.monotonic() + RUN_TIMEOUT
     with MultiProcessSession.launch(
-        program=SCRIPT, cwd=os.path.dirname(SCRIPT), options=options, env=env, timeout=RUN_TIMEOUT
+        program=SCRIPT,
+        cwd=os.path.dirname(SCRIPT),
+        options=options,
+        env=env,
+        exception_filters=VSCODE_EXCEPTION_FILTERS,
+        timeout=RUN_TIMEOUT,
     ) as job:
         while True:
             try:
@@ -87,7 +93,8 @@ def run_debug(options: dict[str, Any] | None, hub: dict[str, str] | None, sessio
                 attach = job.root.wait_for_event("debugpyAttach", timeout=0.2)
             except DapError:
                 continue
-            job.workers.append(WorkerSession.attach(dict(attach["body"]), timeout=60))
+            worker = WorkerSession.attach(dict(attach["body"]), exception_filters=VSCODE_EXCEPTION_FILTERS, timeout=60)
+            job.workers.append(worker)
         elapsed = time.perf_counter() - started
         code = int(job.root.wait_for_event("exited", timeout=1)["body"]["exitCode"])
         if code != 0:
@@ -106,6 +113,9 @@ class Hub:
         def run_event(params: Any) -> None:
             events = getattr(params, "events", None)
             self.events += len(events) if events is not None else 1
+
+        for method in ("tensorsight/status", "tensorsight/gpu", "window/logMessage", "textDocument/publishDiagnostics"):
+            self.client.feature(method)(lambda params: None)  # what VS Code shows; here only read, not to warn
 
     async def start(self) -> None:
         env = clean_env()
