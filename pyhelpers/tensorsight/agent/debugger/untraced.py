@@ -1,11 +1,12 @@
 """Runs the program's ``import torch`` (or numpy) with the debugger's tracer off on the importing thread.
 
 Called by ``agent.runtime.lazy_import`` around the real loader of a library the agent waits for, and only there.
-Under pydevd on Python < 3.12 (``sys.settrace``), every Python call pays the tracer, and ``import torch`` is hundreds
-of thousands of calls into torch's own module bodies: on a 2-core machine it took 1.5 s of CPU plain and 3.0 s under
+Under pydevd on Python < 3.12 (``sys.settrace``), every Python call pays the tracer, and ``import torch`` is over a
+million calls (cProfile) into torch's own module bodies: on a 2-core machine it took 1.5 s of CPU plain and 3.0 s under
 debugpy, the largest single share of a short "Debug Training" run's overhead (``benchmarks/bench_debug_run.py``).
 No code of the program runs inside that import, so nothing the user can break in is skipped, except breakpoints
-inside the library's own module-level code while it is being imported. The switch is debugpy's public
+inside the library's own module-level code while it is being imported (and a Step Into on the import line steps
+over it). The switch is debugpy's public
 ``debugpy.trace_this_thread``; tracing is restored in a ``finally``, so the frame that imported torch stops at its
 next breakpoint as before. Without a debugger, or where pydevd does not trace through ``sys.settrace`` (Python 3.12+
 ``sys.monitoring``, already cheap), this does nothing.
