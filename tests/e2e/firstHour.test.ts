@@ -101,7 +101,7 @@ describe('the first hour in real VS Code (no launch.json)', { timeout: 15 * 60_0
       assert.equal(entry.request, 'launch');
       assert.equal(entry.program, '${file}');
       for (const value of Object.values(entry))
-        assert.ok(typeof value !== 'string' || !value.startsWith('^'), `snippet syntax left: ${value}`);
+        assert.ok(typeof value !== 'string' || !value.startsWith('^'), `snippet syntax left: ${String(value)}`);
 
       await openFile(page, BREAKPOINTS);
       await goToLine(page, markedLines(path.join(WORKSPACE_SOURCE, BREAKPOINTS)).get('tensor-breakpoint') ?? 0);
