@@ -99,7 +99,8 @@ export function activate(context: ExtensionContext): void {
     }),
     workspace.onDidGrantWorkspaceTrust(() => {
       statusBar.render();
-      void restart();
+      interpreters.invalidate(); // restricted settings (tensorsight.python) apply from now on
+      void languageServer.matchTrust(); // one restart, shared with a launch that waits for it (readyForLaunch)
     }),
   );
 

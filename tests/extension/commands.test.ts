@@ -373,7 +373,7 @@ describe('subprocess sessions and torchrun', () => {
   test('the hub session ends with the last debug session of a run, not with a worker', () => {
     const requests: Array<[string, unknown]> = [];
     const server = {
-      settled: () => Promise.resolve('ready'),
+      readyForLaunch: () => Promise.resolve('ready'),
       state: 'ready',
       request: (method: string, params: unknown) => {
         requests.push([method, params]);

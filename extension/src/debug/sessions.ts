@@ -47,7 +47,9 @@ export class AgentSessions implements Disposable {
   /** A new session id and, when the language server runs, the hub the agent should report to. */
   async open(): Promise<{ sessionId: string; hub?: Hub }> {
     const sessionId = randomUUID();
-    await this.server.settled(HUB_WAIT_MS); // F5 right after opening VS Code: let a starting server come up
+    // F5 right after opening VS Code, or the first F5 after trusting the folder: wait (bounded) for the server that
+    // will own this run's hub, started with the workspace's trust, instead of asking one that is going away.
+    await this.server.readyForLaunch(HUB_WAIT_MS);
     const hub = await this.server.request<StartSessionResult>(Methods.startSession, { sessionId });
     if (hub?.token) rememberSecret(hub.token); // hidden from every log line from now on
     if (hub?.address && hub.token) return { sessionId, hub: { address: hub.address, token: hub.token } };

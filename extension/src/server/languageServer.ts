@@ -1,7 +1,9 @@
 /**
  * Owns the language server's lifetime: resolves the interpreter, starts the server (isolated from the workspace, see
- * common/pythonLaunch.ts) with vscode-languageclient, restarts it serially when the interpreter or a server setting changes, and relays the
- * custom notifications (run events, GPU, status) to the rest of the extension. Called from extension.ts.
+ * common/pythonLaunch.ts) with vscode-languageclient, restarts it serially when the interpreter or a server setting
+ * changes or the workspace becomes trusted (./restarts.ts), lets a launch wait until the server that will answer it
+ * is up (`readyForLaunch`), and relays the custom notifications (run events, GPU, status) to the rest of the
+ * extension. Called from extension.ts.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -17,17 +19,17 @@ import {
 import type { Resolution } from '../common/interpreter';
 import type { ExtensionPaths } from '../common/paths';
 import { SERVER_MODULE, serverLaunch } from '../common/pythonLaunch';
-import { SerialRunner } from '../common/serial';
 import { readSettings } from '../common/settings';
 import { EventEmitter, type LogOutputChannel, workspace } from '../common/vscodeapi';
 import { type GpuParams, Methods, type RunEventParams, type StatusParams } from './protocol';
+import { ServerRestarts } from './restarts';
 import { runEventsOf } from './runEvents';
 
 export type ServerState = 'starting' | 'ready' | 'failed' | 'disabled' | 'stopped';
 
 export class LanguageServer {
   private client: LanguageClient | undefined;
-  private readonly runner: SerialRunner;
+  private readonly restarts: ServerRestarts;
   private readonly stateEmitter = new EventEmitter<ServerState>();
   private readonly runEventEmitter = new EventEmitter<RunEventParams>();
   private readonly gpuEmitter = new EventEmitter<GpuParams>();
@@ -46,8 +48,9 @@ export class LanguageServer {
     private readonly resolve: () => Promise<Resolution>,
     private readonly onStartFailure: (detail: string) => void,
   ) {
-    this.runner = new SerialRunner(
-      () => this.restartNow(),
+    this.restarts = new ServerRestarts(
+      (trusted) => this.restartNow(trusted),
+      () => workspace.isTrusted(),
       (error) => this.log.error(`language server restart failed: ${String(error)}`),
     );
   }
@@ -62,7 +65,7 @@ export class LanguageServer {
 
   /** Resolves once a start in progress has finished (ready or failed), or after `timeoutMs`. */
   async settled(timeoutMs: number): Promise<ServerState> {
-    if (this.currentState !== 'starting' && !this.runner.busy) return this.currentState;
+    if (this.currentState !== 'starting' && !this.restarts.busy) return this.currentState;
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => {
         subscription.dispose();
@@ -80,7 +83,29 @@ export class LanguageServer {
 
   /** Stops any running server and starts a new one; overlapping calls coalesce (one restart in flight). */
   restart(): Promise<void> {
-    return this.runner.request();
+    return this.restarts.restart();
+  }
+
+  /** Restarts the server if it was started before the workspace was trusted (an untrusted server has no hub). */
+  matchTrust(): Promise<void> {
+    return this.restarts.matchTrust();
+  }
+
+  /**
+   * Before a launch asks for a hub: the server that answers must be one started with the workspace's current trust
+   * (the first F5 after trusting a folder would otherwise reach the untrusted server, or one being replaced), and
+   * done starting. Bounded by `timeoutMs`; the state it settled in.
+   */
+  async readyForLaunch(timeoutMs: number): Promise<ServerState> {
+    const deadline = Date.now() + timeoutMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+    try {
+      await Promise.race([this.matchTrust(), expired]);
+    } finally {
+      clearTimeout(timer);
+    }
+    return this.settled(Math.max(0, deadline - Date.now()));
   }
 
   /** Sends a custom request; undefined when the server is not running or the request fails (logged). */
@@ -120,7 +145,7 @@ export class LanguageServer {
     }
   }
 
-  private async restartNow(): Promise<void> {
+  private async restartNow(trusted: boolean): Promise<void> {
     await this.stopClient();
     if (!readSettings().serverEnabled) {
       this.log.info('language server disabled by tensorsight.server.enabled');
@@ -156,7 +181,7 @@ export class LanguageServer {
       // message there, the startSession answer (the hub's token) included.
       outputChannel: this.log,
       connectionOptions: { maxRestartCount: 0 },
-      initializationOptions: { trusted: workspace.isTrusted() },
+      initializationOptions: { trusted },
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue, handled: true }),
         closed: () => {

@@ -106,7 +106,7 @@ export const LAUNCH_OPTION_DEFAULTS: Required<LaunchOptions> = {
   observeShapesEvery: 500,
   checkLeakage: true,
   leakageBudgetSeconds: 5.0,
-  measure: false,
+  measure: true,
   phases: true,
   scalarsEvery: 1,
   gradNormsPerParameter: true,

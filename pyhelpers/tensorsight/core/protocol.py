@@ -76,7 +76,7 @@ LAUNCH_OPTIONS: tuple[LaunchOption, ...] = (
     LaunchOption(
         "leakageBudgetSeconds", "positive", 5.0, "agent/leakage/watch", "seconds the leakage checks may spend per run"
     ),
-    LaunchOption("measure", "bool", False, "agent/measurement/pipeline", "master switch of the measurement"),
+    LaunchOption("measure", "bool", True, "agent/measurement/pipeline", "master switch of the measurement"),
     LaunchOption("phases", "bool", True, "agent/measurement/pipeline", "time data/forward/backward/optimizer/other"),
     LaunchOption("scalarsEvery", "count", 1, "agent/measurement/pipeline", "loss, lr, grad norms every N steps"),
     LaunchOption(

@@ -101,10 +101,12 @@ def test_a_negative_count_turns_the_feature_off(launch_options, capsys):
     assert "cannot be negative" in capsys.readouterr().err
 
 
-def test_arm_does_nothing_unless_measure_is_on(launch_options, monkeypatch):
+def test_arm_does_nothing_when_measure_is_off(launch_options, monkeypatch):
+    # on by default (a plain F5 on "Debug Training" measures); "options": {"measure": false} turns it off
+    assert option_default("measure") is True
     monkeypatch.setattr(pipeline, "_armed", False)
     monkeypatch.setattr(steps, "_armed", False)
-    launch_options({})
+    launch_options({"measure": False})
     pipeline.arm("debugger")
     assert pipeline._armed is False and steps._armed is False and pipeline.current() is None
 

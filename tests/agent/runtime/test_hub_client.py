@@ -24,8 +24,8 @@ pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13
 class Listener:
     """A minimal hub: accepts one connection, answers the hello, records every line (optionally reads nothing)."""
 
-    def __init__(self, answer: dict | None = None, read: bool = True) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
+    def __init__(self, answer: dict | None = None, read: bool = True, port: int = 0) -> None:
+        self.sock = socket.create_server(("127.0.0.1", port))
         self.port = self.sock.getsockname()[1]
         self.lines: list[dict] = []
         self.answer = answer if answer is not None else {"type": "welcome", "sessionId": "t"}
@@ -125,6 +125,34 @@ def test_gone_hub_costs_nothing_and_flush_is_bounded():
     while client.dropped_total < 1000 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert client.dropped_total >= 1000 and client.state in ("retrying", "connecting")
+
+
+def _free_port() -> int:
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return port
+
+
+def test_a_hub_that_comes_up_late_gets_everything_published_before_it_in_order():
+    port = _free_port()  # nothing listens there yet
+    client = hub_client.HubClient(("127.0.0.1", port), "t")
+    for index in range(50):
+        client.offer({"type": "log", "index": index})
+    deadline = time.monotonic() + 5.0
+    while client.state != "retrying" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert client.state == "retrying"
+    client.offer({"type": "log", "index": 50})  # published while the client waits to retry
+    hub = Listener(port=port)  # the hub comes up (the client retries within RETRY_SECONDS)
+    hub.wait_for(lambda lines: len(lines) >= 52)
+    assert hub.lines[0]["type"] == "hello"
+    assert [e["index"] for e in hub.lines[1:]] == list(range(51))
+    assert client.dropped_total == 0
+    assert client.flush(timeout=5.0) is True
+    hub.wait_for(lambda lines: lines[-1]["type"] == "bye")
+    assert hub.lines[-1]["dropped"] == 0
 
 
 def test_rejected_client_stops_for_good():

@@ -38,6 +38,8 @@ export interface StartOptions {
   settings?: Record<string, unknown>;
   /** Examples copied into the workspace next to tests/e2e/workspace/*. */
   examples?: string[];
+  /** false: no .vscode/launch.json (a folder as a new user opens it: plain F5, "create a launch.json file"). */
+  launchJson?: boolean;
 }
 
 export function freePort(): Promise<number> {
@@ -118,40 +120,41 @@ export async function startWorkbench(name: string, options: StartOptions = {}): 
   if (options.locale) {
     fs.writeFileSync(path.join(userData, 'User', 'argv.json'), JSON.stringify({ locale: options.locale }));
   }
-  fs.writeFileSync(
-    path.join(workspace, '.vscode', 'launch.json'),
-    JSON.stringify(
-      {
-        version: '0.2.0',
-        configurations: [
-          {
-            name: 'Train: breakpoints',
-            type: 'tensorsight',
-            request: 'launch',
-            program: '${file}',
-            breakOnNonFinite: false,
-          },
-          {
-            name: 'Train: stop at NaN',
-            type: 'tensorsight',
-            request: 'launch',
-            program: '${file}',
-            breakOnNonFinite: true,
-          },
-          {
-            name: 'Train: measure',
-            type: 'tensorsight',
-            request: 'launch',
-            program: '${file}',
-            breakOnNonFinite: false,
-            options: { measure: true },
-          },
-        ],
-      },
-      null,
-      2,
-    ),
-  );
+  if (options.launchJson !== false)
+    fs.writeFileSync(
+      path.join(workspace, '.vscode', 'launch.json'),
+      JSON.stringify(
+        {
+          version: '0.2.0',
+          configurations: [
+            {
+              name: 'Train: breakpoints',
+              type: 'tensorsight',
+              request: 'launch',
+              program: '${file}',
+              breakOnNonFinite: false,
+            },
+            {
+              name: 'Train: stop at NaN',
+              type: 'tensorsight',
+              request: 'launch',
+              program: '${file}',
+              breakOnNonFinite: true,
+            },
+            {
+              name: 'Train: measure',
+              type: 'tensorsight',
+              request: 'launch',
+              program: '${file}',
+              breakOnNonFinite: false,
+              options: { measure: true },
+            },
+          ],
+        },
+        null,
+        2,
+      ),
+    );
 
   const install = (vsix: string) =>
     execFileSync(

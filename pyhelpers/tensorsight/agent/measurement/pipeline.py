@@ -18,7 +18,7 @@ that went NaN follows its origin (the data, a ``log(0)``) rather than blaming th
 Launch options (camelCase, in ``TENSORSIGHT_OPTIONS`` or the doctor's ``--set KEY=VALUE``; types and defaults are
 declared in ``tensorsight.core.protocol.LAUNCH_OPTIONS``, which this module reads them from):
 
-- ``measure`` (false): master switch; the doctor turns it on.
+- ``measure`` (true): master switch; on by default in a debug session and in the doctor.
 - ``phases`` (true): time data / forward / backward / optimizer / other per step (``phases`` events).
 - ``scalarsEvery`` (1): loss, lr and gradient norms every N steps (``scalars`` events); 0 turns them off.
 - ``gradNormsPerParameter`` (true): also one gradient norm per parameter (``grad_norm/<name>``).

@@ -3,8 +3,10 @@
 Armed by ``install`` (first feature, so later features' events reach the editor). When ``TENSORSIGHT_HUB`` is unset
 nothing happens at all: the agent works alone. Otherwise ``arm`` subscribes a listener to the event bus; the listener
 only puts the event on a bounded queue (drops, counted, when full) and a daemon thread started on the first event
-does everything else: connects lazily, writes, reconnects with back-off, and gives up quietly while the hub is gone.
-At exit the queue is flushed for at most ``FLUSH_SECONDS``. Stdlib only.
+does everything else: connects lazily, writes, reconnects with back-off, and waits quietly while the hub is not there.
+What the program publishes while no hub listens (a hub that comes up after the program started, one that went away
+for a moment) stays queued, within the same bound, and is sent once the hub answers: the first steps' shapes and
+scalars are not lost to a late hub. At exit the queue is flushed for at most ``FLUSH_SECONDS``. Stdlib only.
 
 Wire protocol (newline-delimited JSON over TCP to the loopback address in ``TENSORSIGHT_HUB``, "127.0.0.1:PORT";
 declared in ``tensorsight.core.protocol``):
@@ -39,7 +41,7 @@ from tensorsight.agent.runtime.options import hub_address, hub_token
 from tensorsight.core import protocol
 
 PROTOCOL = protocol.HUB_PROTOCOL
-QUEUE_LIMIT = 10_000  # events waiting to be sent; beyond this they are dropped (and counted)
+QUEUE_LIMIT = 10_000  # events waiting to be sent (also while no hub listens); beyond this dropped and counted
 CONNECT_TIMEOUT = 2.0
 SEND_TIMEOUT = 5.0  # a hub that stops reading for this long counts as gone
 RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0)  # back-off between connection attempts, then every 5 s
@@ -160,19 +162,19 @@ class HubClient:
             sock = self._connect()
             if sock is None:
                 if self.state == "rejected":
-                    self._discard_while_waiting(0.0)
+                    self._discard()
                     return
                 self._set_state("retrying")
                 delay = RETRY_SECONDS[min(attempt, len(RETRY_SECONDS) - 1)]
                 attempt += 1
-                if not self._discard_while_waiting(delay):
+                if not self._wait_before_retry(delay):
                     return
                 continue
             attempt = 0
             try:
                 self._pump(sock)
             except OSError:
-                pass  # the hub went away: reconnect (events meanwhile are dropped and counted)
+                pass  # the hub went away: reconnect (events meanwhile stay queued, within QUEUE_LIMIT)
             finally:
                 self._set_state("closed" if self._closing and not self._queue else "retrying")
                 try:
@@ -250,22 +252,33 @@ class HubClient:
                 self._sending = False
                 self._wake.notify_all()
 
-    def _discard_while_waiting(self, delay: float) -> bool:
-        """While the hub is unreachable: drop what is queued (counted) and wait. False when it is time to stop."""
+    def _wait_before_retry(self, delay: float) -> bool:
+        """While the hub is unreachable: keep what is queued (offer bounds it) for the next connection, and wait.
+
+        False when it is time to stop: the program is exiting (``flush``) with no hub to send to, so what is queued is
+        dropped, counted, instead of holding the exit up.
+        """
         deadline = time.monotonic() + delay
         with self._lock:
             while True:
-                if self._queue:
-                    self.dropped += len(self._queue)
-                    self.dropped_total += len(self._queue)
-                    self._queue.clear()
-                    self._wake.notify_all()
                 if self._closing:
+                    self._discard_locked()
                     return False
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return True
                 self._wake.wait(remaining)
+
+    def _discard(self) -> None:
+        with self._lock:
+            self._discard_locked()
+
+    def _discard_locked(self) -> None:
+        if self._queue:
+            self.dropped += len(self._queue)
+            self.dropped_total += len(self._queue)
+            self._queue.clear()
+        self._wake.notify_all()
 
 
 def _read_line(sock: socket.socket, timeout: float) -> dict[str, Any]:

@@ -25,8 +25,12 @@ FEATURES = (
     "tensorsight.agent.distributed.ranks",  # rank awareness under torch.distributed / torchrun
 )
 # armed only under a debugger: explains uncaught errors (shape, device, OOM) before the debugger reports them
-# and times the debugger's holds, which the phase clock leaves out of each step
-DEBUGGER_FEATURES = ("tensorsight.agent.runtime.excepthook", "tensorsight.agent.debugger.holds")
+# and times the debugger's holds, which the phase clock leaves out of each step; imports torch untraced
+DEBUGGER_FEATURES = (
+    "tensorsight.agent.runtime.excepthook",
+    "tensorsight.agent.debugger.holds",
+    "tensorsight.agent.debugger.untraced",
+)
 
 _installed_origin: str | None = None
 

@@ -3,11 +3,12 @@
 The agent is installed before user code runs, when torch is usually not imported yet; importing it for the user
 would cost seconds and change their process. ``when_imported("torch", arm)`` calls ``arm(module)`` immediately if
 torch is already imported, otherwise right after its import completes (from a meta path finder that wraps the
-module's loader).
+module's loader). Under a debugger the library's own import runs with the tracer off (``agent.debugger.untraced``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -52,7 +53,11 @@ class _NotifyingLoader(importlib.abc.Loader):
         module.__loader__ = self._inner
         if module.__spec__ is not None:
             module.__spec__.loader = self._inner
-        self._inner.exec_module(module)
+        # under a debugger, the library's own import runs untraced (looked up, not imported: the debugger glue is
+        # loaded whenever a debugger is; see agent/debugger/untraced.py for what it saves and what it skips)
+        untraced = sys.modules.get("tensorsight.agent.debugger.untraced")
+        with untraced.untraced_import() if untraced is not None else contextlib.nullcontext():
+            self._inner.exec_module(module)
         _fire(self._name, module)
 
     def __getattr__(self, attr: str) -> Any:

@@ -1,0 +1,188 @@
+"""A plain F5 on "Debug Training" against plain ``python``, on ``examples/correct_training.py``: target <= 1.3x.
+
+What a user waits for, measured from outside the program (process start to exit), as they would with a stopwatch:
+
+- ``plain``: ``python examples/correct_training.py``;
+- ``debug``: the same script under a real ``python -m debugpy.adapter`` session launched the way the extension
+  launches a plain F5 (``extension/src/debug/launchConfig.ts``: ``justMyCode`` false, the internal console,
+  ``TENSORSIGHT_OPTIONS`` holding ``breakOnNonFinite`` from the setting, every other option at the contract's
+  default, so measurement is on), with the agent reporting to the hub of the real language server
+  (``python -m tensorsight.server`` over stdio, trusted, ``tensorsight/startSession`` as the extension asks it).
+
+``--variant NAME=JSON`` adds a debug run with those options merged in (``--variant 'no-measure={"measure":
+false}'``), to see which feature costs what; ``NAME=null`` runs debugpy without the agent (what the debugger itself
+costs); ``--no-hub`` runs the debug sessions without the server. Each mode runs ``--repeat`` times (default 2),
+alternately, and the medians are printed: on a shared machine only the ratio of one run means something.
+
+    .venv/bin/python benchmarks/bench_debug_run.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from typing import Any
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PYHELPERS = os.path.join(REPO, "pyhelpers")
+sys.path.insert(0, PYHELPERS)
+sys.path.insert(0, os.path.join(REPO, "tests"))
+
+from lsprotocol import types  # noqa: E402
+from pygls.lsp.client import LanguageClient  # noqa: E402
+
+from support import dap_multi  # noqa: E402
+from support.dap import DapError  # noqa: E402
+from support.dap_multi import MultiProcessSession, WorkerSession  # noqa: E402
+
+SCRIPT = os.path.join(REPO, "examples", "correct_training.py")
+TARGET = 1.3
+# What launchOptions() puts in TENSORSIGHT_OPTIONS for a configuration without "options": the breakOnNonFinite
+# setting (its manifest default, true); everything else is left to the contract's defaults.
+PLAIN_F5_OPTIONS: dict[str, Any] = {"breakOnNonFinite": True}
+RUN_TIMEOUT = 600.0
+VSCODE_EXCEPTION_FILTERS = ["uncaught"]  # the filter debugpy's adapter declares on by default, as VS Code sends it
+
+
+def clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("TENSORSIGHT_")}
+
+
+def run_plain() -> float:
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, SCRIPT], cwd=os.path.dirname(SCRIPT), env=clean_env(), check=True, capture_output=True
+    )
+    return time.perf_counter() - started
+
+
+def run_debug(options: dict[str, Any] | None, hub: dict[str, str] | None, session_id: str) -> float:
+    """One debugged run, every DataLoader worker attached as VS Code attaches it (a child session per process)."""
+    env = {"TENSORSIGHT_SESSION": session_id}
+    if hub is not None:
+        env["TENSORSIGHT_HUB"] = hub["address"]
+        env["TENSORSIGHT_TOKEN"] = hub["token"]
+    # options None: debugpy alone, without the agent (what the debugger itself costs)
+    dap_multi.PYHELPERS = PYHELPERS if options is not None else ""
+    started = time.perf_counter()
+    deadline = time.monotonic() + RUN_TIMEOUT
+    with MultiProcessSession.launch(
+        program=SCRIPT,
+        cwd=os.path.dirname(SCRIPT),
+        options=options,
+        env=env,
+        exception_filters=VSCODE_EXCEPTION_FILTERS,
+        timeout=RUN_TIMEOUT,
+    ) as job:
+        while True:
+            try:
+                job.root.wait_for_event("exited", timeout=0.05, consume=False)
+                break
+            except DapError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the debugged run did not end within {RUN_TIMEOUT}s")
+            try:
+                attach = job.root.wait_for_event("debugpyAttach", timeout=0.2)
+            except DapError:
+                continue
+            worker = WorkerSession.attach(dict(attach["body"]), exception_filters=VSCODE_EXCEPTION_FILTERS, timeout=60)
+            job.workers.append(worker)
+        elapsed = time.perf_counter() - started
+        code = int(job.root.wait_for_event("exited", timeout=1)["body"]["exitCode"])
+        if code != 0:
+            raise SystemExit(f"the debugged run exited with {code}:\n{job.root.stdout()[-2000:]}")
+    return elapsed
+
+
+class Hub:
+    """The real language server, trusted, as the extension starts it; counts the run events it forwards."""
+
+    def __init__(self) -> None:
+        self.client = LanguageClient("bench-debug-run", "1")
+        self.events = 0
+
+        @self.client.feature("tensorsight/runEvent")
+        def run_event(params: Any) -> None:
+            events = getattr(params, "events", None)
+            self.events += len(events) if events is not None else 1
+
+        for method in ("tensorsight/status", "tensorsight/gpu", "window/logMessage", "textDocument/publishDiagnostics"):
+            self.client.feature(method)(lambda params: None)  # what VS Code shows; here only read, not to warn
+
+    async def start(self) -> None:
+        env = clean_env()
+        env["PYTHONPATH"] = os.path.join(REPO, "pyhelpers")
+        await self.client.start_io(sys.executable, "-m", "tensorsight.server", env=env)
+        await self.client.initialize_async(
+            types.InitializeParams(
+                capabilities=types.ClientCapabilities(),
+                process_id=os.getpid(),
+                initialization_options={"trusted": True},
+            )
+        )
+        self.client.initialized(types.InitializedParams())
+
+    async def session(self, session_id: str) -> dict[str, str]:
+        answer = await self.client.protocol.send_request_async("tensorsight/startSession", {"sessionId": session_id})
+        return {"address": answer.address, "token": answer.token}
+
+    async def end(self, session_id: str) -> None:
+        await self.client.protocol.send_request_async("tensorsight/endSession", {"sessionId": session_id})
+
+    async def stop(self) -> None:
+        await self.client.shutdown_async(None)
+        self.client.exit(None)
+        await self.client.stop()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--no-hub", action="store_true", help="debug runs without the language server")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=JSON")
+    args = parser.parse_args()
+    variants: dict[str, dict[str, Any] | None] = {"debug": dict(PLAIN_F5_OPTIONS)}
+    for item in args.variant:
+        name, _, raw = item.partition("=")
+        value = json.loads(raw)
+        variants[name] = None if value is None else {**PLAIN_F5_OPTIONS, **value}
+
+    hub = None if args.no_hub else Hub()
+    if hub is not None:
+        await hub.start()
+    times: dict[str, list[float]] = {"plain": [], **{name: [] for name in variants}}
+    try:
+        for _ in range(args.repeat):
+            times["plain"].append(await asyncio.to_thread(run_plain))
+            for name, options in variants.items():
+                session_id = str(uuid.uuid4())
+                address = await hub.session(session_id) if hub is not None else None
+                times[name].append(await asyncio.to_thread(run_debug, options, address, session_id))
+                if hub is not None:
+                    await hub.end(session_id)
+    finally:
+        if hub is not None:
+            await hub.stop()
+
+    plain = statistics.median(times["plain"])
+    print(f"examples/correct_training.py, median of {args.repeat} (process start to exit)")
+    print(f"  plain python            {plain:7.2f} s")
+    for name, options in variants.items():
+        elapsed = statistics.median(times[name])
+        print(f"  {name:<22}  {elapsed:7.2f} s  {elapsed / plain:5.2f}x  options {json.dumps(options)}")
+    if hub is not None:
+        print(f"  run events forwarded to the editor: {hub.events}")
+    ratio = statistics.median(times["debug"]) / plain
+    print(f"plain F5 Debug Training / plain python = {ratio:.2f}x (target <= {TARGET}x): {ratio / TARGET:.2f} of it")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
