@@ -41,7 +41,23 @@ from tensorsight.core.memory import (
 )
 from tensorsight.core.notation import format_bytes
 
-RETAINED_CONFIRMATIONS = 3  # consecutive steps a variable must grow the graph chain before it is reported
+RETAINED_CONFIRMATIONS = 3  # steps in which a variable must grow its graph chain before it is reported
+MAX_GRAPH_NODES = 100_000  # the walk that sizes a retained graph stops there
+
+
+def graph_nodes(held: Any, limit: int = MAX_GRAPH_NODES) -> int:
+    """How many autograd nodes the tensor(s) ``held`` keep alive (at most ``limit``): the measured size of a retained
+    graph. Reads ``grad_fn``/``next_functions`` only; runs no op."""
+    tensors = held if isinstance(held, list) else [held]
+    stack = [t.grad_fn for t in tensors if getattr(t, "grad_fn", None) is not None]
+    seen: set[int] = set()
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))  # ids are safe here: every node stays alive while the walk holds the graph
+        stack.extend(n for n, _ in node.next_functions if n is not None)
+    return len(seen)
 
 
 # ------------------------------------------------------------------------------------------------------ memory_top
@@ -234,27 +250,38 @@ class MemoryMonitor:
                 self._first_rss[key] = (step, _rss_bytes())
             if links >= RETAINED_CONFIRMATIONS and key not in self._reported:
                 self._reported.add(key)
-                finding = self._retained_finding(frame, name, links, step, key)
+                held = value if isinstance(value, tensor_type) else [v for v in value if isinstance(v, tensor_type)]
+                finding = self._retained_finding(frame, name, links, step, key, graph_nodes(held))
                 if finding is not None:
                     found.append(finding)
         return found
 
     def _follow_chain(self, key: tuple[int, str], value: Any) -> int:
+        """Steps seen so far in which ``value``'s graph grew out of the graph it held at the previous scan.
+
+        The count survives a restart of the chain: ``total_loss = 0`` at the top of ``train(epoch)`` starts a new
+        chain each epoch, and an epoch of a few steps would otherwise never reach ``RETAINED_CONFIRMATIONS``, while
+        each epoch still keeps all its steps' graphs alive. A variable given a fresh graph every step
+        (``loss = ...``) never links, so its count stays 0.
+        """
         node = value.grad_fn
+        previous = self._chains.get(key)
+        links = previous[1] if previous is not None else 0
         if node is None:
-            self._chains.pop(key, None)
+            if previous is not None:
+                self._chains[key] = (-1, links)
             return 0
         sequence = int(node._sequence_nr())
-        previous = self._chains.get(key)
-        links = 0
         if previous is not None and previous[0] != sequence:
             parents = [n for n, _ in node.next_functions if n is not None]
             if any(int(parent._sequence_nr()) == previous[0] for parent in parents):
-                links = previous[1] + 1
-        elif previous is not None:
-            links = previous[1]  # same graph as last scan (no step in between): neither growth nor reset
-        self._chains[key] = (sequence, links)
-        return links
+                links += 1
+                self._chains[key] = (sequence, links)
+                return links
+            self._chains[key] = (sequence, links)  # a new chain (or a fresh value): no growth seen this step
+            return 0
+        self._chains[key] = (sequence, links)  # same graph as last scan (no step in between): neither growth nor reset
+        return 0
 
     def _follow_list(self, key: tuple[int, str], value: list[Any], tensor_type: Any) -> int:
         last = value[-1]
@@ -269,7 +296,9 @@ class MemoryMonitor:
         self._lists[key] = (len(value), growths)
         return growths
 
-    def _retained_finding(self, frame: FrameType, name: str, links: int, step: int, key: tuple[int, str]) -> Finding:
+    def _retained_finding(
+        self, frame: FrameType, name: str, links: int, step: int, key: tuple[int, str], nodes: int
+    ) -> Finding:
         code = frame.f_code
         filename = os.path.abspath(code.co_filename)
         scope = None if code.co_name == "<module>" else code.co_firstlineno
@@ -280,12 +309,20 @@ class MemoryMonitor:
         now_rss = _rss_bytes()
         growth = now_rss - first_rss if now_rss is not None and first_rss is not None else None
         statement = linecache.getline(filename, line).strip()
+        measured = f"{nodes:,}{'+' if nodes >= MAX_GRAPH_NODES else ''} autograd nodes held"
+        if growth is not None and growth > 0:
+            measured += f", process memory +{format_bytes(growth)} since then"
         message = (
-            f"`{name}` keeps the autograd graph of every step alive ({links} steps so far, since step {first_step})"
-            f": `{statement}` chains each step's loss into one ever-growing graph, so memory grows every step. "
-            f"Accumulate a number instead: `{name} += loss.item()` (or `loss.detach()`)"
+            f"`{name}` keeps the autograd graph of every step alive ({links} steps so far, since step {first_step}; "
+            f"{measured}): `{statement}` chains each step's loss into one ever-growing graph, so memory grows every "
+            f"step. Accumulate a number instead: `{name} += loss.item()` (or `loss.detach()`)"
         )
-        details: dict[str, Any] = {"variable": name, "steps_retained": links, "since_step": first_step}
+        details: dict[str, Any] = {
+            "variable": name,
+            "steps_retained": links,
+            "since_step": first_step,
+            "graph_nodes": nodes,
+        }
         if growth is not None:
             details["rss_growth_bytes"] = growth
         return Finding("memory", "warning", message, filename, line, step=step, details=details)
