@@ -58,3 +58,43 @@ def test_nn_init_while_the_sentinel_is_armed_prints_no_internal_error():
     assert "[tensorsight]" not in stderr and "failed" not in stderr and "internal error" not in stderr
     assert runtime(doc, {"nonfinite", *MY_KINDS}) == []
     assert "error" not in doc
+
+
+def test_overlapping_slices_and_custom_dataset_ranges_are_leakage_where_the_test_split_is_made():
+    for name, (rows, total, first) in {
+        "split_overlap_slices.py": (100, 300, 700),
+        "custom_dataset_overlap.py": (100, 200, 400),
+    }.items():
+        doc, stderr = doctor(name)
+        ((line, kind),) = bugs(name)
+        (finding,) = runtime(doc)
+        assert (finding["kind"], finding["line"], finding["severity"]) == (kind, line, "error"), name
+        details = finding["details"]
+        assert (details["check"], details["count"], details["total"], details["examples"][0]) == (
+            "id-overlap",
+            rows,
+            total,
+            first,
+        )
+        assert "[tensorsight]" not in stderr
+
+
+def test_clean_splits_give_no_finding():
+    doc, _ = doctor("split_clean.py")
+    assert runtime(doc) == [] and "error" not in doc
+
+
+def test_a_transformer_lm_with_positional_encoding_gets_no_shape_or_leakage_warning():
+    doc, stderr = doctor("transformer_lm_clean.py")
+    assert runtime(doc) == [] and "error" not in doc
+    assert "[tensorsight]" not in stderr
+
+
+def test_regression_with_n1_predictions_against_n_targets_at_each_bug_line():
+    doc, _ = doctor("regression_shape_bug.py")
+    found = sorted(runtime(doc), key=lambda f: f["line"])
+    assert [(f["line"], f["kind"]) for f in found] == bugs("regression_shape_bug.py")
+    loss, error, accuracy = found
+    assert loss["details"]["op"] == "mse_loss" and loss["details"]["shapes"] == [[64, 1], [64]]
+    assert error["details"]["shapes"] == [[64, 1], [64]] and error["details"]["result"] == [64, 64]
+    assert accuracy["details"]["shapes"] == [[64], [64, 1]] and "argmax of a [64, 2] tensor" in accuracy["message"]

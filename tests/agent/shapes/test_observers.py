@@ -102,16 +102,44 @@ def test_a_module_call_and_the_first_forward_shape_map(window, published):
     assert len([e for e in published if e["type"] == "shape-map"]) == 1  # the first forward only
 
 
-def test_silent_broadcasting_is_a_finding_at_the_line_once(window, published):
-    prediction, target = torch.ones(6, 1), torch.ones(6)
+def test_silent_broadcasting_of_a_prediction_is_a_finding_at_the_line_once(window, published):
+    model = nn.Linear(3, 1)
+    prediction, target = model(torch.ones(6, 3)), torch.ones(6)
     line = sys._getframe().f_lineno + 2
     for _ in range(2):
-        error = prediction - target  # noqa: F841 - [6, 1] - [6] -> [6, 6]
+        error = torch.sigmoid(prediction) - target  # noqa: F841 - [6, 1] - [6] -> [6, 6]
     findings = [e["finding"] for e in published if e["type"] == "finding"]
     (finding,) = findings
     assert (finding["kind"], finding["severity"], finding["file"], finding["line"]) == ("shape", "warning", HERE, line)
     assert finding["details"]["shapes"] == [[6, 1], [6]] and finding["details"]["result"] == [6, 6]
     assert finding["message"].startswith("silent broadcasting in sub:")
+
+
+def test_a_reduction_that_dropped_a_dim_is_a_finding_wherever_it_is_broadcast_back(window, published):
+    counts = torch.ones(5, 5)
+    line = sys._getframe().f_lineno + 1
+    normalised = counts / counts.sum(1)  # noqa: F841 - the row sums divide the columns
+    kept = counts / counts.sum(1, keepdim=True)  # noqa: F841 - intended
+    centred = counts - counts.mean(0)  # noqa: F841 - column means: intended
+    (finding,) = [e["finding"] for e in published if e["type"] == "finding"]
+    assert (finding["line"], finding["details"]["op"]) == (line, "div")
+    assert "sum of a [5, 5] tensor over dim 1 without keepdim" in finding["message"]
+
+
+def test_intended_broadcasts_are_not_findings(window, published):
+    position = torch.arange(5000).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, 16, 2) * -0.5)
+    table = position * div_term  # noqa: F841 - [5000, 1] x [8]: the positional-encoding table
+    x = nn.Linear(4, 16)(torch.ones(2, 7, 4))
+    scores = torch.ones(2, 7, 7)
+    mask = torch.tril(torch.ones(7, 7))
+    masked = scores.masked_fill(mask == 0, float("-inf")) / 4.0  # noqa: F841
+    encoded = x + torch.zeros(1, 5000, 16)[:, : x.size(1)]  # noqa: F841
+    weights = torch.ones(2, 7)
+    weighted = x * weights[:, :, None]  # noqa: F841
+    normalised = (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True)  # noqa: F841
+    biased = torch.ones(3, 16) + torch.ones(16)  # noqa: F841
+    assert [e for e in published if e["type"] == "finding"] == []
 
 
 def test_a_loss_with_broadcasting_targets_is_a_finding(window, published):

@@ -13,8 +13,12 @@ path. Inside a window:
   ``{file, line, name, text: "f32[64, 16]", shape, dtype, device}`` for the language server's inlay hints (again only
   if a shape changes). The hint is the assigned value itself, never an intermediate op of the line, and a target that
   is not a tensor (``correct += t.sum().item()``) gets none; a line that assigns nothing gets none;
-- binary elementwise ops and elementwise losses are checked for silent broadcasting (``[N, 1]`` against ``[N]``
-  makes ``[N, N]``): a ``shape`` finding at the line;
+- binary elementwise ops and elementwise losses are checked for silent broadcasting that changes the meaning: an
+  elementwise loss between prediction and target of different shapes, a model's prediction against a tensor of
+  another rank in the user's loss/metric code (``[N, 1]`` against ``[N]`` makes ``[N, N]``), an operand made by a
+  reduction that dropped a dim broadcast back against its source's rank; a ``shape`` finding at the line. Intended
+  broadcasts (positional-encoding tables, masks, biases, scaling, keepdim normalisation) involve neither, so stay
+  quiet. The origin of tensors (model output, reduction) is remembered by weak reference for the window only;
 - global module forward hooks give module outputs to the line that called the module (``out = model(x)``), check that
   tensors fed to a module are on its device, record the first model forward as a ``shape-map`` event, and track the
   module depth so that data moved with ``.to()`` in the training loop itself is told apart from ``.to()`` inside
@@ -56,6 +60,7 @@ from tensorsight.core.shapes import (
     StatementTargets,
     elementwise_broadcast_problem,
     loss_broadcast_problem,
+    reduction_broadcast_problem,
     statement_targets,
 )
 
@@ -90,6 +95,25 @@ _LOSSES = {
     "hinge_embedding_loss",
 }  # fmt: skip
 _TRANSFERS = {"to", "cuda", "cpu"}
+# reductions whose ``dim`` is their second positional argument (``norm``'s is its third: handled apart)
+_REDUCTIONS = {
+    "sum", "mean", "nansum", "nanmean", "prod", "std", "var", "amax", "amin", "argmax", "argmin", "max", "min",
+    "median", "nanmedian", "logsumexp", "all", "any", "count_nonzero", "mode", "norm",
+}  # fmt: skip
+MAX_PROVENANCE = 4096  # tensors whose origin a window remembers (model outputs, reductions); cleared per window
+
+
+class _Origin:
+    """Where a tensor seen in a window came from: a model's output (``prediction``: the model called from the user's
+    code, or a batch-preserving op of one), and/or a reduction that dropped dims (``reduced``: source shape, dims,
+    op name). Held by a weak reference to the tensor, never the tensor itself."""
+
+    __slots__ = ("prediction", "reduced", "ref")
+
+    def __init__(self, ref: Any) -> None:
+        self.ref = ref
+        self.prediction = False
+        self.reduced: tuple[tuple[int, ...], tuple[int, ...], str] | None = None
 
 
 class _LineRecord:
@@ -134,6 +158,7 @@ class _State:
         self.device_checked: set[int] = set()
         self.map_recorder: ShapeMapRecorder | None = None
         self.mapped_roots: set[int] = set()
+        self.origins: dict[int, _Origin] = {}
 
 
 _state = _State()
@@ -231,6 +256,7 @@ def _close_window() -> None:
         return
     _flush_lines()
     _state.pending.clear()  # drop the frames (and the user's values they hold) until the next window
+    _state.origins.clear()
     _state.window = False
     _state.initial = False
     for handle in _state.handles:
@@ -502,7 +528,7 @@ def _observe_call(func: Any, args: Any, kwargs: dict[str, Any], result: Any) -> 
     if name in _ELEMENTWISE:
         operands = [a for a in args[:2] if isinstance(a, torch.Tensor)]
         if len(operands) == 2:
-            problem = elementwise_broadcast_problem(tuple(operands[0].shape), tuple(operands[1].shape))
+            problem = _meaning_changing_broadcast(operands[0], operands[1])
             if problem is not None:
                 _report_broadcast(frame, name, problem)
     elif name in _LOSSES:
@@ -512,7 +538,97 @@ def _observe_call(func: Any, args: Any, kwargs: dict[str, Any], result: Any) -> 
             problem = loss_broadcast_problem(tuple(prediction.shape), tuple(target.shape))
             if problem is not None:
                 _report_broadcast(frame, name, problem)
+    _note_origin(name, args, kwargs, result)
     _note_line(frame)
+
+
+# ---- which broadcasts change the meaning ---------------------------------------------------------------------------
+
+
+def _origin(t: Any, create: bool = False) -> _Origin | None:
+    origin = _state.origins.get(id(t))
+    if origin is not None and origin.ref() is not t:
+        origin = None  # the id was reused by another tensor
+        del _state.origins[id(t)]
+    if origin is None and create and len(_state.origins) < MAX_PROVENANCE:
+        try:
+            origin = _Origin(weakref.ref(t))
+        except TypeError:
+            return None
+        _state.origins[id(t)] = origin
+    return origin
+
+
+def _meaning_changing_broadcast(first: Any, second: Any) -> Any:
+    """The broadcast of two operands when it changes what the op means, else None.
+
+    Two cases: a side made by a reduction that dropped a dim, broadcast against its source's rank; and, in the user's
+    code outside any model forward (loss and metric code), a model's prediction against a tensor of another rank that
+    grows the result (``[N, 1] - [N]``). Broadcasts between other tensors are how positional encodings
+    (``position * div_term``), masks, biases and attention scaling are written, and are left alone.
+    """
+    shapes = (tuple(first.shape), tuple(second.shape))
+    for index, operand in enumerate((first, second)):
+        origin = _origin(operand)
+        if origin is not None and origin.reduced is not None:
+            source, dims, reduction = origin.reduced
+            problem = reduction_broadcast_problem(source, dims, shapes[index], shapes[1 - index], reduction)
+            if problem is not None:
+                return problem
+    if _state.depth == 0 and any((o := _origin(t)) is not None and o.prediction for t in (first, second)):
+        return elementwise_broadcast_problem(*shapes)
+    return None
+
+
+def _reduced_dims(name: str, args: Any, kwargs: dict[str, Any]) -> tuple[int, ...] | None:
+    dim = kwargs.get("dim")
+    if dim is None and name == "norm":
+        dim = args[2] if len(args) > 2 else None
+    elif dim is None and len(args) > 1:
+        dim = args[1]
+    if isinstance(dim, int) and not isinstance(dim, bool):
+        return (dim,)
+    if isinstance(dim, (tuple, list)) and dim and all(isinstance(d, int) and not isinstance(d, bool) for d in dim):
+        return tuple(dim)
+    return None
+
+
+def _note_origin(name: str, args: Any, kwargs: dict[str, Any], result: Any) -> None:
+    """Remember what ``result`` is: the reduction of a tensor that dropped dims, and/or a prediction (a
+    batch-preserving op on one in the user's loss or metric code: ``torch.sigmoid(out)``, ``out.argmax(1)``)."""
+    torch = _state.torch
+    assert torch is not None
+    tensor_type = torch.Tensor
+    outputs = [result] if isinstance(result, tensor_type) else []
+    if not outputs and isinstance(result, tuple):  # ``x.max(1)``: (values, indices)
+        outputs = [r for r in result[:2] if isinstance(r, tensor_type)]
+    if not outputs:
+        return
+    inputs = [a for a in args if isinstance(a, tensor_type)]
+    if name in _REDUCTIONS and inputs and inputs[0] is args[0]:
+        dims = _reduced_dims(name, args, kwargs)
+        source = tuple(args[0].shape)
+        if dims is not None and source and outputs[0].dim() == len(source) - len(set(d % len(source) for d in dims)):
+            for output in outputs:
+                origin = _origin(output, create=True)
+                if origin is not None:
+                    origin.reduced = (source, dims, name)
+    if _state.depth == 0 and len(inputs) == 1:
+        origin = _origin(inputs[0])
+        if origin is not None and origin.prediction:
+            for output in outputs:
+                if output.dim() >= 1 and inputs[0].dim() >= 1 and output.shape[0] == inputs[0].shape[0]:
+                    tagged = _origin(output, create=True)
+                    if tagged is not None:
+                        tagged.prediction = True
+
+
+def _note_predictions(output: Any) -> None:
+    """A model called from the user's code returned ``output``: its tensors are predictions."""
+    for t in tensors_in(output, limit=8):
+        origin = _origin(t, create=True)
+        if origin is not None:
+            origin.prediction = True
 
 
 def _report_broadcast(frame: FrameType, op: str, problem: Any) -> None:
@@ -640,6 +756,8 @@ def _leave_module(module: Any, output: Any) -> None:
                 _emit_shape_map(recorder)
     if output is None:
         return  # the forward raised: the explainer handles it
+    if _state.depth == 0 and not is_loss_module(module):
+        _note_predictions(output)
     frame, internals = _locate(sys._getframe(0), from_hook=True)
     if frame is not None and not internals:
         _note_line(frame)
