@@ -98,3 +98,8 @@ def test_regression_with_n1_predictions_against_n_targets_at_each_bug_line():
     assert loss["details"]["op"] == "mse_loss" and loss["details"]["shapes"] == [[64, 1], [64]]
     assert error["details"]["shapes"] == [[64, 1], [64]] and error["details"]["result"] == [64, 64]
     assert accuracy["details"]["shapes"] == [[64], [64, 1]] and "argmax of a [64, 2] tensor" in accuracy["message"]
+
+
+def test_a_librarys_own_transfers_at_the_users_self_log_lines_are_not_device_findings():
+    doc, _ = doctor("library_logging.py")
+    assert runtime(doc) == [] and "error" not in doc

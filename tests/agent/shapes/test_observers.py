@@ -7,6 +7,7 @@ are taken out), and the evaluation watch that closing a window would leave behin
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import warnings
@@ -160,6 +161,26 @@ def test_the_same_tensor_moved_in_two_steps_is_a_device_finding(window, publishe
     observers._report_transfers()
     (finding,) = [e["finding"] for e in published if e["type"] == "finding"]
     assert (finding["kind"], finding["file"], finding["line"]) == ("device", HERE, line)
+
+
+def test_transfers_inside_a_library_or_of_one_number_are_not_the_users(window, published, monkeypatch, tmp_path):
+    folder = tmp_path / "site-packages"  # where installed libraries live: not the user's code
+    folder.mkdir()
+    (folder / "steplogger.py").write_text("def log(value, state):\n    return state.to(value.device), value.cpu()\n")
+    spec = importlib.util.spec_from_file_location("steplogger", folder / "steplogger.py")
+    steplogger = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(steplogger)
+    state, counter, batch = torch.ones(16), torch.tensor(3.0), torch.ones(8, 2)
+    line = sys._getframe().f_lineno + 6
+    for step in (1, 2):
+        monkeypatch.setattr(steps, "_step", step)
+        steplogger.log(batch, state)  # the library moves its own state at every call
+        counter.to("cpu")  # one number
+        count = counter.cpu()  # noqa: F841
+        moved = batch.to("cpu")  # noqa: F841 - the user's own repeated transfer
+    observers._report_transfers()
+    (finding,) = [e["finding"] for e in published if e["type"] == "finding"]
+    assert (finding["kind"], finding["line"], finding["details"]["tensors"]) == ("device", line, 1)
 
 
 def test_a_module_fed_from_another_device_is_an_error_finding(window, published):

@@ -24,7 +24,8 @@ path. Inside a window:
   module depth so that data moved with ``.to()`` in the training loop itself is told apart from ``.to()`` inside
   ``forward``;
 - ``.to()``/``.cuda()``/``.cpu()`` on the same live tensor in two or more steps is a ``device`` finding (the
-  transfer belongs before the loop).
+  transfer belongs before the loop); transfers made inside another library (a logger's own state, while the user's
+  line calls it) and transfers of one number are not the user's to move.
 Shape and device *errors* are explained from the traceback by ``shape_errors`` (registered here); in a debug session
 an exception hook publishes that explanation too. Nothing here reads tensor values, so nothing syncs a device.
 """
@@ -131,6 +132,9 @@ class _LineRecord:
 class _State:
     def __init__(self) -> None:
         self.torch: ModuleType | None = None
+        self.torch_root = (
+            os.sep + "torch" + os.sep
+        )  # the torch package folder once imported (its files are not "a library")
         self.pid = os.getpid()
         self.every = DEFAULT_EVERY
         self.window = False
@@ -185,6 +189,7 @@ def arm(origin: str = "debugger") -> None:
 @never_raise()
 def _on_torch(torch: ModuleType) -> None:
     _state.torch = torch
+    _state.torch_root = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
     _open_window()
 
 
@@ -655,6 +660,24 @@ def _is_device_call(name: str, args: Any, kwargs: dict[str, Any]) -> bool:
     return False
 
 
+def _called_from_library(frame: FrameType | None) -> bool:
+    """Whether a library other than torch sits between the op and the innermost user frame: the op is then that
+    library's, even though the user's line called into the library (``self.log(...)`` in a LightningModule)."""
+    torch_root = _state.torch_root
+    while frame is not None:
+        code = frame.f_code
+        if not op_calls.is_op_call(code):
+            kind = _file_kind(code.co_filename)
+            if kind == _USER:
+                return False
+            if kind == _LIB and not _state.full_paths.setdefault(
+                code.co_filename, os.path.abspath(code.co_filename)
+            ).startswith(torch_root):
+                return True
+        frame = frame.f_back
+    return False
+
+
 def _source_key(t: Any) -> tuple[Any, ...]:
     """Identity of the data moved: the same live tensor object with the same ``_version`` is the same data."""
     ref_and_gen = _state.sources.get(id(t))
@@ -676,6 +699,10 @@ def _observe_transfer(frame: FrameType, name: str, args: Any, kwargs: dict[str, 
         return
     if not _is_device_call(name, args, kwargs):
         return
+    if source.numel() <= 1:
+        return  # one number (a logged loss, a step counter): moving it costs a sync at most, never a copy worth moving
+    if _called_from_library(sys._getframe(3)):
+        return  # a library's own bookkeeping (Lightning's ``self.log``): not a transfer the user wrote
     src, dst = str(source.device), str(result.device)
     if src == dst and _state.depth > 0:
         return  # ``.to(x.device)`` inside forward: a no-op that stays a no-op once the model is on the accelerator
