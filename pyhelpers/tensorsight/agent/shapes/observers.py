@@ -189,7 +189,8 @@ def arm(origin: str = "debugger") -> None:
 @never_raise()
 def _on_torch(torch: ModuleType) -> None:
     _state.torch = torch
-    _state.torch_root = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    if torch.__file__:
+        _state.torch_root = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
     _open_window()
 
 
