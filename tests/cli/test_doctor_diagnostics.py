@@ -103,3 +103,29 @@ def test_regression_with_n1_predictions_against_n_targets_at_each_bug_line():
 def test_a_librarys_own_transfers_at_the_users_self_log_lines_are_not_device_findings():
     doc, _ = doctor("library_logging.py")
     assert runtime(doc) == [] and "error" not in doc
+
+
+def test_the_shape_map_runs_in_execution_order_and_explains_the_pooling_between_convolutions():
+    doc, _ = doctor("cnn_pooling.py")
+    assert runtime(doc) == [] and "error" not in doc
+    shape_map = doc["shapeMap"]
+    assert shape_map["model"] == "Net"
+    shown = [row["path"] if row.get("kind") != "op" else row["type"] for row in shape_map["rows"]]
+    assert shown == [
+        "",
+        "conv1",
+        "act",
+        "F.max_pool2d",
+        "conv2",
+        "F.relu",
+        "F.max_pool2d",
+        "torch.flatten",
+        "fc1",
+        "F.relu",
+        "fc2",
+    ]
+    rows = shape_map["rows"]
+    assert rows[3]["input_shapes"] == [[16, 8, 28, 28]] and rows[3]["output_shapes"] == [[16, 8, 14, 14]]
+    assert rows[4]["input_shapes"] == [[16, 8, 14, 14]]  # what conv2 receives is what the pooling made
+    assert rows[2]["memory_bytes"] == 0  # ReLU(inplace=True): conv1's output, counted once
+    assert rows[7]["memory_bytes"] == 0  # torch.flatten is a view

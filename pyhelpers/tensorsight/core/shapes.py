@@ -1,6 +1,7 @@
 """Pure shape logic shared by the agent's observers, the toolbox, the ``shapes`` CLI and the demo.
 
-- ``ShapeRow`` and ``format_shape_table``: one row per module of a shape map (what torchinfo shows);
+- ``ShapeRow`` and ``format_shape_table``: one row per module of a shape map (what torchinfo shows), and per
+  functional op between modules, in execution order;
 - broadcasting analysis: ``broadcast_shapes``, ``loss_broadcast_problem``, ``elementwise_broadcast_problem``
   (prediction ``[N, 1]`` against target ``[N]`` silently becomes ``[N, N]``), ``reduction_broadcast_problem`` (a
   reduction that dropped a dim, broadcast back against its source's rank);
@@ -35,11 +36,12 @@ def numel(shape: Iterable[int]) -> int:
 
 @dataclass
 class ShapeRow:
-    """One module of a shape map: what went in and out of it for one sample batch.
+    """One module of a shape map (or, with ``kind == "op"``, one functional op its ``forward`` ran between modules):
+    what went in and out of it for one sample batch.
 
     ``params``/``trainable`` count the module's parameters including its children (as torchinfo does);
-    ``memory_bytes`` is the bytes of its outputs plus the parameters and buffers it holds directly, so the column
-    sums to the model's total for that batch.
+    ``memory_bytes`` is the bytes of its outputs that no earlier row counted (in-place results and views add
+    nothing) plus the parameters and buffers it holds directly, so the column sums to the model's total for that batch.
     """
 
     path: str
@@ -54,6 +56,9 @@ class ShapeRow:
     calls: int = 0
     file: str | None = None
     line: int | None = None
+    # or "op": a functional op of the parent's forward; ``type`` is its label (``F.relu``), ``path`` the parent's path,
+    # the label and its line (``features/F.max_pool2d@42``)
+    kind: str = "module"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -72,6 +77,8 @@ class ShapeRow:
             out["file"] = self.file
         if self.line is not None:
             out["line"] = int(self.line)
+        if self.kind != "module":
+            out["kind"] = self.kind
         return out
 
 
@@ -88,7 +95,10 @@ def format_shape_table(rows: Sequence[ShapeRow], title: str | None = None) -> st
     header = ("Module (type)", "Input", "Output", "Params", "Trainable", "Memory")
     body: list[tuple[str, ...]] = []
     for row in rows:
-        name = "  " * row.depth + f"{row.path.rsplit('.', 1)[-1]} ({row.type})" if row.path else row.type
+        if row.kind == "op":
+            name = "  " * row.depth + f"· {row.type}" + (f" ×{row.calls}" if row.calls > 1 else "")
+        else:
+            name = "  " * row.depth + f"{row.path.rsplit('.', 1)[-1]} ({row.type})" if row.path else row.type
         body.append(
             (
                 name,

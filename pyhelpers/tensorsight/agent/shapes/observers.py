@@ -49,6 +49,7 @@ from tensorsight.agent.runtime.user_code import PACKAGE_ROOT, is_user_file
 from tensorsight.agent.shapes import shape_errors
 from tensorsight.agent.shapes.shape_map import (
     ShapeMapRecorder,
+    direct_user_caller,
     has_parameters,
     is_loss_module,
     tensor_bytes,
@@ -522,6 +523,11 @@ def _observe_call(func: Any, args: Any, kwargs: dict[str, Any], result: Any) -> 
         # call or step, since our mode cannot leave the stack from inside its own __torch_function__.
         return
     name = getattr(func, "__name__", "")
+    recorder = _state.map_recorder
+    if recorder is not None and recorder.running:
+        where = direct_user_caller(func, sys._getframe(2))
+        if where is not None:
+            recorder.op(func, args, result, where)  # a functional op between the modules of the first forward
     frame, through_internals = _locate(sys._getframe(2), func=func)
     if frame is None:
         return
@@ -752,7 +758,7 @@ def _enter_module(module: Any, args: Any) -> None:
     if depth == 0 and _state.map_recorder is None and id(module) not in _state.mapped_roots:
         if not is_loss_module(module) and has_parameters(module):
             _state.mapped_roots.add(id(module))
-            _state.map_recorder = ShapeMapRecorder(module)
+            _state.map_recorder = ShapeMapRecorder(module, watch_ops=False)  # our mode feeds its ops
     recorder = _state.map_recorder
     if recorder is not None:
         recorder.before(module, args)
