@@ -133,3 +133,21 @@ def test_op_rows_have_paths_of_their_own():
     assert len(set(paths)) == len(paths)
     line = _RegisteredOutOfOrder.forward.__code__.co_firstlineno + 2
     assert f"/F.max_pool2d@{line}" in paths
+
+
+class _SplitHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(8, 24)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).split(8, dim=-1)  # views of an output no variable keeps
+        q = q.view(2, 3, 2, 4)
+        return (q == 0).float(), k, v
+
+
+def test_views_of_an_output_nobody_keeps_are_still_not_new_memory():
+    rows = {r.type: r for r in _record(_SplitHeads(), torch.randn(2, 3, 8)) if r.kind == "op"}
+    assert set(rows) == {"Tensor.split", "Tensor.view", "Tensor.eq", "Tensor.float"}
+    assert rows["Tensor.split"].memory_bytes == rows["Tensor.view"].memory_bytes == 0
+    assert rows["Tensor.eq"].memory_bytes == 2 * 3 * 2 * 4  # a new bool tensor

@@ -74,14 +74,17 @@ _FUNCTIONAL_WRAPPERS = (os.path.join("torch", "nn", "functional.py"), os.path.jo
 
 def op_label(func: Any) -> str:
     """How a functional op is shown in a shape map: ``F.max_pool2d``, ``torch.flatten``, ``Tensor.view``."""
-    name = str(getattr(func, "__name__", "") or "op").lstrip("_") or "op"
+    name = str(getattr(func, "__name__", "") or "op")
+    if name.startswith("__") and name.endswith("__"):
+        name = name[2:-2]  # an operator: ``x == 0`` is Tensor.eq
+    name = name.lstrip("_") or "op"  # a private wrapper: ``_max_pool2d`` is F.max_pool2d
     module = getattr(func, "__module__", None) or ""
-    if name == "getitem__":
+    if name == "getitem":
         return "Tensor[...]"
     if module.startswith("torch.nn.functional"):
         return f"F.{name}"
     if not module or str(getattr(func, "__qualname__", "")).startswith(("TensorBase.", "Tensor.")):
-        return f"Tensor.{name.rstrip('_') + ('_' if name.endswith('_') else '')}"
+        return f"Tensor.{name}"
     return f"torch.{name}"
 
 
@@ -215,14 +218,15 @@ class ShapeMapRecorder:
                 total += tensor_bytes(t)
                 continue
             alive = [ref for ref in self.counted.get(key, []) if ref() is not None]
-            if key[1] and alive:
-                self.counted[key] = alive
-                continue  # the same memory as an earlier output: a view or an in-place result
-            try:
-                self.counted[key] = [*alive, weakref.ref(t)]
-            except TypeError:
-                pass
-            total += tensor_bytes(t)
+            seen = bool(key[1] and alive)  # the same memory as a live earlier output: a view or an in-place result
+            if len(alive) < 64:
+                try:  # each tensor on the storage keeps it known, so a view of a view of a dropped output still is
+                    alive.append(weakref.ref(t))
+                except TypeError:
+                    pass
+            self.counted[key] = alive
+            if not seen:
+                total += tensor_bytes(t)
         return total
 
     def _push_mode(self) -> None:
