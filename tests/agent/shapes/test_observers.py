@@ -127,6 +127,17 @@ def test_a_reduction_that_dropped_a_dim_is_a_finding_wherever_it_is_broadcast_ba
     assert "sum of a [5, 5] tensor over dim 1 without keepdim" in finding["message"]
 
 
+def test_a_long_window_keeps_recognising_predictions(window, published, monkeypatch):
+    monkeypatch.setattr(observers, "MAX_PROVENANCE", 16)
+    model = nn.Linear(3, 1)
+    kept = [torch.ones(4, 3).sum(1) for _ in range(40)]  # live reductions fill the table, more than it holds
+    prediction = model(torch.ones(6, 3))
+    error = prediction - torch.ones(6)  # noqa: F841 - still seen as a prediction against a target
+    assert len(window.origins) <= 16 and kept
+    (finding,) = [e["finding"] for e in published if e["type"] == "finding"]
+    assert finding["details"]["shapes"] == [[6, 1], [6]]
+
+
 def test_intended_broadcasts_are_not_findings(window, published):
     position = torch.arange(5000).unsqueeze(1)
     div_term = torch.exp(torch.arange(0, 16, 2) * -0.5)

@@ -102,7 +102,7 @@ _REDUCTIONS = {
     "sum", "mean", "nansum", "nanmean", "prod", "std", "var", "amax", "amin", "argmax", "argmin", "max", "min",
     "median", "nanmedian", "logsumexp", "all", "any", "count_nonzero", "mode", "norm",
 }  # fmt: skip
-MAX_PROVENANCE = 4096  # tensors whose origin a window remembers (model outputs, reductions); cleared per window
+MAX_PROVENANCE = 4096  # live tensors whose origin a window remembers (model outputs, reductions); cleared per window
 
 
 class _Origin:
@@ -562,13 +562,25 @@ def _origin(t: Any, create: bool = False) -> _Origin | None:
     if origin is not None and origin.ref() is not t:
         origin = None  # the id was reused by another tensor
         del _state.origins[id(t)]
-    if origin is None and create and len(_state.origins) < MAX_PROVENANCE:
+    if origin is None and create:
+        if len(_state.origins) >= MAX_PROVENANCE:
+            _prune_origins()
         try:
             origin = _Origin(weakref.ref(t))
         except TypeError:
             return None
         _state.origins[id(t)] = origin
     return origin
+
+
+def _prune_origins() -> None:
+    """Forget the origins of tensors that died; if the window still remembers too many, the oldest quarter."""
+    origins = _state.origins
+    for key in [key for key, origin in origins.items() if origin.ref() is None]:
+        del origins[key]
+    if len(origins) >= MAX_PROVENANCE:
+        for key in list(origins)[: MAX_PROVENANCE // 4]:
+            del origins[key]
 
 
 def _meaning_changing_broadcast(first: Any, second: Any) -> Any:
