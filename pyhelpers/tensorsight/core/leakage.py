@@ -127,6 +127,7 @@ class SplitData:
     indices: Any = None
     storage: int | None = None
     storage_rows: Any = None
+    made_at: tuple[str, int] | None = None  # (file, line) where the split's rows are chosen, when not where it is built
     notes: list[str] = field(default_factory=list)
     total_rows: int | None = None
 

@@ -193,3 +193,26 @@ def test_one_integer_per_sample_is_no_duplicate_evidence():
     tokens = torch.randint(0, 50, (2000,))
     train, val = tokens[:1800].clone(), tokens[1800:].clone()  # copies: no shared rows, only equal token values
     assert not _report(train, val).issues
+
+
+class _ChoosesItsRows(torch.utils.data.Dataset):
+    def __init__(self, split):
+        features = torch.arange(120.0).reshape(60, 2)
+        rows = slice(0, 40) if split == "train" else slice(30, 60)
+        self.features = features[rows]
+
+    def __len__(self):
+        raise AssertionError("the watch must not run user code")
+
+    def __getitem__(self, index):
+        raise AssertionError("the watch must not run user code")
+
+
+def test_a_dataset_that_chooses_its_rows_itself_is_reported_at_that_line():
+    line = _ChoosesItsRows.__init__.__code__.co_firstlineno + 2
+    split = describe(_ChoosesItsRows("val"), "val")
+    assert split is not None and split.made_at == (__file__, line)
+    (issue,) = _report(_ChoosesItsRows("train"), _ChoosesItsRows("val")).issues
+    assert (issue.check, issue.count) == ("duplicates", 10)  # two tensors of equal content: found by content
+    # a dataset storing what it was given chose nothing itself: the split is made where it is built
+    assert describe(_Window(torch.ones(5, 2), torch.ones(5), 0, 5), "w").made_at is None

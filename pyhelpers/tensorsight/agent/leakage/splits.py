@@ -260,7 +260,7 @@ def _describe_wrapper(obj: Any, name: str) -> SplitData | None:
     arrays = [(key, value) for key, value in list(stored.items())[:64] if _arraylike(value) and np.ndim(value) >= 1]
     if not arrays:
         return None
-    features = arrays[0][1]
+    features_name, features = arrays[0]
     count = len(features)
     window: Any = None
     ints = {_range_name(k): v for k, v in stored.items() if type(v) is int}
@@ -281,12 +281,66 @@ def _describe_wrapper(obj: Any, name: str) -> SplitData | None:
     found = storage_rows(features)
     if found is not None:
         split.storage, split.storage_rows = found[0], found[1] if window is None else found[1][window]
+    if window is None:
+        split.made_at = rows_chosen_in_class(type(obj), features_name)
     others = [value for key, value in arrays[1:] if len(value) == count and key.lower() in _LABEL_NAMES]
     if others:
         labels = to_array(others[0])
         if labels is not None:
             split.labels = labels if window is None else labels[window]
     return split
+
+
+def rows_chosen_in_class(kind: type, attribute: str) -> tuple[str, int] | None:
+    """Where a custom ``Dataset`` class picks its rows itself: ``self.<attribute> = features[rows]`` in its
+    ``__init__``, at the line that computes ``rows`` (``rows = slice(0, 960) if split == "train" else ...``) or at
+    the assignment when the index is written there. None when the class stores what it was given (the split is then
+    made where the object is built). Reads the source file with ``ast``; runs nothing.
+    """
+    import ast
+    import linecache
+    import os
+
+    init = inspect.getattr_static(kind, "__init__", None)
+    code = getattr(init, "__code__", None)
+    if code is None:
+        return None
+    filename = code.co_filename
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return None
+    function = next(
+        (
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.name == "__init__"
+            and (node.decorator_list[0].lineno if node.decorator_list else node.lineno) == code.co_firstlineno
+        ),
+        None,
+    )
+    if function is None or not function.args.args:
+        return None
+    own = function.args.args[0].arg
+    assigned: dict[str, int] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, node.lineno)
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Subscript):
+            continue
+        if not any(
+            isinstance(t, ast.Attribute) and t.attr == attribute and isinstance(t.value, ast.Name) and t.value.id == own
+            for t in node.targets
+        ):
+            continue
+        index = node.value.slice
+        line = assigned.get(index.id, node.lineno) if isinstance(index, ast.Name) else node.lineno
+        return os.path.abspath(filename), line
+    return None
 
 
 def _describe_values(obj: Any, name: str) -> SplitData | None:
