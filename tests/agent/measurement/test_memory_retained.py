@@ -51,3 +51,29 @@ def test_graph_nodes_counts_each_node_once_and_stops_at_the_limit():
         chain = chain + 1
     assert graph_nodes(chain, limit=10) == 10
     assert graph_nodes(torch.ones(2)) == 0
+
+
+def _update_ema(ema: dict, weights: dict, decay: float) -> None:
+    for name, weight in weights.items():
+        ema[name] = decay * ema[name] + (1 - decay) * weight  # no detach: each step's graph chains to the last
+
+
+def test_an_ema_kept_in_a_dict_without_detach_is_reported_at_the_update_line_once():
+    monitor = MemoryMonitor(torch)
+    weights = {"w": torch.ones(3, requires_grad=True), "b": torch.zeros(1, requires_grad=True)}
+    ema = {name: w.detach().clone() for name, w in weights.items()}
+    alias = ema  # the same dict seen under another name: still one finding
+    findings = []
+    for step in range(1, 6):
+        findings += monitor.scan_retained_graphs(sys._getframe(), step, max_frames=1)
+        _update_ema(ema, weights, 0.9)
+    (finding,) = findings
+    assert finding.kind == "memory" and finding.line == _update_ema.__code__.co_firstlineno + 2
+    assert finding.details["variable"] in ("ema", "alias") and finding.details["graph_nodes"] >= 6
+    detached = {name: w.detach().clone() for name, w in weights.items()}
+    quiet = MemoryMonitor(torch)
+    for step in range(1, 6):
+        assert quiet.scan_retained_graphs(sys._getframe(), step, max_frames=1) == []
+        with torch.no_grad():
+            _update_ema(detached, weights, 0.9)
+    assert alias is ema

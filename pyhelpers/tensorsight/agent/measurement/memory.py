@@ -35,6 +35,7 @@ from tensorsight.core.findings import Finding
 from tensorsight.core.memory import (
     OomFacts,
     accumulation_line,
+    item_accumulation_line,
     oom_summary,
     parse_oom_message,
     rank_oom_remedies,
@@ -43,6 +44,19 @@ from tensorsight.core.notation import format_bytes
 
 RETAINED_CONFIRMATIONS = 3  # steps in which a variable must grow its graph chain before it is reported
 MAX_GRAPH_NODES = 100_000  # the walk that sizes a retained graph stops there
+MAX_ITEMS = 16  # tensor items of a dict followed by the retained-graph scan
+
+
+def _descends_from(node: Any, sequence: int, depth: int = 3, breadth: int = 32) -> bool:
+    """Whether the autograd node with ``sequence`` number is among ``node``'s inputs up to ``depth`` nodes back
+    (``total + loss`` links directly; ``decay * ema + (1 - decay) * param`` through the ``mul``)."""
+    level = [node]
+    for _ in range(depth):
+        parents = [n for current in level for n, _ in current.next_functions if n is not None][:breadth]
+        if any(int(parent._sequence_nr()) == sequence for parent in parents):
+            return True
+        level = parents
+    return False
 
 
 def graph_nodes(held: Any, limit: int = MAX_GRAPH_NODES) -> int:
@@ -147,6 +161,9 @@ class MemoryMonitor:
         self._lists: dict[tuple[int, str], tuple[int, int]] = {}  # (code, name) -> (length, growths seen)
         self._first_rss: dict[tuple[int, str], tuple[int, int | None]] = {}
         self._reported: set[tuple[int, str]] = set()
+        # one finding per growing line, and per container (a dict seen from two frames, or under two names)
+        self._reported_lines: set[tuple[str, int]] = set()
+        self._reported_containers: set[int] = set()
         self.retained_name: str | None = None
         self.parameter_bytes: int | None = None
 
@@ -244,15 +261,23 @@ class MemoryMonitor:
             elif isinstance(value, list) and value:
                 with shielded([item for item in value[-1:] if isinstance(item, tensor_type)]):
                     links = self._follow_list(key, value, tensor_type)
+            elif type(value) is dict and value:
+                links = self._follow_items(key, value, tensor_type)
             else:
                 continue
             if links == 1:
                 self._first_rss[key] = (step, _rss_bytes())
             if links >= RETAINED_CONFIRMATIONS and key not in self._reported:
                 self._reported.add(key)
-                held = value if isinstance(value, tensor_type) else [v for v in value if isinstance(v, tensor_type)]
+                if isinstance(value, (dict, list)):
+                    if id(value) in self._reported_containers:
+                        continue
+                    self._reported_containers.add(id(value))
+                items = value.values() if isinstance(value, dict) else value
+                held = value if isinstance(value, tensor_type) else [v for v in items if isinstance(v, tensor_type)]
                 finding = self._retained_finding(frame, name, links, step, key, graph_nodes(held))
-                if finding is not None:
+                if finding is not None and (finding.file, finding.line) not in self._reported_lines:
+                    self._reported_lines.add((finding.file, finding.line))
                     found.append(finding)
         return found
 
@@ -273,8 +298,7 @@ class MemoryMonitor:
             return 0
         sequence = int(node._sequence_nr())
         if previous is not None and previous[0] != sequence:
-            parents = [n for n, _ in node.next_functions if n is not None]
-            if any(int(parent._sequence_nr()) == previous[0] for parent in parents):
+            if _descends_from(node, previous[0]):
                 links += 1
                 self._chains[key] = (sequence, links)
                 return links
@@ -282,6 +306,16 @@ class MemoryMonitor:
             return 0
         self._chains[key] = (sequence, links)  # same graph as last scan (no step in between): neither growth nor reset
         return 0
+
+    def _follow_items(self, key: tuple[int, str], value: dict[Any, Any], tensor_type: Any) -> int:
+        """A dict of tensors each updated from itself every step (an EMA of the weights without ``detach``): the
+        most grown of its first ``MAX_ITEMS`` tensor items."""
+        links = 0
+        for index, (item_key, item) in enumerate(list(value.items())[:MAX_ITEMS]):
+            if isinstance(item, tensor_type):
+                with shielded([item]):
+                    links = max(links, self._follow_chain((key[0], f"{key[1]}[{index}:{item_key!r}]"), item))
+        return links
 
     def _follow_list(self, key: tuple[int, str], value: list[Any], tensor_type: Any) -> int:
         last = value[-1]
@@ -303,7 +337,11 @@ class MemoryMonitor:
         filename = os.path.abspath(code.co_filename)
         scope = None if code.co_name == "<module>" else code.co_firstlineno
         source = "".join(linecache.getlines(filename))
-        line = accumulation_line(source, name, scope, frame.f_lineno) or frame.f_lineno
+        line = (
+            accumulation_line(source, name, scope, frame.f_lineno)
+            or item_accumulation_line(source, name, frame.f_lineno)
+            or frame.f_lineno
+        )
         self.retained_name = name
         first_step, first_rss = self._first_rss.get(key, (step, None))
         now_rss = _rss_bytes()
