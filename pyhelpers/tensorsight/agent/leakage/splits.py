@@ -3,7 +3,9 @@
 Runs in the user's process; called by the leakage watch (``agent.leakage.watch``, automatic) and by
 ``tensorsight.check_data_leakage`` (the toolbox). The checks themselves are pure and live in ``core.leakage``; this
 module is where live objects are touched: tensors are viewed as numpy (detached, on the CPU), DataFrames hashed
-with pandas' own row hash, ``Subset``/``DataLoader``/``TensorDataset`` unwrapped, and, only when the caller allows it
+with pandas' own row hash, ``Subset``/``DataLoader``/``TensorDataset`` unwrapped, slices and index views of one
+tensor or ndarray known by their rows in it (``storage_rows``), custom datasets that store tensors read from their
+instance attributes (with a stored ``start``/``stop`` range or index list), and, only when the caller allows it
 (the toolbox: the user asked), any other sized dataset read through its ``__getitem__``, up to
 ``core.leakage.MAX_ITERATED_ITEMS`` items.
 

@@ -8,9 +8,12 @@ user's namespaces (the frames of user code on the stack, and the module globals 
 numpy/torch) for values whose names say they are splits (``X_train``, ``y_test``, ``train_ds``, ``val_loader``,
 ``test_idx``, ``df_test``...; see ``core.leakage.split_role``) and for ``Subset``s of one dataset (``random_split``
 results). It reads their data without copying where it can (``Dataset.__getitem__`` is never called;
-``agent.leakage.splits``), runs ``core.leakage.check_splits`` within ``leakageBudgetSeconds`` (default 5 s), and
-publishes each issue as a ``leakage`` finding at the line that builds the split. Objects already checked are not
-checked again.
+``agent.leakage.splits``: slices and index views of one array are known by their rows in it, custom datasets by
+their stored attributes), runs ``core.leakage.check_splits`` within ``leakageBudgetSeconds`` (default 5 s), and
+publishes each issue as a ``leakage`` finding at the line that builds the split (or, for a custom ``Dataset`` that
+picks its rows in ``__init__``, the line that picks them). A held-out split with no training split named beside it
+is compared with the other views of its array in the same scope (``input = data[3:]`` next to
+``test_input = data[:5]``). Objects already checked are not checked again.
 """
 
 from __future__ import annotations

@@ -7,8 +7,10 @@
   allocated/reserved/peak when the program uses CUDA, and the device's memory from NVML (``pynvml``) at most once a
   second. No figure here synchronises the device.
 - ``MemoryMonitor.scan_retained_graphs()``: finds a variable of the training loop that keeps the autograd graph of
-  every step alive (``total_loss += loss``, ``losses.append(loss)``) by following autograd node sequence numbers
-  (never object ids, which Python reuses), and reports a ``memory`` finding at the line that grows it.
+  every step alive (``total_loss += loss``, ``losses.append(loss)``, a dict of EMA weights updated without
+  ``detach``) by following autograd node sequence numbers (never object ids, which Python reuses), counting growth
+  across the per-epoch restarts of ``train(epoch)``, and reports a ``memory`` finding at the line that grows it with
+  the graph's measured size.
 - ``explain_out_of_memory`` (registered with ``tensorsight.agent.runtime.excepthook``): turns an out-of-memory error
   into a
   ``memory`` finding with the seed lesson's remedies ranked by the measured numbers (``core.memory``).
