@@ -86,3 +86,12 @@ def test_repeated_transfer_message_is_truthful_about_no_ops():
     assert "the same 2 tensors (1 MiB) are moved" in copying and "copies 1 MiB from cpu to cuda:0" in copying
     no_op = repeated_transfer_message({"tensors": 1, "steps": 2, "src": "cpu", "dst": "cpu", "copies": False}, "4 KiB")
     assert "is moved" in no_op and "here it is a no-op (cpu to cpu)" in no_op and "move it once" in no_op
+
+
+def test_transfer_log_leaves_a_once_per_epoch_evaluation_transfer_alone():
+    log = TransferLog()
+    for step in (0, 32, 64):  # an evaluation helper moving its fixed images after each epoch of 32 steps
+        log.record("/a.py", 30, ("images", 1, 0), step, 4096, "cpu", "cuda:0")
+    for step in (1, 3, 5):  # a two-optimizer loop (GAN): the same data every iteration, two steps apart
+        log.record("/a.py", 40, ("X", 1, 0), step, 4096, "cpu", "cuda:0")
+    assert [(file, line) for file, line, _ in log.repeated(min_steps=2)] == [("/a.py", 40)]

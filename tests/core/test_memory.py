@@ -1,6 +1,12 @@
 """OOM figures and ranked remedies; the source line that keeps a graph alive (pure)."""
 
-from tensorsight.core.memory import OomFacts, accumulation_line, parse_oom_message, rank_oom_remedies
+from tensorsight.core.memory import (
+    OomFacts,
+    accumulation_line,
+    item_accumulation_line,
+    parse_oom_message,
+    rank_oom_remedies,
+)
 
 # The text PyTorch 2.x prints for a CUDA OOM (shape of the message from c10/cuda/CUDACachingAllocator.cpp).
 OOM_TEXT = (
@@ -76,3 +82,18 @@ def test_accumulation_line_finds_self_referencing_assignment_and_append_in_a_fun
     assert accumulation_line(SOURCE, "history", 9, near_line=15) == 15
     assert accumulation_line(SOURCE, "loss", 9) is None  # plain rebinding keeps nothing alive
     assert accumulation_line("def broken(:\n", "x", None) is None
+
+
+def test_item_accumulation_line_finds_a_dict_item_grown_from_itself_in_any_function():
+    source = (
+        "def update_ema(ema, model, decay):\n"
+        "    for name, p in model.named_parameters():\n"
+        "        ema[name] = decay * ema[name] + (1 - decay) * p\n"
+        "def train(ema):\n"
+        "    ema['x'] = 0\n"
+        "    totals['loss'] += 1\n"
+    )
+    assert item_accumulation_line(source, "ema") == 3  # not the plain store on line 5
+    assert item_accumulation_line(source, "totals") == 6
+    assert item_accumulation_line(source, "other") is None
+    assert item_accumulation_line("def (", "ema") is None

@@ -9,6 +9,7 @@ from tensorsight.core.shapes import (
     format_shape_table,
     loss_broadcast_problem,
     parse_shape_error,
+    reduction_broadcast_problem,
     statement_targets,
 )
 
@@ -48,6 +49,32 @@ def test_elementwise_problem_only_for_implicit_rank_broadcasting_that_grows():
     assert elementwise_broadcast_problem((32, 16), (16,)) is None  # bias-like: result equals one operand
     assert elementwise_broadcast_problem((32, 1), (1, 32)) is None  # explicit outer op (same rank)
     assert elementwise_broadcast_problem((32, 1), ()) is None
+
+
+def test_a_reduction_that_dropped_a_dim_broadcast_back_against_its_source_rank():
+    # A / A.sum(1) on a square matrix: the row sums divide the columns
+    problem = reduction_broadcast_problem((8, 8), (1,), (8,), (8, 8), "sum")
+    assert problem is not None and problem.result == (8, 8)
+    assert "sum of a [8, 8] tensor over dim 1 without keepdim" in problem.message and "keepdim=True" in problem.message
+    # scores.argmax(1) == y[:, None]: [64] against [64, 1] grows to [64, 64]
+    problem = reduction_broadcast_problem((64, 10), (-1,), (64,), (64, 1), "argmax")
+    assert problem is not None and problem.result == (64, 64)
+    assert reduction_broadcast_problem((8, 8, 8), (1,), (8, 8), (8, 8, 8)) is not None  # a middle dim dropped
+
+
+@pytest.mark.parametrize(
+    ("source", "dims", "reduced", "other"),
+    [
+        ((32, 16), (0,), (16,), (32, 16)),  # x - x.mean(0): column statistics, aligned where they came from
+        ((4, 8, 16), (0, 1), (16,), (4, 8, 16)),  # leading dims reduced
+        ((32, 16), (1,), (32,), (32,)),  # same rank as the reduction: an elementwise op of equals
+        ((32, 16), (1,), (32,), (32, 16)),  # cannot broadcast: torch raises, nothing silent
+        ((5, 1), (0,), (1,), (5, 1)),  # one value left: a scalar
+        ((64, 10), (1,), (64,), (64, 10, 1)),  # another rank than the source's: not the broadcast back
+    ],
+)
+def test_reductions_that_keep_the_meaning_are_left_alone(source, dims, reduced, other):
+    assert reduction_broadcast_problem(source, dims, reduced, other) is None
 
 
 @pytest.mark.parametrize(

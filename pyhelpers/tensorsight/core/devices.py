@@ -10,6 +10,7 @@ Devices are strings as torch prints them (``"cpu"``, ``"cuda:0"``, ``"meta"``). 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -179,11 +180,14 @@ class TransferLog:
         info = self.info_by_site.setdefault(key, {"nbytes": 0, "src": src, "dst": dst, "copies": src != dst})
         info["nbytes"] = max(info["nbytes"], nbytes)
 
-    def repeated(self, min_steps: int = 2) -> list[tuple[str, int, dict[str, Any]]]:
-        """``(file, line, info)`` per line that moved the same data in at least ``min_steps`` distinct steps."""
+    def repeated(self, min_steps: int = 2, max_gap: int = 2) -> list[tuple[str, int, dict[str, Any]]]:
+        """``(file, line, info)`` per line that moved the same data in at least ``min_steps`` distinct steps, two of
+        them at most ``max_gap`` steps apart: a transfer of every step (or every iteration of a two-optimizer loop),
+        not an evaluation helper that moves its fixed set once per epoch."""
         by_line: dict[tuple[str, int], dict[str, Any]] = {}
         for key, steps in self.steps_by_site.items():
-            if len(steps) < min_steps:
+            ordered = sorted(steps)
+            if len(steps) < min_steps or not any(b - a <= max_gap for a, b in itertools.pairwise(ordered)):
                 continue
             file, line, _ = key
             info = self.info_by_site[key]

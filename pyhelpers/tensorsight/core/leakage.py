@@ -4,7 +4,7 @@ Called by ``tensorsight.check_data_leakage`` (the toolbox), by the agent's leaka
 script builds) and by the demo, on ``SplitData`` of plain numpy arrays: reading a split out of the user's live objects
 (tensors, DataFrames, datasets) is ``agent.leakage.splits``. The checks:
 - **id overlap**: the same sample id (an id column, index arrays such as ``train_idx``, or the indices of two
-  ``Subset``s of one dataset) in two splits;
+  ``Subset``s of one dataset) in two splits, or the same rows of one array in two splits sliced or indexed out of it;
 - **duplicates**: the same sample content in two splits, found by a 64-bit hash per row (numpy row bytes mixed word by
   word; pandas' own row hash for DataFrames) and confirmed byte for byte;
 - **label leaks**: a feature column identical to the label, an exact linear function of it, or one that determines
@@ -109,8 +109,11 @@ class SplitData:
     """What one split offers to the checks; every field is optional.
 
     ``rows``: array ``[N, ...]`` (one sample per row) or ``row_keys``: precomputed uint64 hashes (DataFrames, lists
-    of objects). ``base``/``indices``: a ``Subset``'s dataset identity and indices into it. ``columns``: feature
-    columns by name for the label checks (DataFrames), else ``rows`` columns are used.
+    of objects). ``base``/``indices``: a ``Subset``'s dataset identity and indices into it. ``storage``/
+    ``storage_rows``: the identity of the one array (tensor storage, ndarray buffer) the samples are rows of, and
+    their row numbers in it, for splits sliced or indexed out of one dataset (``X[:800]`` and ``X[700:]``, a custom
+    ``Dataset`` keeping a range of shared tensors). ``columns``: feature columns by name for the label checks
+    (DataFrames), else ``rows`` columns are used.
     """
 
     name: str
@@ -122,11 +125,14 @@ class SplitData:
     columns: dict[str, Any] | None = None
     base: int | None = None
     indices: Any = None
+    storage: int | None = None
+    storage_rows: Any = None
+    made_at: tuple[str, int] | None = None  # (file, line) where the split's rows are chosen, when not where it is built
     notes: list[str] = field(default_factory=list)
     total_rows: int | None = None
 
     def size(self) -> int:
-        for value in (self.rows, self.row_keys, self.ids, self.labels, self.indices, self.times):
+        for value in (self.rows, self.row_keys, self.ids, self.labels, self.indices, self.storage_rows, self.times):
             if value is not None:
                 return len(value)
         return 0
@@ -311,7 +317,7 @@ def _cap(split: SplitData) -> SplitData:
     if n <= MAX_ROWS:
         return split
     step = -(-n // MAX_ROWS)
-    for attr in ("rows", "row_keys", "labels", "ids", "times", "indices"):
+    for attr in ("rows", "row_keys", "labels", "ids", "times", "indices", "storage_rows"):
         value = getattr(split, attr)
         if value is not None and len(value) == n:
             setattr(split, attr, value[::step])
@@ -321,14 +327,39 @@ def _cap(split: SplitData) -> SplitData:
     return split
 
 
+def _same_base(a: SplitData, b: SplitData) -> bool:
+    return a.base is not None and a.base == b.base and a.indices is not None and b.indices is not None
+
+
+def shares_storage(a: SplitData, b: SplitData) -> bool:
+    """Whether two splits are rows of one array, and the id overlap check compares those rows (no ids of their own,
+    not two ``Subset``s of one dataset)."""
+    if (a.ids is not None and b.ids is not None) or _same_base(a, b):
+        return False
+    return (
+        a.storage is not None and a.storage == b.storage and a.storage_rows is not None and b.storage_rows is not None
+    )
+
+
+def positional_overlap(a: SplitData, b: SplitData) -> bool:
+    """Whether the id overlap check compares positions in one dataset (``Subset`` indices, rows of one array) rather
+    than ids: then the samples it finds in both splits are the same samples, and their equal content is no news."""
+    if a.ids is not None and b.ids is not None:
+        return False
+    return _same_base(a, b) or shares_storage(a, b)
+
+
 def check_id_overlap(a: SplitData, b: SplitData) -> LeakageIssue | None:
-    """Ids (or Subset indices of one dataset) that appear in both splits; counted over ``b``."""
+    """Ids (or Subset indices of one dataset, or rows of one array) that appear in both splits; counted over ``b``."""
     import numpy as np
 
     if a.ids is not None and b.ids is not None:
         ids_a, ids_b, what = np.asarray(a.ids), np.asarray(b.ids), "ids"
-    elif a.base is not None and a.base == b.base and a.indices is not None and b.indices is not None:
+    elif _same_base(a, b):
         ids_a, ids_b, what = np.asarray(a.indices), np.asarray(b.indices), "dataset indices"
+    elif shares_storage(a, b):
+        ids_a, ids_b = np.asarray(a.storage_rows), np.asarray(b.storage_rows)
+        what = "rows"
     else:
         return None
     if ids_a.dtype.kind == "O" or ids_b.dtype.kind == "O":
@@ -341,10 +372,19 @@ def check_id_overlap(a: SplitData, b: SplitData) -> LeakageIssue | None:
     if not count:
         return None
     examples = tuple(_plain(v) for v in shown_b[np.nonzero(mask)[0][:EXAMPLES]])
+    shown = ", ".join(map(str, examples))
+    if what == "rows":
+        message = (
+            f"{_share(count, len(ids_b))} {b.name} samples are the same rows of one array as {a.name} samples "
+            f"(rows {shown}...): the splits were sliced or indexed out of one dataset with "
+            "overlapping ranges; make the ranges disjoint (or use random_split)"
+        )
+    else:
+        message = f"{_share(count, len(ids_b))} {b.name} {what} also appear in {a.name} (e.g. {shown})"
     return LeakageIssue(
         "id-overlap",
         _overlap_severity(count, len(ids_b)),
-        f"{_share(count, len(ids_b))} {b.name} {what} also appear in {a.name} (e.g. {', '.join(map(str, examples))})",
+        message,
         (a.name, b.name),
         count,
         len(ids_b),
@@ -358,6 +398,8 @@ def check_duplicates(a: SplitData, b: SplitData) -> LeakageIssue | None:
 
     if a.rows is not None and b.rows is not None:
         rows_a, rows_b = np.asarray(a.rows), np.asarray(b.rows)
+        if rows_a.ndim == 1 and rows_b.ndim == 1 and rows_a.dtype.kind in "biu" and rows_b.dtype.kind in "biu":
+            return None  # one integer per sample (a token stream, class ids): equal values are no evidence of a leak
         if rows_a.shape[1:] != rows_b.shape[1:] or rows_a.dtype != rows_b.dtype:
             numeric = rows_a.dtype.kind in "biuf" and rows_b.dtype.kind in "biuf"
             text = rows_a.dtype.kind == rows_b.dtype.kind and rows_a.dtype.kind in "US"
@@ -557,13 +599,18 @@ def check_splits(splits: Mapping[str, SplitData], budget_seconds: float = 10.0) 
         ("temporal order", check_temporal),
         ("duplicates", check_duplicates),
     ]
+    overlapping_rows: set[tuple[str, str]] = set()
     for label, check in checks:
         for (_, a), (_, b) in pairs:
+            if check is check_duplicates and (a.name, b.name) in overlapping_rows:
+                continue  # the same rows of one array: their equal content is the overlap already reported
             if not within_budget(f"{label} {a.name}/{b.name}"):
                 continue
             issue = check(a, b)
             if issue is not None:
                 report.issues.append(issue)
+                if check is check_id_overlap and positional_overlap(a, b):
+                    overlapping_rows.add((a.name, b.name))
     if prepared and within_budget("label checks"):
         train = next((s for k, s in prepared if k == "train" and s.labels is not None), None)
         target = train or next((s for _, s in prepared if s.labels is not None), None)

@@ -6,7 +6,8 @@ line that keeps autograd graphs alive.
   ``.item()`` instead of keeping tensors, ``torch.no_grad()`` for evaluation, allocator settings against
   fragmentation) by what the measured numbers show.
 - ``accumulation_line`` finds, in the user's source, the statement that keeps growing a variable (``total += loss``,
-  ``losses.append(loss)``), which is where a retained autograd graph should be reported.
+  ``losses.append(loss)``), which is where a retained autograd graph should be reported; ``item_accumulation_line``
+  the same for an item of a dict (``ema[name] = decay * ema[name] + ...``).
 
 Sizes are written by ``core.notation.format_bytes`` (the units parsed here are the ones PyTorch prints).
 """
@@ -156,6 +157,34 @@ def oom_summary(facts: OomFacts) -> str:
 
 
 _GROWING_METHODS = ("append", "extend", "insert", "add")
+
+
+def item_accumulation_line(source: str, name: str, near_line: int | None = None) -> int | None:
+    """The line that grows an item of the container ``name`` from itself, in any function of ``source``:
+    ``ema[key] = decay * ema[key] + (1 - decay) * param``, ``totals[key] += loss``. The update usually lives in a
+    helper (``update_ema(ema, model)``) that gets the container under the same name; when several qualify, the one
+    closest to ``near_line`` wins.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+
+    def item_of_name(node: ast.AST) -> bool:
+        return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == name
+
+    candidates = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AugAssign) and item_of_name(node.target):
+            candidates.append(node.lineno)
+        elif isinstance(node, ast.Assign) and any(item_of_name(t) for t in node.targets):
+            if any(item_of_name(sub) for sub in ast.walk(node.value)):
+                candidates.append(node.lineno)
+    if not candidates:
+        return None
+    if near_line is None:
+        return min(candidates)
+    return min(candidates, key=lambda line: (abs(line - near_line), line))
 
 
 def _references(node: ast.AST, name: str) -> bool:

@@ -1,8 +1,10 @@
 """Pure shape logic shared by the agent's observers, the toolbox, the ``shapes`` CLI and the demo.
 
-- ``ShapeRow`` and ``format_shape_table``: one row per module of a shape map (what torchinfo shows);
+- ``ShapeRow`` and ``format_shape_table``: one row per module of a shape map (what torchinfo shows), and per
+  functional op between modules, in execution order;
 - broadcasting analysis: ``broadcast_shapes``, ``loss_broadcast_problem``, ``elementwise_broadcast_problem``
-  (prediction ``[N, 1]`` against target ``[N]`` silently becomes ``[N, N]``);
+  (prediction ``[N, 1]`` against target ``[N]`` silently becomes ``[N, N]``), ``reduction_broadcast_problem`` (a
+  reduction that dropped a dim, broadcast back against its source's rank);
 - ``parse_shape_error``: reads torch's shape error messages (``mat1 and mat2 shapes cannot be multiplied``, the
   broadcasting, conv channel, view/reshape, cat, norm and loss size errors) into a structured explanation;
 - ``statement_targets``: which names a source line assigns, so an observed shape can be named (``x: f32[64, 16]``).
@@ -34,11 +36,12 @@ def numel(shape: Iterable[int]) -> int:
 
 @dataclass
 class ShapeRow:
-    """One module of a shape map: what went in and out of it for one sample batch.
+    """One module of a shape map (or, with ``kind == "op"``, one functional op its ``forward`` ran between modules):
+    what went in and out of it for one sample batch.
 
     ``params``/``trainable`` count the module's parameters including its children (as torchinfo does);
-    ``memory_bytes`` is the bytes of its outputs plus the parameters and buffers it holds directly, so the column
-    sums to the model's total for that batch.
+    ``memory_bytes`` is the bytes of its outputs that no earlier row counted (in-place results and views add
+    nothing) plus the parameters and buffers it holds directly, so the column sums to the model's total for that batch.
     """
 
     path: str
@@ -53,6 +56,9 @@ class ShapeRow:
     calls: int = 0
     file: str | None = None
     line: int | None = None
+    # or "op": a functional op of the parent's forward; ``type`` is its label (``F.relu``), ``path`` the parent's path,
+    # the label and its line (``features/F.max_pool2d@42``)
+    kind: str = "module"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -71,6 +77,8 @@ class ShapeRow:
             out["file"] = self.file
         if self.line is not None:
             out["line"] = int(self.line)
+        if self.kind != "module":
+            out["kind"] = self.kind
         return out
 
 
@@ -87,7 +95,10 @@ def format_shape_table(rows: Sequence[ShapeRow], title: str | None = None) -> st
     header = ("Module (type)", "Input", "Output", "Params", "Trainable", "Memory")
     body: list[tuple[str, ...]] = []
     for row in rows:
-        name = "  " * row.depth + f"{row.path.rsplit('.', 1)[-1]} ({row.type})" if row.path else row.type
+        if row.kind == "op":
+            name = "  " * row.depth + f"· {row.type}" + (f" ×{row.calls}" if row.calls > 1 else "")
+        else:
+            name = "  " * row.depth + f"{row.path.rsplit('.', 1)[-1]} ({row.type})" if row.path else row.type
         body.append(
             (
                 name,
@@ -198,6 +209,44 @@ def elementwise_broadcast_problem(a: Sequence[int], b: Sequence[int]) -> Broadca
         result,
         f"operands {list(first)} and {list(second)} silently broadcast to {list(result)} "
         f"({numel(result):,} elements from {max(numel(first), numel(second)):,}); {_fix_hint(first, second)}",
+    )
+
+
+def reduction_broadcast_problem(
+    source: Sequence[int],
+    dims: Sequence[int],
+    reduced: Sequence[int],
+    other: Sequence[int],
+    reduction: str = "reduction",
+) -> BroadcastProblem | None:
+    """An operand made by reducing a ``source`` tensor over ``dims`` without ``keepdim``, then combined elementwise
+    with a tensor of the source's rank: broadcasting aligns what is left of it with the *last* dims of the other, not
+    with the dims it came from (``x - x.mean(1)``, ``A / A.sum(1)``, ``scores.argmax(1) == y[:, None]``).
+
+    Reducing leading dims only (``x - x.mean(0)``: column statistics) keeps the remaining dims where broadcasting puts
+    them, which is the intended normalisation; so do ``keepdim=True`` and an explicit ``[:, None]``, which give the
+    operand its rank back and never reach this check. Scalars and shapes that cannot broadcast (torch raises) are left
+    alone.
+    """
+    source_shape, reduced_shape, other_shape = (tuple(int(d) for d in s) for s in (source, reduced, other))
+    rank = len(source_shape)
+    dropped = sorted({int(d) % rank for d in dims}) if rank else []
+    if not dropped or len(other_shape) != rank or len(reduced_shape) != rank - len(dropped):
+        return None
+    if dropped == list(range(len(dropped))) or numel(reduced_shape) <= 1:
+        return None  # leading dims reduced: the rest is right-aligned where it came from
+    result = broadcast_shapes(reduced_shape, other_shape)
+    if result is None:
+        return None
+    where = ", ".join(str(d) for d in dropped)
+    return BroadcastProblem(
+        reduced_shape,
+        other_shape,
+        result,
+        f"{list(reduced_shape)} is the {reduction} of a {list(source_shape)} tensor over dim {where} without "
+        f"keepdim, so broadcasting lines it up with the last dims of {list(other_shape)} instead of the dims it came "
+        f"from (result {list(result)}); reduce with keepdim=True (or .unsqueeze({dropped[0]}) it) so each value meets "
+        "its own row",
     )
 
 

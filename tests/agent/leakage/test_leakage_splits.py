@@ -115,3 +115,104 @@ def test_without_iteration_describe_runs_no_user_code():
     assert calls == []
     split = describe(Computed(), "train", allow_iteration=True)  # the toolbox: the user asked for it
     assert split is not None and len(split.row_keys) == 10 and "getitem" in calls
+
+
+def _report(train, test):
+    return check_splits({"train": describe(train, "train"), "test": describe(test, "test")})
+
+
+def test_slices_of_one_dataset_overlap_by_their_rows_and_disjoint_slices_do_not():
+    X = torch.randn(1000, 4)
+    y = torch.randint(0, 2, (1000,))
+    ds = TensorDataset(X, y)
+    for train, test in (
+        (ds[:800], ds[700:]),  # TensorDataset sliced: a (features, labels) pair of views
+        (TensorDataset(X[:800], y[:800]), TensorDataset(X[700:], y[700:])),
+        (X[:800], X[700:]),
+        (X.numpy()[:800], X.numpy()[700:]),
+    ):
+        report = _report(train, test)
+        (issue,) = report.issues  # the equal content of the shared rows is not reported twice
+        assert (issue.check, issue.count, issue.total) == ("id-overlap", 100, 300)
+        assert issue.examples == (700, 701, 702, 703, 704) and "same rows of one array" in issue.message
+    assert not _report(ds[:800], ds[800:]).issues
+    assert not _report(X.numpy()[:800], X.numpy()[800:]).issues
+
+
+def test_subsets_and_index_arrays_of_shared_tensors():
+    X = torch.randn(100, 3)
+    base = TensorDataset(X)
+    train, test = torch.utils.data.random_split(base, [70, 30], generator=torch.Generator().manual_seed(0))
+    assert not _report(train, test).issues  # a proper random_split
+    (issue,) = _report(Subset(base, list(range(0, 60))), Subset(base, np.arange(50, 100))).issues
+    assert issue.count == 10 and "dataset indices" in issue.message
+    # two datasets wrapping the same tensor, each a Subset of its own: the shared rows still show
+    (issue,) = _report(Subset(TensorDataset(X), range(0, 60)), Subset(TensorDataset(X), range(55, 100))).issues
+    assert issue.count == 5 and issue.examples == (55, 56, 57, 58, 59)
+    # a transpose's rows are the columns: another identity; a view starting mid-row has none
+    assert describe(X.T, "t").storage != describe(X, "x").storage
+    assert describe(X[:, 1:], "mid").storage is None
+
+
+class _Window(torch.utils.data.Dataset):
+    def __init__(self, features, targets, start, stop):
+        self.features, self.targets, self.start, self.stop = features, targets, start, stop
+
+    def __len__(self):
+        raise AssertionError("the watch must not run user code")
+
+    def __getitem__(self, index):
+        raise AssertionError("the watch must not run user code")
+
+
+class _Indexed(torch.utils.data.Dataset):
+    def __init__(self, images, labels, indices):
+        self.images, self.labels, self.sample_idx = images, labels, indices
+
+    def __len__(self):
+        raise AssertionError("the watch must not run user code")
+
+    def __getitem__(self, index):
+        raise AssertionError("the watch must not run user code")
+
+
+def test_custom_datasets_over_shared_tensors_are_read_from_their_stored_attributes():
+    features, targets = torch.randn(600, 6), torch.randn(600)
+    train = describe(_Window(features, targets, 0, 500), "train")
+    assert train is not None and train.rows.shape == (500, 6) and train.labels.shape == (500,)
+    (issue,) = _report(_Window(features, targets, 0, 500), _Window(features, targets, 400, 600)).issues
+    assert (issue.check, issue.count, issue.total, issue.examples[0]) == ("id-overlap", 100, 200, 400)
+    assert not _report(_Window(features, targets, 0, 500), _Window(features, targets, 500, 600)).issues
+    images, labels = torch.randn(50, 2, 2), torch.randint(0, 3, (50,))
+    (issue,) = _report(_Indexed(images, labels, np.arange(0, 30)), _Indexed(images, labels, [25, 26, 40])).issues
+    assert (issue.count, issue.examples) == (2, (25, 26))
+    assert not _report(_Indexed(images, labels, np.arange(0, 30)), _Indexed(images, labels, [30, 31])).issues
+
+
+def test_one_integer_per_sample_is_no_duplicate_evidence():
+    tokens = torch.randint(0, 50, (2000,))
+    train, val = tokens[:1800].clone(), tokens[1800:].clone()  # copies: no shared rows, only equal token values
+    assert not _report(train, val).issues
+
+
+class _ChoosesItsRows(torch.utils.data.Dataset):
+    def __init__(self, split):
+        features = torch.arange(120.0).reshape(60, 2)
+        rows = slice(0, 40) if split == "train" else slice(30, 60)
+        self.features = features[rows]
+
+    def __len__(self):
+        raise AssertionError("the watch must not run user code")
+
+    def __getitem__(self, index):
+        raise AssertionError("the watch must not run user code")
+
+
+def test_a_dataset_that_chooses_its_rows_itself_is_reported_at_that_line():
+    line = _ChoosesItsRows.__init__.__code__.co_firstlineno + 2
+    split = describe(_ChoosesItsRows("val"), "val")
+    assert split is not None and split.made_at == (__file__, line)
+    (issue,) = _report(_ChoosesItsRows("train"), _ChoosesItsRows("val")).issues
+    assert (issue.check, issue.count) == ("duplicates", 10)  # two tensors of equal content: found by content
+    # a dataset storing what it was given chose nothing itself: the split is made where it is built
+    assert describe(_Window(torch.ones(5, 2), torch.ones(5), 0, 5), "w").made_at is None

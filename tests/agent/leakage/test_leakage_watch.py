@@ -61,11 +61,14 @@ def test_named_splits_and_subsets_are_checked_once_at_their_lines(tmp_path):
         "train_loader": DataLoader(TensorDataset(torch.from_numpy(X[:80])), batch_size=8),
     }
     findings = collect([(str(path), scope, None)])
-    by_check = {f["details"]["check"]: f for f in findings}
-    assert set(by_check) == {"duplicates", "label-copy", "id-overlap"}
-    assert by_check["duplicates"]["line"] == 5 and by_check["duplicates"]["details"]["count"] == 20
-    assert by_check["label-copy"]["line"] == 4 and by_check["label-copy"]["details"]["column"] == "column 2"
-    assert by_check["id-overlap"]["line"] == 8 and by_check["id-overlap"]["details"]["count"] == 10
+    by_line = {(f["details"]["check"], f["line"]): f for f in findings}
+    assert set(by_line) == {("id-overlap", 5), ("label-copy", 4), ("id-overlap", 8)}
+    # X_train and X_test are slices of one array: rows 60-79 are in both (found by row, not reported twice)
+    assert (
+        by_line["id-overlap", 5]["details"]["count"] == 20 and by_line["id-overlap", 5]["details"]["examples"][0] == 60
+    )
+    assert by_line["label-copy", 4]["details"]["column"] == "column 2"
+    assert by_line["id-overlap", 8]["details"]["count"] == 10
     assert all(f["kind"] == "leakage" and f["file"] == str(path) for f in findings)
     assert collect([(str(path), scope, None)]) == []  # checked once
 
@@ -129,3 +132,35 @@ def test_the_watch_runs_no_user_code_and_a_raising_global_does_not_stop_it(tmp_p
     assert Counting.calls == 0
     duplicates = [f for f in findings if f["details"]["check"] == "duplicates"]
     assert len(duplicates) == 1 and duplicates[0]["details"]["count"] == 5 and duplicates[0]["line"] == 2
+
+
+SEQUENCE_SCRIPT = textwrap.dedent(
+    """\
+    data = sine_waves()
+    X = data[:, :-1]
+    input, target = data[3:, :-1], data[3:, 1:]
+    test_input, test_target = data[:5, :-1], data[:5, 1:]
+    batch = data[0:2, :-1]
+    """
+)
+
+
+def test_a_held_out_split_sliced_from_the_array_an_unnamed_training_split_also_comes_from(tmp_path):
+    path = tmp_path / "sequence.py"
+    path.write_text(SEQUENCE_SCRIPT)
+    data = torch.randn(40, 12, dtype=torch.float64)
+    scope = {
+        "data": data,
+        "X": data[:, :-1],  # the whole array's rows: where the split was cut from, not a partner
+        "input": data[3:, :-1],
+        "target": data[3:, 1:],
+        "test_input": data[:5, :-1],
+        "test_target": data[:5, 1:],
+        "batch": data[0:2, :-1],  # smaller than the held-out split: not a split
+    }
+    (finding,) = collect([(str(path), scope, None)])
+    assert (finding["kind"], finding["line"]) == ("leakage", 4)
+    assert finding["details"]["splits"] == ["input", "test_input"] and finding["details"]["examples"] == [3, 4]
+    clean = {**scope, "input": data[5:, :-1], "target": data[5:, 1:]}
+    leakage_watch._checked.clear()
+    assert collect([(str(path), clean, None)]) == []

@@ -64,3 +64,16 @@ def test_without_a_replayable_call_the_report_names_the_parameters(armed):
     assert (record.phase, record.op) == ("backward", "(backward)")
     assert "the gradients of some parameters hold 2 NaN after backward" in record.message
     assert "a replay of this step's modules did not locate the op" in record.message
+
+
+def test_a_view_made_under_no_grad_and_written_in_place_is_not_watched():
+    """``nn.init.orthogonal_`` writes a weight through ``view_as(...).copy_`` under no_grad: torch refuses to give that
+    view a ``grad_fn`` (it raises), and there is no backward to watch anyway."""
+    from tensorsight.agent.sentinel.backward import watch_backward
+
+    weight = nn.Parameter(torch.ones(3, 4))
+    with torch.no_grad():
+        view = weight.view(12)
+        view.copy_(torch.zeros(12))
+    watch_backward(torch.Tensor.copy_, [view])  # no exception, no hook
+    assert weight.grad_fn is None and float(weight.detach().sum()) == 0.0

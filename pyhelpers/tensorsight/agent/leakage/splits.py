@@ -3,7 +3,9 @@
 Runs in the user's process; called by the leakage watch (``agent.leakage.watch``, automatic) and by
 ``tensorsight.check_data_leakage`` (the toolbox). The checks themselves are pure and live in ``core.leakage``; this
 module is where live objects are touched: tensors are viewed as numpy (detached, on the CPU), DataFrames hashed
-with pandas' own row hash, ``Subset``/``DataLoader``/``TensorDataset`` unwrapped, and, only when the caller allows it
+with pandas' own row hash, ``Subset``/``DataLoader``/``TensorDataset`` unwrapped, slices and index views of one
+tensor or ndarray known by their rows in it (``storage_rows``), custom datasets that store tensors read from their
+instance attributes (with a stored ``start``/``stop`` range or index list), and, only when the caller allows it
 (the toolbox: the user asked), any other sized dataset read through its ``__getitem__``, up to
 ``core.leakage.MAX_ITERATED_ITEMS`` items.
 
@@ -94,6 +96,52 @@ def to_array(value: Any) -> Any:
     return None
 
 
+def storage_rows(value: Any) -> tuple[int, Any] | None:
+    """``(identity of the array underneath, row numbers in it)`` for a tensor or ndarray view, else None.
+
+    Slices of one tensor share its storage: ``X[700:]`` is rows 700.. of the storage ``X[:800]`` also covers, which is
+    how two splits cut from one dataset are told to overlap without comparing their content. Read from the view's
+    storage pointer, offset and strides: no copy, no op on the data. The identity includes the row stride and the row
+    shape, so a transpose is another array; views whose rows do not start on a row boundary (``X[:, 1:]``) give None.
+    """
+    import numpy as np
+
+    if is_tensor(value):
+        torch = _module("torch")
+        if value.dim() == 0 or value.layout != torch.strided or value.device.type == "meta":
+            return None
+        stride = int(value.stride(0))
+        offset = int(value.storage_offset())
+        try:
+            pointer = int(value.untyped_storage().data_ptr())
+        except (RuntimeError, NotImplementedError):  # tensor subclasses without a plain storage
+            return None
+        key = (str(value.device), pointer, stride, tuple(value.shape[1:]), str(value.dtype))
+    elif isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return None
+        root = value
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        stride = int(value.strides[0])
+        offset = int(value.__array_interface__["data"][0]) - int(root.__array_interface__["data"][0])
+        pointer = int(root.__array_interface__["data"][0])
+        key = ("numpy", pointer, stride, tuple(value.shape[1:]), str(value.dtype))
+    else:
+        return None
+    if stride <= 0 or offset % stride or len(value) == 0:
+        return None
+    rows = np.arange(len(value), dtype=np.int64) + offset // stride
+    return hash(key), rows
+
+
+def _with_storage(split: SplitData, value: Any) -> SplitData:
+    found = storage_rows(value)
+    if found is not None:
+        split.storage, split.storage_rows = found
+    return split
+
+
 def _plain_item(item: Any) -> Any:
     """An item of a dataset or list as plain data for ``core.leakage.object_keys`` (tensors become arrays)."""
     if isinstance(item, (str, bytes, int, float)):
@@ -167,19 +215,133 @@ def describe(
         return _describe_subset(dataset, indices, name, allow_iteration)
     tensors = static_attribute(obj, "tensors")
     if isinstance(tensors, tuple) and tensors and all(is_tensor(t) for t in tensors):  # TensorDataset
-        split = SplitData(name, rows=to_array(tensors[0]))
+        split = _with_storage(SplitData(name, rows=to_array(tensors[0])), tensors[0])
         if len(tensors) > 1:
             split.labels = to_array(tensors[1])
         return split
     data = static_attribute(obj, "data")
     if data is not MISSING and data is not None and _arraylike(data) and has_static(type(obj), "__len__"):
-        split = SplitData(name, rows=to_array(data))
+        split = _with_storage(SplitData(name, rows=to_array(data)), data)
         targets = static_attribute(obj, "targets")
         if targets is not MISSING and targets is not None:
             split.labels = to_array(targets)
         return split
-    if allow_iteration and has_static(type(obj), "__getitem__") and has_static(type(obj), "__len__"):
-        return _iterate_dataset(obj, name)
+    if has_static(type(obj), "__getitem__") and has_static(type(obj), "__len__"):
+        wrapped = _describe_wrapper(obj, name)
+        if wrapped is not None:
+            return wrapped
+        if allow_iteration:
+            return _iterate_dataset(obj, name)
+    return None
+
+
+_RANGE_NAMES = (("start", "stop"), ("start", "end"), ("begin", "end"), ("lo", "hi"), ("low", "high"))
+_INDEX_NAMES = {"indices", "idx", "idxs", "index", "ids", "rows", "positions", "sample_ids", "keys"}
+
+
+def _range_name(name: str) -> str:
+    lowered = name.lower().strip("_")
+    for suffix in ("_index", "_idx", "index", "idx"):
+        if lowered.endswith(suffix) and len(lowered) > len(suffix):
+            return lowered[: -len(suffix)].rstrip("_")
+    return lowered
+
+
+def _describe_wrapper(obj: Any, name: str) -> SplitData | None:
+    """A custom ``Dataset`` that keeps its samples in stored tensors/arrays, read from its instance attributes only
+    (never ``__getitem__``): the rows it covers are the stored array's rows, narrowed by a stored index list
+    (``self.indices``) or ``start``/``stop`` range when it has one. None when it stores no array."""
+    import numpy as np
+
+    try:
+        stored = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        return None
+    if type(stored) is not dict:
+        return None
+    arrays = [(key, value) for key, value in list(stored.items())[:64] if _arraylike(value) and np.ndim(value) >= 1]
+    if not arrays:
+        return None
+    features_name, features = arrays[0]
+    count = len(features)
+    window: Any = None
+    ints = {_range_name(k): v for k, v in stored.items() if type(v) is int}
+    for first, last in _RANGE_NAMES:
+        if first in ints and last in ints and 0 <= ints[first] <= ints[last] <= count:
+            window = np.arange(ints[first], ints[last], dtype=np.int64)
+            break
+    if window is None:
+        for key, value in stored.items():
+            if _range_name(key) in _INDEX_NAMES or key.lower().endswith(("_indices", "_idx")):
+                positions = to_array(value) if isinstance(value, (list, tuple, range)) or _arraylike(value) else None
+                if positions is not None and positions.ndim == 1 and positions.dtype.kind in "iu" and positions.size:
+                    if 0 <= int(positions.min()) and int(positions.max()) < count:
+                        window = positions.astype(np.int64, copy=False)
+                        break
+    rows = to_array(features)
+    split = SplitData(name, rows=rows if window is None or rows is None else rows[window])
+    found = storage_rows(features)
+    if found is not None:
+        split.storage, split.storage_rows = found[0], found[1] if window is None else found[1][window]
+    if window is None:
+        split.made_at = rows_chosen_in_class(type(obj), features_name)
+    others = [value for key, value in arrays[1:] if len(value) == count and key.lower() in _LABEL_NAMES]
+    if others:
+        labels = to_array(others[0])
+        if labels is not None:
+            split.labels = labels if window is None else labels[window]
+    return split
+
+
+def rows_chosen_in_class(kind: type, attribute: str) -> tuple[str, int] | None:
+    """Where a custom ``Dataset`` class picks its rows itself: ``self.<attribute> = features[rows]`` in its
+    ``__init__``, at the line that computes ``rows`` (``rows = slice(0, 960) if split == "train" else ...``) or at
+    the assignment when the index is written there. None when the class stores what it was given (the split is then
+    made where the object is built). Reads the source file with ``ast``; runs nothing.
+    """
+    import ast
+    import linecache
+    import os
+
+    init = inspect.getattr_static(kind, "__init__", None)
+    code = getattr(init, "__code__", None)
+    if code is None:
+        return None
+    filename = code.co_filename
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return None
+    function = next(
+        (
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.name == "__init__"
+            and (node.decorator_list[0].lineno if node.decorator_list else node.lineno) == code.co_firstlineno
+        ),
+        None,
+    )
+    if function is None or not function.args.args:
+        return None
+    own = function.args.args[0].arg
+    assigned: dict[str, int] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, node.lineno)
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Subscript):
+            continue
+        if not any(
+            isinstance(t, ast.Attribute) and t.attr == attribute and isinstance(t.value, ast.Name) and t.value.id == own
+            for t in node.targets
+        ):
+            continue
+        index = node.value.slice
+        line = assigned.get(index.id, node.lineno) if isinstance(index, ast.Name) else node.lineno
+        return os.path.abspath(filename), line
     return None
 
 
@@ -188,13 +350,13 @@ def _describe_values(obj: Any, name: str) -> SplitData | None:
     if type(obj) is tuple and len(obj) == 2 and all(_arraylike(v) for v in obj):
         features, labels = to_array(obj[0]), to_array(obj[1])
         if features is not None and labels is not None and len(features) == len(labels):
-            return SplitData(name, rows=features, labels=labels)
+            return _with_storage(SplitData(name, rows=features, labels=labels), obj[0])
     array = to_array(obj)
     if array is None or array.ndim == 0:
         return None
     if array.dtype.kind == "O":
         return SplitData(name, row_keys=object_keys([_plain_item(v) for v in array]))
-    return SplitData(name, rows=array)
+    return _with_storage(SplitData(name, rows=array), obj)
 
 
 def _describe_subset(dataset: Any, indices: Any, name: str, allow_iteration: bool) -> SplitData:
@@ -205,7 +367,8 @@ def _describe_subset(dataset: Any, indices: Any, name: str, allow_iteration: boo
     split = SplitData(name, base=id(dataset), indices=positions)
     if base is not None and positions is not None and positions.size:
         index = positions.astype(np.int64, copy=False)
-        for attr in ("rows", "row_keys", "labels", "ids", "times"):
+        split.storage = base.storage
+        for attr in ("rows", "row_keys", "labels", "ids", "times", "storage_rows"):
             value = getattr(base, attr)
             if value is not None and len(value) > int(index.max()):
                 setattr(split, attr, value[index])

@@ -8,9 +8,12 @@ user's namespaces (the frames of user code on the stack, and the module globals 
 numpy/torch) for values whose names say they are splits (``X_train``, ``y_test``, ``train_ds``, ``val_loader``,
 ``test_idx``, ``df_test``...; see ``core.leakage.split_role``) and for ``Subset``s of one dataset (``random_split``
 results). It reads their data without copying where it can (``Dataset.__getitem__`` is never called;
-``agent.leakage.splits``), runs ``core.leakage.check_splits`` within ``leakageBudgetSeconds`` (default 5 s), and
-publishes each issue as a ``leakage`` finding at the line that builds the split. Objects already checked are not
-checked again.
+``agent.leakage.splits``: slices and index views of one array are known by their rows in it, custom datasets by
+their stored attributes), runs ``core.leakage.check_splits`` within ``leakageBudgetSeconds`` (default 5 s), and
+publishes each issue as a ``leakage`` finding at the line that builds the split (or, for a custom ``Dataset`` that
+picks its rows in ``__init__``, the line that picks them). A held-out split with no training split named beside it
+is compared with the other views of its array in the same scope (``input = data[3:]`` next to
+``test_input = data[:5]``). Objects already checked are not checked again.
 """
 
 from __future__ import annotations
@@ -24,7 +27,14 @@ from collections.abc import Iterable, Mapping
 from types import FrameType, ModuleType
 from typing import Any
 
-from tensorsight.agent.leakage.splits import MISSING, has_static, split_from_parts, static_attribute, to_array
+from tensorsight.agent.leakage.splits import (
+    MISSING,
+    has_static,
+    split_from_parts,
+    static_attribute,
+    storage_rows,
+    to_array,
+)
 from tensorsight.agent.runtime import events, steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
@@ -178,7 +188,7 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
 
     roles, subsets = collect_splits(scopes)
     splits: dict[str, leakage.SplitData] = {}
-    origin: dict[str, tuple[str, str]] = {}  # split data name -> (variable name, file)
+    origin: dict[str, tuple[Any, ...]] = {}  # split data name -> (variable name, file[, line where it is made])
     keys: set[tuple[str, str, int]] = set()
     for split, parts in roles.items():
         main = parts.get("features")
@@ -204,12 +214,18 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
         for part in (main, labels, ids, times):
             if part is not None:
                 keys.add((split, part[0], id(part[1])))
+    extra: list[tuple[leakage.SplitData, leakage.SplitData]] = []
+    if "train" not in splits:
+        for held_out, partner in _unnamed_training_rows(scopes, roles, splits):
+            key = ("partner", partner.name, id(partner))
+            keys.add(key)
+            origin.setdefault(partner.name, (partner.name, origin[held_out.name][1]))
+            extra.append((partner, held_out))
     named = {key[2] for key in keys}
     # Subsets of one dataset that the names did not reveal (``a, b = random_split(ds, ...)``): index overlap only.
     by_base: dict[int, list[tuple[str, Any, str]]] = {}
     for item in subsets:
         by_base.setdefault(id(static_attribute(item[1], "dataset")), []).append(item)
-    extra: list[tuple[leakage.SplitData, leakage.SplitData]] = []
     for group in by_base.values():
         for i in range(len(group)):
             for j in range(i + 1, len(group)):
@@ -227,6 +243,9 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
         return []
     _checked.update(keys)
     findings: list[Finding] = []
+    for data in splits.values():
+        if data.made_at is not None:  # rows chosen inside a custom Dataset class: the finding goes there
+            origin[data.name] = (data.name, data.made_at[0], data.made_at[1])
     if splits:
         report = leakage.check_splits(splits, budget_seconds=_budget)
         findings.extend(_to_findings(report.issues, origin))
@@ -241,6 +260,60 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
     return findings
 
 
+def _unnamed_training_rows(
+    scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None]],
+    roles: Mapping[str, Mapping[str, tuple[str, Any, str]]],
+    splits: Mapping[str, Any],
+) -> list[tuple[Any, Any]]:
+    """When the script names its held-out split (``test_input``) but not its training split (``input, target =
+    data[3:, :-1], data[3:, 1:]``): the arrays of the same scope that are other rows of the held-out split's array.
+
+    A partner must be another view of the same array, larger than the held-out split (a leftover batch is not a
+    split) and not holding all of its rows (``X = data[:, :-1]``, the array the split was cut from, is no partner).
+    Returns ``(held-out SplitData, partner SplitData)`` pairs to compare.
+    """
+    from tensorsight.core.leakage import SplitData, split_role
+
+    pairs = []
+    for split_name in ("val", "test"):
+        held_out = splits.get(split_name)
+        parts = roles.get(split_name, {})
+        main = parts.get("features") or parts.get("data")
+        if held_out is None or main is None or held_out.storage is None or held_out.storage_rows is None:
+            continue
+        held_rows = set(held_out.storage_rows.tolist())
+        for _, scope, _ in scopes:
+            if scope.get(main[0]) is not main[1]:
+                continue
+            for i, (name, value) in enumerate(list(scope.items())):
+                if i >= MAX_NAMES_PER_SCOPE:
+                    break
+                if name.startswith("_") or split_role(name) is not None or value is main[1] or not _is_array(value):
+                    continue
+                found = storage_rows(value)
+                if found is None or found[0] != held_out.storage or len(found[1]) <= len(held_rows):
+                    continue
+                rows = found[1]
+                if held_rows <= set(rows.tolist()):
+                    continue  # the array the split was cut from
+                pairs.append((held_out, SplitData(name, storage=found[0], storage_rows=rows)))
+    return pairs
+
+
+def _is_array(value: Any) -> bool:
+    """A tensor or ndarray, told from the value's type alone (never ``value.__class__``, which a user object can
+    compute)."""
+    kinds = tuple(
+        kind
+        for kind in (
+            getattr(sys.modules.get("numpy"), "ndarray", None),
+            getattr(sys.modules.get("torch"), "Tensor", None),
+        )
+        if isinstance(kind, type)
+    )
+    return bool(kinds) and issubclass(type(value), kinds)
+
+
 def _subset_split(name: str, subset: Any) -> Any:
     from tensorsight.core.leakage import SplitData
 
@@ -248,15 +321,15 @@ def _subset_split(name: str, subset: Any) -> Any:
     return SplitData(name, base=id(static_attribute(subset, "dataset")), indices=to_array(list(indices)))
 
 
-def _to_findings(issues: Iterable[Any], origin: Mapping[str, tuple[str, str]]) -> list[Finding]:
+def _to_findings(issues: Iterable[Any], origin: Mapping[str, tuple[Any, ...]]) -> list[Finding]:
     out = []
     for issue in issues:
         # a pair issue points at the split that receives the leaked samples (the later one); a label issue at its split
         subject = issue.splits[-1]
-        name, file = origin.get(subject, (subject, ""))
+        name, file, *made_at = origin.get(subject, (subject, ""))
         if not file:
             continue
-        line = assignment_line(file, name)
+        line = made_at[0] if made_at else assignment_line(file, name)
         out.append(
             Finding(
                 "leakage",

@@ -7,8 +7,10 @@
   allocated/reserved/peak when the program uses CUDA, and the device's memory from NVML (``pynvml``) at most once a
   second. No figure here synchronises the device.
 - ``MemoryMonitor.scan_retained_graphs()``: finds a variable of the training loop that keeps the autograd graph of
-  every step alive (``total_loss += loss``, ``losses.append(loss)``) by following autograd node sequence numbers
-  (never object ids, which Python reuses), and reports a ``memory`` finding at the line that grows it.
+  every step alive (``total_loss += loss``, ``losses.append(loss)``, a dict of EMA weights updated without
+  ``detach``) by following autograd node sequence numbers (never object ids, which Python reuses), counting growth
+  across the per-epoch restarts of ``train(epoch)``, and reports a ``memory`` finding at the line that grows it with
+  the graph's measured size.
 - ``explain_out_of_memory`` (registered with ``tensorsight.agent.runtime.excepthook``): turns an out-of-memory error
   into a
   ``memory`` finding with the seed lesson's remedies ranked by the measured numbers (``core.memory``).
@@ -35,13 +37,43 @@ from tensorsight.core.findings import Finding
 from tensorsight.core.memory import (
     OomFacts,
     accumulation_line,
+    item_accumulation_line,
     oom_summary,
     parse_oom_message,
     rank_oom_remedies,
 )
 from tensorsight.core.notation import format_bytes
 
-RETAINED_CONFIRMATIONS = 3  # consecutive steps a variable must grow the graph chain before it is reported
+RETAINED_CONFIRMATIONS = 3  # steps in which a variable must grow its graph chain before it is reported
+MAX_GRAPH_NODES = 100_000  # the walk that sizes a retained graph stops there
+MAX_ITEMS = 16  # tensor items of a dict followed by the retained-graph scan
+
+
+def _descends_from(node: Any, sequence: int, depth: int = 3, breadth: int = 32) -> bool:
+    """Whether the autograd node with ``sequence`` number is among ``node``'s inputs up to ``depth`` nodes back
+    (``total + loss`` links directly; ``decay * ema + (1 - decay) * param`` through the ``mul``)."""
+    level = [node]
+    for _ in range(depth):
+        parents = [n for current in level for n, _ in current.next_functions if n is not None][:breadth]
+        if any(int(parent._sequence_nr()) == sequence for parent in parents):
+            return True
+        level = parents
+    return False
+
+
+def graph_nodes(held: Any, limit: int = MAX_GRAPH_NODES) -> int:
+    """How many autograd nodes the tensor(s) ``held`` keep alive (at most ``limit``): the measured size of a retained
+    graph. Reads ``grad_fn``/``next_functions`` only; runs no op."""
+    tensors = held if isinstance(held, list) else [held]
+    stack = [t.grad_fn for t in tensors if getattr(t, "grad_fn", None) is not None]
+    seen: set[int] = set()
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))  # ids are safe here: every node stays alive while the walk holds the graph
+        stack.extend(n for n, _ in node.next_functions if n is not None)
+    return len(seen)
 
 
 # ------------------------------------------------------------------------------------------------------ memory_top
@@ -131,6 +163,9 @@ class MemoryMonitor:
         self._lists: dict[tuple[int, str], tuple[int, int]] = {}  # (code, name) -> (length, growths seen)
         self._first_rss: dict[tuple[int, str], tuple[int, int | None]] = {}
         self._reported: set[tuple[int, str]] = set()
+        # one finding per growing line, and per container (a dict seen from two frames, or under two names)
+        self._reported_lines: set[tuple[str, int]] = set()
+        self._reported_containers: set[int] = set()
         self.retained_name: str | None = None
         self.parameter_bytes: int | None = None
 
@@ -228,32 +263,60 @@ class MemoryMonitor:
             elif isinstance(value, list) and value:
                 with shielded([item for item in value[-1:] if isinstance(item, tensor_type)]):
                     links = self._follow_list(key, value, tensor_type)
+            elif type(value) is dict and value:
+                links = self._follow_items(key, value, tensor_type)
             else:
                 continue
             if links == 1:
                 self._first_rss[key] = (step, _rss_bytes())
             if links >= RETAINED_CONFIRMATIONS and key not in self._reported:
                 self._reported.add(key)
-                finding = self._retained_finding(frame, name, links, step, key)
-                if finding is not None:
+                if isinstance(value, (dict, list)):
+                    if id(value) in self._reported_containers:
+                        continue
+                    self._reported_containers.add(id(value))
+                items = value.values() if isinstance(value, dict) else value
+                held = value if isinstance(value, tensor_type) else [v for v in items if isinstance(v, tensor_type)]
+                finding = self._retained_finding(frame, name, links, step, key, graph_nodes(held))
+                if finding is not None and (finding.file, finding.line) not in self._reported_lines:
+                    self._reported_lines.add((finding.file, finding.line))
                     found.append(finding)
         return found
 
     def _follow_chain(self, key: tuple[int, str], value: Any) -> int:
+        """Steps seen so far in which ``value``'s graph grew out of the graph it held at the previous scan.
+
+        The count survives a restart of the chain: ``total_loss = 0`` at the top of ``train(epoch)`` starts a new
+        chain each epoch, and an epoch of a few steps would otherwise never reach ``RETAINED_CONFIRMATIONS``, while
+        each epoch still keeps all its steps' graphs alive. A variable given a fresh graph every step
+        (``loss = ...``) never links, so its count stays 0.
+        """
         node = value.grad_fn
+        previous = self._chains.get(key)
+        links = previous[1] if previous is not None else 0
         if node is None:
-            self._chains.pop(key, None)
+            if previous is not None:
+                self._chains[key] = (-1, links)
             return 0
         sequence = int(node._sequence_nr())
-        previous = self._chains.get(key)
-        links = 0
         if previous is not None and previous[0] != sequence:
-            parents = [n for n, _ in node.next_functions if n is not None]
-            if any(int(parent._sequence_nr()) == previous[0] for parent in parents):
-                links = previous[1] + 1
-        elif previous is not None:
-            links = previous[1]  # same graph as last scan (no step in between): neither growth nor reset
-        self._chains[key] = (sequence, links)
+            if _descends_from(node, previous[0]):
+                links += 1
+                self._chains[key] = (sequence, links)
+                return links
+            self._chains[key] = (sequence, links)  # a new chain (or a fresh value): no growth seen this step
+            return 0
+        self._chains[key] = (sequence, links)  # same graph as last scan (no step in between): neither growth nor reset
+        return 0
+
+    def _follow_items(self, key: tuple[int, str], value: dict[Any, Any], tensor_type: Any) -> int:
+        """A dict of tensors each updated from itself every step (an EMA of the weights without ``detach``): the
+        most grown of its first ``MAX_ITEMS`` tensor items."""
+        links = 0
+        for index, (item_key, item) in enumerate(list(value.items())[:MAX_ITEMS]):
+            if isinstance(item, tensor_type):
+                with shielded([item]):
+                    links = max(links, self._follow_chain((key[0], f"{key[1]}[{index}:{item_key!r}]"), item))
         return links
 
     def _follow_list(self, key: tuple[int, str], value: list[Any], tensor_type: Any) -> int:
@@ -269,23 +332,37 @@ class MemoryMonitor:
         self._lists[key] = (len(value), growths)
         return growths
 
-    def _retained_finding(self, frame: FrameType, name: str, links: int, step: int, key: tuple[int, str]) -> Finding:
+    def _retained_finding(
+        self, frame: FrameType, name: str, links: int, step: int, key: tuple[int, str], nodes: int
+    ) -> Finding:
         code = frame.f_code
         filename = os.path.abspath(code.co_filename)
         scope = None if code.co_name == "<module>" else code.co_firstlineno
         source = "".join(linecache.getlines(filename))
-        line = accumulation_line(source, name, scope, frame.f_lineno) or frame.f_lineno
+        line = (
+            accumulation_line(source, name, scope, frame.f_lineno)
+            or item_accumulation_line(source, name, frame.f_lineno)
+            or frame.f_lineno
+        )
         self.retained_name = name
         first_step, first_rss = self._first_rss.get(key, (step, None))
         now_rss = _rss_bytes()
         growth = now_rss - first_rss if now_rss is not None and first_rss is not None else None
         statement = linecache.getline(filename, line).strip()
+        measured = f"{nodes:,}{'+' if nodes >= MAX_GRAPH_NODES else ''} autograd nodes held"
+        if growth is not None and growth > 0:
+            measured += f", process memory +{format_bytes(growth)} since then"
         message = (
-            f"`{name}` keeps the autograd graph of every step alive ({links} steps so far, since step {first_step})"
-            f": `{statement}` chains each step's loss into one ever-growing graph, so memory grows every step. "
-            f"Accumulate a number instead: `{name} += loss.item()` (or `loss.detach()`)"
+            f"`{name}` keeps the autograd graph of every step alive ({links} steps so far, since step {first_step}; "
+            f"{measured}): `{statement}` chains each step's loss into one ever-growing graph, so memory grows every "
+            f"step. Accumulate a number instead: `{name} += loss.item()` (or `loss.detach()`)"
         )
-        details: dict[str, Any] = {"variable": name, "steps_retained": links, "since_step": first_step}
+        details: dict[str, Any] = {
+            "variable": name,
+            "steps_retained": links,
+            "since_step": first_step,
+            "graph_nodes": nodes,
+        }
         if growth is not None:
             details["rss_growth_bytes"] = growth
         return Finding("memory", "warning", message, filename, line, step=step, details=details)

@@ -46,7 +46,10 @@ def watch_backward(func: Any, outputs: list[Any]) -> None:
     """Hook the autograd node of an op outside modules, so a gradient born there is reported with the op's line."""
     where = None
     for tensor in outputs:
-        node = tensor.grad_fn if tensor.requires_grad else None
+        try:
+            node = tensor.grad_fn if tensor.requires_grad else None
+        except RuntimeError:  # a no_grad view written in place: torch refuses to rebuild its grad_fn (no backward)
+            continue
         if node is None:
             continue
         if where is None:

@@ -158,7 +158,14 @@ def _after_outside_op(func: Any, args: Any, kwargs: Any, result: Any, was_clean:
 def _check_outputs(func: Any, args: Any, kwargs: Any, result: Any, outputs: list[Any], was_clean: bool | None) -> None:
     bad = fast_suspects(outputs)
     if not bad:
-        if getattr(func, "__name__", "") not in GRADIENT_SAFE and not mixed_precision():
+        # Under no_grad the op records no autograd node, so there is no backward to watch; and reading ``grad_fn`` of
+        # a view made under no_grad and then written in place (``nn.init.orthogonal_``'s ``view_as(...).copy_``)
+        # raises in torch itself.
+        if (
+            getattr(func, "__name__", "") not in GRADIENT_SAFE
+            and sys.modules["torch"].is_grad_enabled()
+            and not mixed_precision()
+        ):
             watch_backward(func, outputs)
         return
     st.busy = True

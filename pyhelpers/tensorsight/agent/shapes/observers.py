@@ -13,14 +13,19 @@ path. Inside a window:
   ``{file, line, name, text: "f32[64, 16]", shape, dtype, device}`` for the language server's inlay hints (again only
   if a shape changes). The hint is the assigned value itself, never an intermediate op of the line, and a target that
   is not a tensor (``correct += t.sum().item()``) gets none; a line that assigns nothing gets none;
-- binary elementwise ops and elementwise losses are checked for silent broadcasting (``[N, 1]`` against ``[N]``
-  makes ``[N, N]``): a ``shape`` finding at the line;
+- binary elementwise ops and elementwise losses are checked for silent broadcasting that changes the meaning: an
+  elementwise loss between prediction and target of different shapes, a model's prediction against a tensor of
+  another rank in the user's loss/metric code (``[N, 1]`` against ``[N]`` makes ``[N, N]``), an operand made by a
+  reduction that dropped a dim broadcast back against its source's rank; a ``shape`` finding at the line. Intended
+  broadcasts (positional-encoding tables, masks, biases, scaling, keepdim normalisation) involve neither, so stay
+  quiet. The origin of tensors (model output, reduction) is remembered by weak reference for the window only;
 - global module forward hooks give module outputs to the line that called the module (``out = model(x)``), check that
   tensors fed to a module are on its device, record the first model forward as a ``shape-map`` event, and track the
   module depth so that data moved with ``.to()`` in the training loop itself is told apart from ``.to()`` inside
   ``forward``;
 - ``.to()``/``.cuda()``/``.cpu()`` on the same live tensor in two or more steps is a ``device`` finding (the
-  transfer belongs before the loop).
+  transfer belongs before the loop); transfers made inside another library (a logger's own state, while the user's
+  line calls it) and transfers of one number are not the user's to move.
 Shape and device *errors* are explained from the traceback by ``shape_errors`` (registered here); in a debug session
 an exception hook publishes that explanation too. Nothing here reads tensor values, so nothing syncs a device.
 """
@@ -44,6 +49,7 @@ from tensorsight.agent.runtime.user_code import PACKAGE_ROOT, is_user_file
 from tensorsight.agent.shapes import shape_errors
 from tensorsight.agent.shapes.shape_map import (
     ShapeMapRecorder,
+    direct_user_caller,
     has_parameters,
     is_loss_module,
     tensor_bytes,
@@ -56,6 +62,7 @@ from tensorsight.core.shapes import (
     StatementTargets,
     elementwise_broadcast_problem,
     loss_broadcast_problem,
+    reduction_broadcast_problem,
     statement_targets,
 )
 
@@ -90,6 +97,25 @@ _LOSSES = {
     "hinge_embedding_loss",
 }  # fmt: skip
 _TRANSFERS = {"to", "cuda", "cpu"}
+# reductions whose ``dim`` is their second positional argument (``norm``'s is its third: handled apart)
+_REDUCTIONS = {
+    "sum", "mean", "nansum", "nanmean", "prod", "std", "var", "amax", "amin", "argmax", "argmin", "max", "min",
+    "median", "nanmedian", "logsumexp", "all", "any", "count_nonzero", "mode", "norm",
+}  # fmt: skip
+MAX_PROVENANCE = 4096  # live tensors whose origin a window remembers (model outputs, reductions); cleared per window
+
+
+class _Origin:
+    """Where a tensor seen in a window came from: a model's output (``prediction``: the model called from the user's
+    code, or a batch-preserving op of one), and/or a reduction that dropped dims (``reduced``: source shape, dims,
+    op name). Held by a weak reference to the tensor, never the tensor itself."""
+
+    __slots__ = ("prediction", "reduced", "ref")
+
+    def __init__(self, ref: Any) -> None:
+        self.ref = ref
+        self.prediction = False
+        self.reduced: tuple[tuple[int, ...], tuple[int, ...], str] | None = None
 
 
 class _LineRecord:
@@ -107,6 +133,9 @@ class _LineRecord:
 class _State:
     def __init__(self) -> None:
         self.torch: ModuleType | None = None
+        self.torch_root = (
+            os.sep + "torch" + os.sep
+        )  # the torch package folder once imported (its files are not "a library")
         self.pid = os.getpid()
         self.every = DEFAULT_EVERY
         self.window = False
@@ -134,6 +163,7 @@ class _State:
         self.device_checked: set[int] = set()
         self.map_recorder: ShapeMapRecorder | None = None
         self.mapped_roots: set[int] = set()
+        self.origins: dict[int, _Origin] = {}
 
 
 _state = _State()
@@ -160,6 +190,8 @@ def arm(origin: str = "debugger") -> None:
 @never_raise()
 def _on_torch(torch: ModuleType) -> None:
     _state.torch = torch
+    if torch.__file__:
+        _state.torch_root = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
     _open_window()
 
 
@@ -231,6 +263,7 @@ def _close_window() -> None:
         return
     _flush_lines()
     _state.pending.clear()  # drop the frames (and the user's values they hold) until the next window
+    _state.origins.clear()
     _state.window = False
     _state.initial = False
     for handle in _state.handles:
@@ -490,6 +523,11 @@ def _observe_call(func: Any, args: Any, kwargs: dict[str, Any], result: Any) -> 
         # call or step, since our mode cannot leave the stack from inside its own __torch_function__.
         return
     name = getattr(func, "__name__", "")
+    recorder = _state.map_recorder
+    if recorder is not None and recorder.running:
+        where = direct_user_caller(func, sys._getframe(2))
+        if where is not None:
+            recorder.op(func, args, result, where)  # a functional op between the modules of the first forward
     frame, through_internals = _locate(sys._getframe(2), func=func)
     if frame is None:
         return
@@ -502,7 +540,7 @@ def _observe_call(func: Any, args: Any, kwargs: dict[str, Any], result: Any) -> 
     if name in _ELEMENTWISE:
         operands = [a for a in args[:2] if isinstance(a, torch.Tensor)]
         if len(operands) == 2:
-            problem = elementwise_broadcast_problem(tuple(operands[0].shape), tuple(operands[1].shape))
+            problem = _meaning_changing_broadcast(operands[0], operands[1])
             if problem is not None:
                 _report_broadcast(frame, name, problem)
     elif name in _LOSSES:
@@ -512,7 +550,109 @@ def _observe_call(func: Any, args: Any, kwargs: dict[str, Any], result: Any) -> 
             problem = loss_broadcast_problem(tuple(prediction.shape), tuple(target.shape))
             if problem is not None:
                 _report_broadcast(frame, name, problem)
+    _note_origin(name, args, kwargs, result)
     _note_line(frame)
+
+
+# ---- which broadcasts change the meaning ---------------------------------------------------------------------------
+
+
+def _origin(t: Any, create: bool = False) -> _Origin | None:
+    origin = _state.origins.get(id(t))
+    if origin is not None and origin.ref() is not t:
+        origin = None  # the id was reused by another tensor
+        del _state.origins[id(t)]
+    if origin is None and create:
+        if len(_state.origins) >= MAX_PROVENANCE:
+            _prune_origins()
+        try:
+            origin = _Origin(weakref.ref(t))
+        except TypeError:
+            return None
+        _state.origins[id(t)] = origin
+    return origin
+
+
+def _prune_origins() -> None:
+    """Forget the origins of tensors that died; if the window still remembers too many, the oldest quarter."""
+    origins = _state.origins
+    for key in [key for key, origin in origins.items() if origin.ref() is None]:
+        del origins[key]
+    if len(origins) >= MAX_PROVENANCE:
+        for key in list(origins)[: MAX_PROVENANCE // 4]:
+            del origins[key]
+
+
+def _meaning_changing_broadcast(first: Any, second: Any) -> Any:
+    """The broadcast of two operands when it changes what the op means, else None.
+
+    Two cases: a side made by a reduction that dropped a dim, broadcast against its source's rank; and, in the user's
+    code outside any model forward (loss and metric code), a model's prediction against a tensor of another rank that
+    grows the result (``[N, 1] - [N]``). Broadcasts between other tensors are how positional encodings
+    (``position * div_term``), masks, biases and attention scaling are written, and are left alone.
+    """
+    shapes = (tuple(first.shape), tuple(second.shape))
+    for index, operand in enumerate((first, second)):
+        origin = _origin(operand)
+        if origin is not None and origin.reduced is not None:
+            source, dims, reduction = origin.reduced
+            problem = reduction_broadcast_problem(source, dims, shapes[index], shapes[1 - index], reduction)
+            if problem is not None:
+                return problem
+    if _state.depth == 0 and any((o := _origin(t)) is not None and o.prediction for t in (first, second)):
+        return elementwise_broadcast_problem(*shapes)
+    return None
+
+
+def _reduced_dims(name: str, args: Any, kwargs: dict[str, Any]) -> tuple[int, ...] | None:
+    dim = kwargs.get("dim")
+    if dim is None and name == "norm":
+        dim = args[2] if len(args) > 2 else None
+    elif dim is None and len(args) > 1:
+        dim = args[1]
+    if isinstance(dim, int) and not isinstance(dim, bool):
+        return (dim,)
+    if isinstance(dim, (tuple, list)) and dim and all(isinstance(d, int) and not isinstance(d, bool) for d in dim):
+        return tuple(dim)
+    return None
+
+
+def _note_origin(name: str, args: Any, kwargs: dict[str, Any], result: Any) -> None:
+    """Remember what ``result`` is: the reduction of a tensor that dropped dims, and/or a prediction (a
+    batch-preserving op on one in the user's loss or metric code: ``torch.sigmoid(out)``, ``out.argmax(1)``)."""
+    torch = _state.torch
+    assert torch is not None
+    tensor_type = torch.Tensor
+    outputs = [result] if isinstance(result, tensor_type) else []
+    if not outputs and isinstance(result, tuple):  # ``x.max(1)``: (values, indices)
+        outputs = [r for r in result[:2] if isinstance(r, tensor_type)]
+    if not outputs:
+        return
+    inputs = [a for a in args if isinstance(a, tensor_type)]
+    if name in _REDUCTIONS and inputs and inputs[0] is args[0]:
+        dims = _reduced_dims(name, args, kwargs)
+        source = tuple(args[0].shape)
+        if dims is not None and source and outputs[0].dim() == len(source) - len(set(d % len(source) for d in dims)):
+            for output in outputs:
+                origin = _origin(output, create=True)
+                if origin is not None:
+                    origin.reduced = (source, dims, name)
+    if _state.depth == 0 and len(inputs) == 1:
+        origin = _origin(inputs[0])
+        if origin is not None and origin.prediction:
+            for output in outputs:
+                if output.dim() >= 1 and inputs[0].dim() >= 1 and output.shape[0] == inputs[0].shape[0]:
+                    tagged = _origin(output, create=True)
+                    if tagged is not None:
+                        tagged.prediction = True
+
+
+def _note_predictions(output: Any) -> None:
+    """A model called from the user's code returned ``output``: its tensors are predictions."""
+    for t in tensors_in(output, limit=8):
+        origin = _origin(t, create=True)
+        if origin is not None:
+            origin.prediction = True
 
 
 def _report_broadcast(frame: FrameType, op: str, problem: Any) -> None:
@@ -539,6 +679,24 @@ def _is_device_call(name: str, args: Any, kwargs: dict[str, Any]) -> bool:
     return False
 
 
+def _called_from_library(frame: FrameType | None) -> bool:
+    """Whether a library other than torch sits between the op and the innermost user frame: the op is then that
+    library's, even though the user's line called into the library (``self.log(...)`` in a LightningModule)."""
+    torch_root = _state.torch_root
+    while frame is not None:
+        code = frame.f_code
+        if not op_calls.is_op_call(code):
+            kind = _file_kind(code.co_filename)
+            if kind == _USER:
+                return False
+            if kind == _LIB and not _state.full_paths.setdefault(
+                code.co_filename, os.path.abspath(code.co_filename)
+            ).startswith(torch_root):
+                return True
+        frame = frame.f_back
+    return False
+
+
 def _source_key(t: Any) -> tuple[Any, ...]:
     """Identity of the data moved: the same live tensor object with the same ``_version`` is the same data."""
     ref_and_gen = _state.sources.get(id(t))
@@ -560,6 +718,10 @@ def _observe_transfer(frame: FrameType, name: str, args: Any, kwargs: dict[str, 
         return
     if not _is_device_call(name, args, kwargs):
         return
+    if source.numel() <= 1:
+        return  # one number (a logged loss, a step counter): moving it costs a sync at most, never a copy worth moving
+    if _called_from_library(sys._getframe(3)):
+        return  # a library's own bookkeeping (Lightning's ``self.log``): not a transfer the user wrote
     src, dst = str(source.device), str(result.device)
     if src == dst and _state.depth > 0:
         return  # ``.to(x.device)`` inside forward: a no-op that stays a no-op once the model is on the accelerator
@@ -608,7 +770,7 @@ def _enter_module(module: Any, args: Any) -> None:
     if depth == 0 and _state.map_recorder is None and id(module) not in _state.mapped_roots:
         if not is_loss_module(module) and has_parameters(module):
             _state.mapped_roots.add(id(module))
-            _state.map_recorder = ShapeMapRecorder(module)
+            _state.map_recorder = ShapeMapRecorder(module, watch_ops=False)  # our mode feeds its ops
     recorder = _state.map_recorder
     if recorder is not None:
         recorder.before(module, args)
@@ -640,6 +802,8 @@ def _leave_module(module: Any, output: Any) -> None:
                 _emit_shape_map(recorder)
     if output is None:
         return  # the forward raised: the explainer handles it
+    if _state.depth == 0 and not is_loss_module(module):
+        _note_predictions(output)
     frame, internals = _locate(sys._getframe(0), from_hook=True)
     if frame is not None and not internals:
         _note_line(frame)
