@@ -190,6 +190,9 @@ def _environment() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORSIGHT_")}
     env["PYTHONPATH"] = PYHELPERS
     env["PYTHONHASHSEED"] = "0"
+    # Two scripts run side by side on a small machine: one intra-op thread each, or torch's spinning threads make
+    # tiny models tens of times slower under load (the same setting for the doctor and the plain run).
+    env.setdefault("OMP_NUM_THREADS", "1")
     return env
 
 
