@@ -41,7 +41,7 @@ from tensorsight.core.findings import KINDS
 
 REALISTIC = os.path.join(PROGRAMS, "realistic")
 COUNTED_SEVERITIES = ("warning", "error")
-DEFAULT_TIMEOUT = 120.0
+DEFAULT_TIMEOUT = 300.0  # seconds per run: generous, the machine running the suite may be busy
 DEFAULT_WORKERS = 2
 
 _MARKER = re.compile(r"#\s*BUG:\s*([a-z|-]+)(.*)$")
