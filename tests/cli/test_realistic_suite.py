@@ -76,8 +76,10 @@ def doctor_runs(request: pytest.FixtureRequest) -> dict[str, realistic.Run]:
     """The doctor over the scripts the selected cases of this module need, two at a time, once per module."""
     wanted = []
     for item in request.session.items:
-        name = getattr(item, "callspec", None) and item.callspec.params.get("name")
-        if item.module is request.module and name in BY_NAME and BY_NAME[name] not in wanted:
+        if not isinstance(item, pytest.Function) or item.module is not request.module:
+            continue
+        name = item.callspec.params.get("name") if hasattr(item, "callspec") else None
+        if name in BY_NAME and BY_NAME[name] not in wanted:
             wanted.append(BY_NAME[name])
     return realistic.run_all(wanted)
 
