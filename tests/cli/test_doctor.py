@@ -156,3 +156,85 @@ def test_a_log_file_that_cannot_be_opened_keeps_the_measurement(tmp_path):
     assert [(f["kind"], f["line"]) for f in measured] == [(f["kind"], f["line"]) for f in baseline]
     assert any(f["kind"] == "performance" for f in measured)
     assert "cannot write the training log to" in with_log.stderr and "measuring goes on" in with_log.stderr
+
+
+RULE_FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "rules")
+EXPECT_MARK = "# expect: "
+
+
+def expected_in(folder: str) -> set[tuple[str, int, str]]:
+    """(file relative to ``folder``, line, code) of every ``# expect: TSNNN`` mark in the folder's files."""
+    found = set()
+    for root, _, names in os.walk(folder):
+        for name in names:
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                with open(path, encoding="utf-8") as handle:
+                    for number, line in enumerate(handle, 1):
+                        if EXPECT_MARK in line:
+                            found.add((os.path.relpath(path, folder), number, line.split(EXPECT_MARK)[1].split()[0]))
+    return found
+
+
+def static_report(script: str, cwd: str | None = None) -> set[tuple[str, int, str]]:
+    env = {**os.environ, "PYTHONPATH": PYHELPERS}
+    done = subprocess.run(
+        [PYTHON, "-m", "tensorsight", "doctor", "--json", "--no-run", script],
+        capture_output=True, text=True, env=env, timeout=120, cwd=cwd,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    folder = cwd or os.path.dirname(os.path.abspath(script))
+    return {(os.path.relpath(f["file"], folder), f["line"], f["details"]["code"]) for f in document["findings"]}
+
+
+def test_static_rules_follow_the_script_into_the_project_files_it_imports():
+    folder = os.path.join(RULE_FIXTURES, "project_trainer")
+    assert static_report(os.path.join(folder, "train.py")) == expected_in(folder)
+    assert ("trainer.py", 16, "TS101") in expected_in(folder)  # zero_grad() lost inside the Trainer class
+
+
+def test_the_clean_project_gets_no_static_finding():
+    assert static_report(os.path.join(RULE_FIXTURES, "project_clean", "train.py")) == set()
+
+
+def test_single_file_programs_for_the_missed_static_cases():
+    for name in ("ts102_evaluation_helper_with_dropout.py", "ts104_running_loss_shapes.py"):
+        path = os.path.join(RULE_FIXTURES, name)
+        assert static_report(path) == {(f, line, code) for f, line, code in expected_in(RULE_FIXTURES) if f == name}
+
+
+def test_a_package_imported_from_the_working_directory_and_import_cycles(tmp_path):
+    """``scripts/train.py`` imports ``project.loop`` (found from the working directory, the project's root); the
+    two modules of the package import each other (the cycle ends) and nothing is executed."""
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "__init__.py").write_text("from .loop import fit\n")
+    (tmp_path / "project" / "loop.py").write_text(
+        "from . import metrics\n"
+        "raise SystemExit('imported')\n"
+        "def fit(model, loader, optimizer, criterion):\n"
+        "    for x, y in loader:\n"
+        "        loss = criterion(model(x), y)\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "        metrics.history.append(loss)\n"
+    )
+    (tmp_path / "project" / "metrics.py").write_text("from .loop import fit\nhistory = []\n")
+    (tmp_path / "scripts" / "train.py").write_text(
+        "import torch\n"
+        "from project import fit\n"
+        "model = torch.nn.Linear(2, 1)\n"
+        "fit(model, [], torch.optim.SGD(model.parameters(), lr=0.1), torch.nn.MSELoss())\n"
+    )
+    found = static_report(os.path.join("scripts", "train.py"), cwd=str(tmp_path))
+    assert found == {(os.path.join("project", "loop.py"), 7, "TS101"), (os.path.join("project", "loop.py"), 8, "TS104")}
+
+
+def test_project_files_that_are_not_plain_or_too_big_are_left_out(tmp_path):
+    """A FIFO named like a module (an open() that would never return) and an oversized generated module are not
+    read; the script's own findings still come."""
+    os.mkfifo(tmp_path / "engine.py")
+    (tmp_path / "generated.py").write_text("x = 1\n" * 400_000 + "breakpoint()\n")  # about 2.4 MB
+    (tmp_path / "train.py").write_text("import torch\nimport engine\nimport generated\nbreakpoint()\n")
+    assert static_report(str(tmp_path / "train.py")) == {("train.py", 4, "TS110")}

@@ -65,6 +65,16 @@ def test_profile_reports_a_function_it_cannot_find(tmp_path):
     assert document["steps_profiled"] == 3 and any("not found: no_such_function" in n for n in document["notes"])
 
 
+def test_profile_of_a_script_that_does_not_compile_is_a_report_not_a_traceback(tmp_path):
+    script = tmp_path / "broken.py"
+    script.write_text("import torch\nmodel = (\n", encoding="utf-8")
+    proc = tensorsight("profile", "--json", str(script))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    document = json.loads(proc.stdout)
+    assert "SyntaxError" in document["error"] and "line 2" in document["error"]
+    assert document["steps_profiled"] == 0 and document["rows"] == []
+
+
 def test_overfit_command_finds_the_model_and_loss_module_of_a_script():
     path = example("healthy_training.py")
     proc = tensorsight("overfit", "--json", path)

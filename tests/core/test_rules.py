@@ -16,7 +16,15 @@ import pytest
 
 from support.paths import REPO
 from tensorsight.core.findings import KINDS, SEVERITIES
-from tensorsight.core.rules import RULES, Fix, analyze, apply_fix, is_training_source, training_loops
+from tensorsight.core.rules import (
+    RULES,
+    Fix,
+    analyze,
+    analyze_project,
+    apply_fix,
+    is_training_source,
+    training_loops,
+)
 
 RULE_FIXTURES = sorted(glob.glob(os.path.join(REPO, "tests", "fixtures", "rules", "ts*.py")))
 CORRECT_LOOPS = sorted(glob.glob(os.path.join(REPO, "tests", "fixtures", "correct_loops", "*.py")))
@@ -30,6 +38,9 @@ def expected_findings(source: str) -> set[tuple[int, str]]:
 def read(path: str) -> str:
     with open(path, encoding="utf-8") as handle:
         return handle.read()
+
+
+read_file = read
 
 
 def test_every_rule_has_a_fixture_and_metadata():
@@ -173,3 +184,223 @@ def test_gan_style_clearing_of_another_model_is_not_cleared_before_step():
     assert buggy != source
     codes = [(f.details["code"]) for f in analyze(buggy, "gan.py", strict=True)]
     assert codes == ["TS109"]
+
+
+# --------------------------------------------------------------------------------------- across the project's files
+def project_reader(files: dict[str, str], asked: list[str] | None = None):
+    """``read`` over an in-memory project (paths under /project); records what was asked for."""
+
+    def read(path: str) -> str | None:
+        if asked is not None:
+            asked.append(path)
+        return files.get(path)
+
+    return read
+
+
+TRAIN_SCRIPT = """\
+import os
+import numpy as np
+import torch
+from models import Net
+from trainer import Trainer
+
+model = Net()
+trainer = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1))
+trainer.fit([(torch.randn(4, 8), torch.randint(0, 2, (4,)))])
+"""
+TRAINER = """\
+import torch.nn.functional as F
+
+
+class Trainer:
+    def __init__(self, model, optimizer):
+        self.model, self.optimizer = model, optimizer
+
+    def fit(self, loader):
+        for x, y in loader:
+            loss = F.cross_entropy(self.model(x), y)
+            loss.backward()
+            self.optimizer.step()
+        return self.evaluate(loader)
+
+    @torch.no_grad()
+    def evaluate(self, loader):
+        return sum(F.cross_entropy(self.model(x), y).item() for x, y in loader)
+"""
+MODELS = """\
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 2))
+
+    def forward(self, x):
+        return self.layers(x)
+"""
+
+
+def test_a_trainer_class_in_another_module_is_analysed_at_its_own_lines():
+    files = {"/project/trainer.py": TRAINER, "/project/models.py": MODELS}
+    asked: list[str] = []
+    found = analyze_project(TRAIN_SCRIPT, "/project/train.py", project_reader(files, asked), strict=True)
+    where = {(f.file, f.line, f.details["code"]) for f in found}
+    assert ("/project/trainer.py", 12, "TS101") in where
+    # the evaluate() method runs under no_grad, but self.model is a models.Net, which has dropout: eval() is needed
+    assert ("/project/trainer.py", 17, "TS102") in where
+    assert where <= {("/project/trainer.py", 12, "TS101"), ("/project/trainer.py", 17, "TS102")}
+    # parsed from the reader only; torch and numpy are never looked up (a local os.py would shadow the stdlib's)
+    assert not any(os.path.basename(p).startswith(("numpy", "torch")) for p in asked)
+    assert "/project/os.py" in asked
+
+
+def test_without_dropout_or_batch_norm_no_grad_alone_is_enough():
+    files = {"/project/trainer.py": TRAINER, "/project/models.py": MODELS.replace("nn.Dropout(0.2), ", "")}
+    found = analyze_project(TRAIN_SCRIPT, "/project/train.py", project_reader(files), strict=True)
+    assert {(f.line, f.details["code"]) for f in found} == {(12, "TS101")}
+
+
+def test_an_imported_evaluate_is_protected_by_its_callers_eval_and_no_grad():
+    engine = (
+        "def evaluate(model, loader):\n"
+        "    total = 0.0\n"
+        "    for x, y in loader:\n"
+        "        total += model(x).sum().item()\n"
+        "    return total\n"
+    )
+    script = (
+        "import torch\n"
+        "from engine import evaluate\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.1))\n"
+        "val_loader = [(torch.ones(1, 2), None)]\n"
+        "{setup}"
+        "print(evaluate(model, val_loader))\n"
+    )
+    read = project_reader({"/p/engine.py": engine})
+    unprotected = analyze_project(script.format(setup=""), "/p/main.py", read, strict=True)
+    assert [(f.file, f.line, f.details["code"]) for f in unprotected] == [("/p/engine.py", 3, "TS102")]
+    protected = script.format(setup="model.eval()\n").replace("print(", "with torch.no_grad():\n    print(")
+    assert analyze_project(protected, "/p/main.py", read, strict=True) == []
+
+
+def test_project_loading_is_bounded_and_survives_cycles_and_failing_reads():
+    chain = {f"/c/m{i}.py": f"import m{i + 1}\nimport m{i - 1}\nbreakpoint()\n" for i in range(1, 80)}
+
+    def read(path: str) -> str | None:
+        if path.endswith("m5.py"):
+            raise PermissionError(path)  # a file the reader cannot see is left out, the others still come
+        return chain.get(path)
+
+    found = analyze_project("import torch\nimport m1\n", "/c/main.py", read, strict=True)
+    files = {f.file for f in found}
+    assert "/c/m1.py" in files and "/c/m4.py" in files and "/c/m5.py" not in files
+    assert len(files) < 40  # at most MAX_PROJECT_FILES modules, the script included
+
+
+def test_relative_imports_and_a_package_reexport():
+    files = {
+        "/w/pkg/__init__.py": "from .engine import train_one_epoch\n",
+        "/w/pkg/engine.py": (
+            "from . import util\n"
+            "def train_one_epoch(model, loader, opt):\n"
+            "    total = 0\n"
+            "    for x in loader:\n"
+            "        loss = model(x).sum()\n"
+            "        opt.zero_grad()\n"
+            "        loss.backward()\n"
+            "        opt.step()\n"
+            "        total += loss\n"
+            "    return total\n"
+        ),
+        "/w/pkg/util.py": "from .engine import train_one_epoch\n",
+    }
+    script = "import torch\nimport pkg\nfrom pkg import train_one_epoch\n"
+    found = analyze_project(script, "/w/scripts/run.py", project_reader(files), roots=["/w"], strict=True)
+    assert [(f.file, f.line, f.details["code"]) for f in found] == [("/w/pkg/engine.py", 9, "TS104")]
+    # without the workspace root, ``pkg`` is not next to the script: nothing to follow
+    assert analyze_project(script, "/w/scripts/run.py", project_reader(files), strict=True) == []
+
+
+def test_clean_project_fixture_and_the_correct_corpus_stay_silent_with_the_project_reader():
+    def read(path: str) -> str | None:
+        return read_file(path) if os.path.isfile(path) else None
+
+    entry = os.path.join(REPO, "tests", "fixtures", "rules", "project_clean", "train.py")
+    assert analyze_project(read(entry) or "", entry, read, strict=True) == []
+    for path in CORRECT_LOOPS:
+        assert analyze_project(read(path) or "", path, read, strict=True) == [], os.path.basename(path)
+
+
+def test_a_step_method_in_another_module_called_per_batch_without_clearing():
+    trainer = (
+        "class Trainer:\n"
+        "    def __init__(self, model, optimizer):\n"
+        "        self.model = model\n"
+        "        self.optimizer = optimizer\n"
+        "\n"
+        "    def train_step(self, x, y):\n"
+        "        loss = (self.model(x) - y).pow(2).mean()\n"
+        "        loss.backward()\n"
+        "        self.optimizer.step()\n"
+        "        return loss.item()\n"
+    )
+    script = (
+        "import torch\n"
+        "from trainer import Trainer\n"
+        "model = torch.nn.Linear(2, 1)\n"
+        "trainer = Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1))\n"
+        "for x, y in [(torch.ones(1, 2), torch.ones(1, 1))] * 10:\n"
+        "{clear}"
+        "    trainer.train_step(x, y)\n"
+    )
+    read = project_reader({"/t/trainer.py": trainer})
+    (finding,) = analyze_project(script.format(clear=""), "/t/train.py", read, strict=True)
+    assert (finding.file, finding.line, finding.details["code"]) == ("/t/trainer.py", 9, "TS101")
+    assert "train.py:6" in finding.message  # where the loop calls it
+    cleared = script.format(clear="    trainer.optimizer.zero_grad()\n")
+    assert analyze_project(cleared, "/t/train.py", read, strict=True) == []
+    # called once, not from a loop: not a training loop at all
+    once = script.replace("for x, y in [(torch.ones(1, 2), torch.ones(1, 1))] * 10:\n", "x = y = None\nif True:\n")
+    assert analyze_project(once.format(clear=""), "/t/train.py", read, strict=True) == []
+
+
+def test_eval_restored_in_the_language_model_fixture_is_clean():
+    path = os.path.join(REPO, "tests", "fixtures", "rules", "ts102_eval_removed_language_model_style.py")
+    restored = read(path).replace("def evaluate(data_source):\n", "def evaluate(data_source):\n    model.eval()\n")
+    assert analyze(restored, path, strict=True) == []
+    # an eval() before the epochs (not only in the export at the end) also counts as the caller's switch
+    early = read(path).replace("for epoch in range(2):\n", "model.eval()\nfor epoch in range(2):\n")
+    assert [f.details["code"] for f in analyze(early, path, strict=True)] == []
+
+
+def test_eval_in_an_imported_helper_never_undone_by_the_imported_training_epoch():
+    engine = (
+        "def train_one_epoch(model, loader, optimizer):\n"
+        "{train}"
+        "    for x, y in loader:\n"
+        "        optimizer.zero_grad()\n"
+        "        loss = (model(x) - y).pow(2).mean()\n"
+        "        loss.backward()\n"
+        "        optimizer.step()\n"
+        "\n"
+        "def evaluate(model, loader):\n"
+        "    model.eval()\n"
+        "    return sum(float(model(x).sum()) for x, _ in loader)\n"
+    )
+    script = (
+        "import torch\n"
+        "import engine\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(2, 1), torch.nn.Dropout(0.1))\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for epoch in range(3):\n"
+        "    engine.train_one_epoch(model, [], optimizer)\n"
+        "    with torch.no_grad():\n"
+        "        print(engine.evaluate(model, []))\n"
+    )
+    forgot = project_reader({"/e/engine.py": engine.format(train="")})
+    found = analyze_project(script, "/e/main.py", forgot, strict=True)
+    assert [(f.file, f.line, f.details["code"]) for f in found] == [("/e/main.py", 8, "TS103")]
+    restored = project_reader({"/e/engine.py": engine.format(train="    model.train()\n")})
+    assert analyze_project(script, "/e/main.py", restored, strict=True) == []

@@ -2,6 +2,9 @@
 
 ``python -m tensorsight doctor [--json] [--set KEY=JSON ...] [--timeout S] [--max-steps N] script.py [args...]``
 
+The static rules look at the script and at the project files its imports reach (``static_findings``), so a bug in a
+trainer class in ``trainer.py`` is reported at its line there; ``--no-run`` gives those findings alone.
+
 The script runs in this process as ``__main__`` (like ``python script.py``) with the same agent hooks a debug
 session gets; its own output goes to stderr when ``--json`` is asked, so stdout stays one JSON document. Exit status:
 0 when no finding is an error, 1 when one is or the script failed (an exception, a syntax error, a non-zero
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 from typing import IO, Any
 
@@ -55,16 +59,40 @@ def limits_of(args: argparse.Namespace) -> Limits:
     return Limits(timeout=args.timeout, max_steps=args.max_steps)
 
 
+MAX_PROJECT_SOURCE_BYTES = 2 << 20  # a project file bigger than this is not parsed (generated code, data in .py)
+
+
 def static_findings(path: str) -> list[Finding]:
-    """Findings of the static rules on the script's source (decoded as Python does, PEP 263); none when the source
-    cannot be decoded (the run then reports why)."""
+    """Findings of the static rules on the script's source (decoded as Python does, PEP 263) and on the project
+    files its imports reach (the script's folder, and the working directory when the script lies inside it): parsed,
+    never imported. None when the script cannot be decoded (the run then reports why)."""
     from tensorsight.core import rules
 
     try:
         source = script_runner.read_source(path)
     except (OSError, SyntaxError):
         return []
-    return list(rules.analyze(source, os.path.abspath(path)))
+    script = os.path.abspath(path)
+    roots = [os.getcwd()] if _inside(script, os.getcwd()) else []
+    return list(rules.analyze_project(source, script, _project_source, roots))
+
+
+def _project_source(path: str) -> str | None:
+    """A project file's text for the rules: a regular file of bounded size, decoded as Python does; else None."""
+    try:
+        status = os.stat(path)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_PROJECT_SOURCE_BYTES:
+            return None
+        return script_runner.read_source(path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _inside(path: str, folder: str) -> bool:
+    try:
+        return os.path.commonpath([path, os.path.abspath(folder)]) == os.path.abspath(folder)
+    except ValueError:  # another drive on Windows
+        return False
 
 
 class DoctoredRun:

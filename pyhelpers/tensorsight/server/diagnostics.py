@@ -1,20 +1,25 @@
 """Findings (static rules and runtime) as LSP diagnostics, and the per-document analysis cache with its debounce.
 
-``server`` calls ``StaticAnalysis.findings`` on open/change of a Python file that uses torch and publishes
-``to_diagnostic`` of that file's problems: the static findings, the tools' reports and the runs' findings, one per bug
-(``core.problems.one_per_bug``), each with a ``source_label`` naming who reported it. Columns in findings count
-characters; ``units`` (the negotiated position encoding's counter, UTF-16 for VS Code) converts them.
+On open/change of a Python file that uses torch, ``server`` runs ``analyze_document`` in a worker thread: the rules
+on the document and on the project files its imports reach (a trainer class in ``trainer.py``, read from the open
+buffer or, under ``source_files``' rules, from disk), kept by ``StaticAnalysis``. It then publishes ``to_diagnostic``
+of each touched file's problems, the document's and the other files' (open or not): the static findings, the tools'
+reports and the runs' findings, one per bug (``core.problems.one_per_bug``), each with a ``source_label`` naming who
+reported it. Columns in findings count characters; ``units`` (the negotiated position encoding's counter, UTF-16
+for VS Code) converts them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from lsprotocol import types
 
 from tensorsight.core import rules
 from tensorsight.core.findings import Finding
+from tensorsight.server.runtime_view import normalize_path
 
 SOURCE_STATIC = "TensorSight"
 SOURCE_RUNTIME = "TensorSight (run)"
@@ -98,23 +103,107 @@ def to_diagnostic(finding: Finding, lines: Sequence[str], source: str, units: Un
     )
 
 
+@dataclass
+class ProjectResult:
+    """One open document's analysis with its project: findings per file (normalized path) and the files' lines."""
+
+    path: str
+    findings: dict[str, list[Finding]] = field(default_factory=dict)
+    lines: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def files(self) -> set[str]:
+        return set(self.lines)
+
+
+def analyze_document(
+    source: str, path: str, read: Callable[[str], str | None], roots: Sequence[str] = ()
+) -> ProjectResult:
+    """The rules on an open document and on the project files its imports reach (``read`` gives their text). Blocks
+    on reads: the server runs it in a worker thread."""
+    key = normalize_path(path)
+    result = ProjectResult(key, {key: []}, {key: source.splitlines(keepends=True)})
+    if not rules.is_training_source(source):
+        return result
+    texts: dict[str, str] = {}
+
+    def remembering(file: str) -> str | None:
+        text = read(file)
+        if text is not None:
+            texts[normalize_path(file)] = text
+        return text
+
+    for finding in rules.analyze_project(source, path, remembering, roots):
+        result.findings.setdefault(normalize_path(finding.file), []).append(finding)
+    for file in texts:  # files reached without a finding: a publish clears what an earlier analysis put there
+        result.lines.setdefault(file, texts[file].splitlines(keepends=True))
+        result.findings.setdefault(file, [])
+    return result
+
+
 class StaticAnalysis:
-    """The rules' findings per document version, so code actions and repeated publishes do not re-analyse."""
+    """The rules' findings per open document version, each document analysed with the project files it imports.
+
+    A file's static findings (``findings_for``) come from the open documents whose project reaches it, because they
+    know its callers (an ``evaluate()`` the script calls under ``eval()``); a file no other open document reaches
+    gets its own analysis. ``store`` and ``forget`` answer which files' diagnostics changed, for the server to
+    publish, also files that are not open (a trainer class in another module).
+    """
 
     def __init__(self) -> None:
-        self._cache: dict[str, tuple[int | None, list[Finding]]] = {}
+        self._results: dict[str, tuple[int | None, ProjectResult]] = {}  # uri -> (version, result)
+
+    def store(self, uri: str, version: int | None, result: ProjectResult) -> set[str]:
+        """Keep ``uri``'s new analysis; the files (normalized paths) whose static findings changed with it."""
+        before = self._results.get(uri)
+        files = set(result.findings) | (set(before[1].findings) if before is not None else set())
+        old = {file: self.findings_for(file) for file in files}
+        self._results[uri] = (version, result)
+        return {file for file in files if self.findings_for(file) != old[file]}
+
+    def current(self, uri: str, version: int | None) -> bool:
+        cached = self._results.get(uri)
+        return cached is not None and version is not None and cached[0] == version
 
     def findings(self, uri: str, version: int | None, source: str, path: str) -> list[Finding]:
-        cached = self._cache.get(uri)
-        if cached is not None and cached[0] == version and version is not None:
-            return cached[1]
-        found = rules.analyze(source, path) if rules.is_training_source(source) else []
-        self._cache[uri] = (version, found)
-        return found
+        """The findings on the document itself: from its project analysis when that is current, else the rules on
+        its text alone (no reads), so quick fixes always match the text they edit."""
+        if self.current(uri, version):
+            return self.findings_for(path)
+        return rules.analyze(source, path) if rules.is_training_source(source) else []
+
+    def findings_for(self, path: str) -> list[Finding]:
+        key = normalize_path(path)
+        by_others = [r for _, r in self._results.values() if r.path != key and key in r.findings]
+        sources = by_others or [r for _, r in self._results.values() if r.path == key]
+        merged: dict[tuple[object, int], Finding] = {}
+        for result in sources:
+            for finding in result.findings.get(key, []):
+                merged.setdefault((finding.details.get("code"), finding.line), finding)
+        return sorted(merged.values(), key=lambda f: (f.line, str(f.details.get("code", ""))))
+
+    def lines_of(self, path: str) -> list[str] | None:
+        """The text an analysis read for ``path`` (to place diagnostics in a file that is not open)."""
+        key = normalize_path(path)
+        for _, result in self._results.values():
+            if key in result.lines:
+                return result.lines[key]
+        return None
+
+    def reaching(self, path: str) -> list[str]:
+        """The open documents (uris) whose project includes ``path``, other than ``path``'s own."""
+        key = normalize_path(path)
+        return [uri for uri, (_, r) in self._results.items() if r.path != key and key in r.files]
 
     def cached(self, uri: str) -> list[Finding]:
-        entry = self._cache.get(uri)
-        return entry[1] if entry else []
+        entry = self._results.get(uri)
+        return self.findings_for(entry[1].path) if entry else []
 
-    def forget(self, uri: str) -> None:
-        self._cache.pop(uri, None)
+    def forget(self, uri: str) -> set[str]:
+        """Drop a closed document's analysis; the files whose static findings changed with it."""
+        entry = self._results.get(uri)
+        if entry is None:
+            return set()
+        old = {file: self.findings_for(file) for file in entry[1].findings}
+        del self._results[uri]
+        return {file for file, found in old.items() if self.findings_for(file) != found}

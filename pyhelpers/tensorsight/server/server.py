@@ -2,8 +2,9 @@
 
 Started by ``__main__`` (``python -m tensorsight.server``, stdio) from the extension. This module only connects the
 parts; each LSP feature lives in its own module, which says what a user sees:
-- ``diagnostics``: static rules on Python files that use torch (on open at once, on change debounced), plus the
-  run's findings (NaN origin, runtime findings, diverging or hung ranks); ``code_actions``: their quick fixes;
+- ``diagnostics``: static rules on Python files that use torch and on the project files they import (on open at
+  once, on change debounced, in a worker thread; published for the other files too), plus the run's findings (NaN
+  origin, runtime findings, diverging or hung ranks); ``code_actions``: their quick fixes;
 - ``inlay_hints``, ``hover``, ``code_lens``: observed shapes, the last observed tensor, the phase breakdown;
 - ``conditions``: ``tensorsight/validateCondition`` and ``tensorsight/suggestConditions``;
 - here: ``tensorsight/toolFindings`` (a tool's report, e.g. the doctor's, which Problems shows merged with the rules'
@@ -46,13 +47,19 @@ from tensorsight.server import hover as hover_feature
 from tensorsight.server import inlay_hints as inlay_hints_feature
 from tensorsight.server.code_actions import quick_fixes
 from tensorsight.server.code_lens import TrainingLoops
-from tensorsight.server.diagnostics import DEBOUNCE_SECONDS, StaticAnalysis, source_label, to_diagnostic
+from tensorsight.server.diagnostics import (
+    DEBOUNCE_SECONDS,
+    StaticAnalysis,
+    analyze_document,
+    source_label,
+    to_diagnostic,
+)
 from tensorsight.server.gpu_monitor import GpuMonitor
 from tensorsight.server.hub import Hub, printable
 from tensorsight.server.params import as_dict, required_str
 from tensorsight.server.run_events import RunEventBatcher
 from tensorsight.server.runtime_view import RuntimeView, normalize_path
-from tensorsight.server.source_files import MAX_SOURCE_BYTES, source_lines
+from tensorsight.server.source_files import MAX_SOURCE_BYTES, project_reader, source_lines
 
 GPU_POLL_SECONDS = 1.0
 RANK_CHECK_SECONDS = 1.0  # a silent rank or a hang shows without any event arriving, so the ranks are also polled
@@ -76,6 +83,8 @@ class TensorSightServer(LanguageServer):
         self.static = StaticAnalysis()
         self.loops = TrainingLoops()
         self._pending_analysis: dict[str, asyncio.TimerHandle] = {}
+        self._analysis_generation: dict[str, int] = {}
+        self._analyses: set[asyncio.Task[None]] = set()
         self._dirty_paths: set[str] = set()
         self._refresh_hints = False
         self._refresh_lenses = False
@@ -117,9 +126,7 @@ class TensorSightServer(LanguageServer):
 
     def source_folders(self) -> list[str]:
         """Where a file named by a run may be read from: the workspace folders and the running scripts' folders."""
-        folders = [to_fs_path(folder.uri) for folder in self.workspace.folders.values()]
-        if self.workspace.root_path:
-            folders.append(self.workspace.root_path)
+        folders = self.workspace_folders()
         for session in self.view.active_sessions():
             for process in session.processes.values():
                 script = process.get("script")
@@ -130,7 +137,7 @@ class TensorSightServer(LanguageServer):
     # ------------------------------------------------------------------ static diagnostics
     def analyze_now(self, uri: str) -> None:
         self._pending_analysis.pop(uri, None)
-        self.publish(uri)
+        self._start_analysis(uri, follow=True)
 
     def analyze_later(self, uri: str) -> None:
         pending = self._pending_analysis.pop(uri, None)
@@ -139,13 +146,63 @@ class TensorSightServer(LanguageServer):
         loop = asyncio.get_running_loop()
         self._pending_analysis[uri] = loop.call_later(DEBOUNCE_SECONDS, self.analyze_now, uri)
 
-    def forget(self, uri: str) -> None:
-        """A closed document: drop its pending analysis and caches."""
+    def _start_analysis(self, uri: str, follow: bool) -> None:
+        generation = self._analysis_generation[uri] = self._analysis_generation.get(uri, 0) + 1
+        task = asyncio.ensure_future(self._analyze(uri, generation, follow))
+        self._analyses.add(task)
+        task.add_done_callback(self._analysis_done)
+
+    def _analysis_done(self, task: asyncio.Future[None]) -> None:
+        self._analyses.discard(task)  # type: ignore[arg-type]
+        if not task.cancelled() and task.exception() is not None:
+            self.log("error", f"static analysis failed: {task.exception()!r}")
+
+    async def _analyze(self, uri: str, generation: int, follow: bool) -> None:
+        """The rules on an open document and its project (in a worker thread: project files are read), then a
+        publish of every file whose static findings changed; with ``follow``, the other open documents whose
+        project includes this file are analysed again (they read its new text)."""
+        if uri not in self.workspace.text_documents:
+            return
+        document = self.workspace.get_text_document(uri)
+        version, path = document.version, to_fs_path(uri) or uri
+        if not (path.endswith(".py") or document.language_id == "python"):
+            return self.publish(uri)
+        buffers = {normalize_path(to_fs_path(u) or u): d.source for u, d in list(self.workspace.text_documents.items())}
+        workspace = self.workspace_folders()
+        read = project_reader(buffers, [*self.source_folders(), os.path.dirname(path)], normalize_path)
+        result = await asyncio.to_thread(analyze_document, document.source, path, read, workspace)
+        if self._analysis_generation.get(uri) != generation or uri not in self.workspace.text_documents:
+            return  # closed, or a newer analysis of it started
+        if self.workspace.get_text_document(uri).version != version:
+            return  # changed meanwhile: its debounced analysis is on the way
+        touched = self.static.store(uri, version, result)
+        self.publish(uri)
+        self.publish_files(touched - {normalize_path(path)})
+        if follow:
+            for other in self.static.reaching(path):
+                if other != uri and other in self.workspace.text_documents:
+                    self._start_analysis(other, follow=False)
+
+    def publish_files(self, paths: set[str]) -> None:
+        for file in sorted(paths):
+            self.publish(self.open_uri_for(file) or from_fs_path(file) or file)
+
+    def workspace_folders(self) -> list[str]:
+        folders = [to_fs_path(folder.uri) for folder in self.workspace.folders.values()]
+        if self.workspace.root_path:
+            folders.append(self.workspace.root_path)
+        return [folder for folder in dict.fromkeys(folders) if folder]
+
+    def forget(self, uri: str) -> set[str]:
+        """A closed document: drop its pending analysis and caches; the other files whose static findings changed."""
         pending = self._pending_analysis.pop(uri, None)
         if pending is not None:
             pending.cancel()
-        self.static.forget(uri)
+        self._analysis_generation.pop(uri, None)
+        touched = self.static.forget(uri)
         self.loops.forget(uri)
+        path = to_fs_path(uri) or uri
+        return touched - {normalize_path(path)}
 
     def static_findings(self, uri: str) -> list[Finding]:
         document = self.workspace.get_text_document(uri)
@@ -155,15 +212,17 @@ class TensorSightServer(LanguageServer):
         return self.static.findings(uri, document.version, document.source, path)
 
     def publish(self, uri: str, file_lines: Sequence[str] | None = None) -> None:
-        """Static findings of an open document plus the run's findings for its file. For a file that is not open,
-        ``file_lines`` (read by the caller, off the event loop) places them; without, they go on the line's start."""
+        """Static findings (of an open document, or those other open documents' projects found in this file) plus
+        the run's findings for its file. For a file that is not open, ``file_lines`` (read by the caller, off the
+        event loop) or the text the static analysis read places them; without, they go on the line's start."""
         path = to_fs_path(uri) or uri
         found: list[tuple[str, Finding]] = []
         if uri in self.workspace.text_documents:
             lines = self.workspace.get_text_document(uri).lines
             found += sourced("rule", self.static_findings(uri))
         else:
-            lines = file_lines or []
+            lines = file_lines or self.static.lines_of(path) or []
+            found += sourced("rule", self.static.findings_for(path))
         found += self.view.reported(path) + sourced("run", self.view.diagnostics(path))
         diagnostics = [to_diagnostic(p.finding, lines, source_label(p.sources), self.units) for p in one_per_bug(found)]
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
@@ -346,8 +405,9 @@ def did_change(ls: TensorSightServer, params: types.DidChangeTextDocumentParams)
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: TensorSightServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
-    ls.forget(uri)
-    ls.publish(uri)  # what stays is the run's findings for the file (none: the list is cleared)
+    touched = ls.forget(uri)
+    ls.publish(uri)  # what stays: the run's findings, and what other open scripts' projects find in this file
+    ls.publish_files(touched)
 
 
 @server.feature(

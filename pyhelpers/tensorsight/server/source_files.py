@@ -6,13 +6,16 @@ project. ``source_lines`` reads a path only when it lies inside one of the given
 scripts' folders) once symlinks are resolved, is a regular file (checked on the opened descriptor, which is opened
 non-blocking, so a FIFO cannot stall it) and is at most ``MAX_SOURCE_BYTES``; otherwise the answer is None and the
 diagnostic goes on the line without reading. It blocks, so the server calls it in a worker thread.
+
+The static rules read the project files an open script imports through ``project_reader``: the editor's open buffers
+first, else ``source_lines`` under the same rules (only ``.py`` files).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 MAX_SOURCE_BYTES = 2 << 20
 
@@ -51,3 +54,22 @@ def source_lines(path: str, folders: Iterable[str], max_bytes: int = MAX_SOURCE_
     if len(data) > max_bytes:  # it grew since the fstat
         return None
     return data.decode("utf-8", errors="replace").splitlines(keepends=True)
+
+
+def project_reader(
+    buffers: Mapping[str, str], folders: Iterable[str], normalize: Callable[[str], str]
+) -> Callable[[str], str | None]:
+    """``read(path)`` for the static rules' project: an open buffer's text (``buffers`` keyed by ``normalize``d
+    path), else a ``.py`` file's text when ``source_lines`` may read it; None otherwise."""
+    allowed = list(folders)
+
+    def read(path: str) -> str | None:
+        text = buffers.get(normalize(path))
+        if text is not None:
+            return text
+        if not path.endswith(".py"):
+            return None
+        lines = source_lines(path, allowed)
+        return "".join(lines) if lines is not None else None
+
+    return read

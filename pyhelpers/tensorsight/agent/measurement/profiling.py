@@ -17,6 +17,7 @@ import linecache
 import os
 import pstats
 import time
+import traceback
 import types
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -201,7 +202,11 @@ def profile_script(
     """Run ``path`` and profile optimizer steps ``warmup+1 .. warmup+steps`` (see the module docstring)."""
     steps, warmup = max(1, int(steps)), max(0, int(warmup))
     result = ProfileResult(script=os.path.abspath(path), warmup=warmup)
-    code = script_runner.compile_script(path)
+    try:
+        code = script_runner.compile_script(path)
+    except (OSError, SyntaxError, ValueError) as exc:  # the report says why, as for a script that raised
+        result.error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        return result
     line_profiler = _line_profiler() if functions else None
     if functions and line_profiler is None:
         result.notes.append("line_profiler is not installed (pip install line_profiler): no line timings")

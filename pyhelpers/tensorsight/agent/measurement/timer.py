@@ -4,18 +4,19 @@ Used by people in their own code (``with tensorsight.Timer("data"): batch = next
 toolbox. CUDA-aware: when the program has initialised CUDA, the device is synchronised on entry and exit so the time
 covers the kernels the block launched, not just their launch; on CPU nothing is synchronised. Each measurement is
 printed (unless ``verbose=False``), kept on the timer (``elapsed``, ``total``, ``calls``) and published as a
-``timer`` event so the editor can show it.
+``timer`` event so the editor can show it. Time is read from ``debugger.holds.program_clock``: a breakpoint inside a
+timed block does not count, so the figure is what the program took, as the phase clock reports it.
 """
 
 from __future__ import annotations
 
 import functools
 import sys
-import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
+from tensorsight.agent.debugger.holds import program_clock
 from tensorsight.agent.runtime.events import emit
 from tensorsight.agent.runtime.guard import never_raise
 from tensorsight.agent.runtime.user_code import user_location
@@ -57,14 +58,14 @@ class Timer:
 
     def __enter__(self) -> Timer:
         self._maybe_sync()
-        self._starts.append(time.perf_counter())
+        self._starts.append(program_clock())
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._maybe_sync()
-        end = time.perf_counter()
+        end = program_clock()
         start = self._starts.pop() if self._starts else end
         self._record(end - start)
 

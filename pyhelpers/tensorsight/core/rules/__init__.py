@@ -1,7 +1,12 @@
-"""Static silent-bug rules over Python source: ``analyze(source, path) -> list[Finding]``.
+"""Static silent-bug rules over Python source: ``analyze(source, path)`` and ``analyze_project(source, path, read)``.
 
 Called by the language server (diagnostics and quick fixes in the editor) and by the headless doctor, so both report
-the same findings. Pure: no I/O, no imports of torch; one ``ast.parse`` and a few linear walks per call.
+the same findings. Pure: no I/O, no imports of torch; one ``ast.parse`` and a few linear walks per file.
+
+``analyze_project`` follows the script's imports into the project's own files (``project.load_project``: parsed,
+never imported; ``read`` is the caller's, so the caller decides what may be read): the rules then see a trainer
+class in ``trainer.py`` or a ``train_one_epoch`` in ``engine.py``, report in those files, and judge the script's
+calls with what those files do (an imported ``evaluate()`` that calls ``model.eval()``, a model class with dropout).
 
 Each rule has a stable code, a one-line why, and (where a plain text edit is safe) a quick fix in
 ``details["fix"]`` = ``{"title", "edits": [{"line", "column", "endLine", "endColumn", "newText"}]}`` (1-based
@@ -27,6 +32,11 @@ TS110  breakpoint-left-in-code           training-logic   warning   breakpoint()
 TS111  hard-coded-cuda                   device           warning   .cuda() mixed with a device variable
 TS112  dataloader-main-process           performance      info      training DataLoader with num_workers=0
 =====  ================================  ===============  ========  ==========================================
+
+Across calls and files: TS101 also covers a step function (backward and step per call) called from a loop that
+never clears gradients; TS102 covers evaluation helpers without a loop, and requires eval() even under no_grad when
+the model has dropout or batch norm (``model_classes``: known from the project's model classes, else not assumed);
+TS104 follows the loss through step helpers, ``logits, loss = model(x, y)`` and ``outputs["loss"]``.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ from tensorsight.core.rules import evaluation, gradients, graph_retention, hygie
 from tensorsight.core.rules.facts import ModuleFacts
 from tensorsight.core.rules.fixes import apply_fix
 from tensorsight.core.rules.model import Fix, RuleInfo, TextEdit
+from tensorsight.core.rules.project import Reader, load_project
 
 Check = Callable[[ModuleFacts, str], Iterable[Finding]]
 
@@ -84,16 +95,38 @@ def is_training_source(source: str) -> bool:
 
 
 def analyze(source: str, path: str, *, strict: bool = False) -> list[Finding]:
-    """Every rule's findings on ``source`` (``path`` is only recorded in the findings), sorted by line.
+    """Every rule's findings on ``source`` alone (``path`` is only recorded in the findings), sorted by line.
 
     Source that does not parse yields no findings (the editor already shows the syntax error). A rule that fails
     on odd code is skipped so the others still report, unless ``strict`` (the tests) asks for the error.
     """
+    return analyze_project(source, path, _read_nothing, strict=strict)
+
+
+def analyze_project(
+    source: str, path: str, read: Reader, roots: Iterable[str] = (), *, strict: bool = False
+) -> list[Finding]:
+    """The findings on ``source`` and on the project files its imports reach (each finding's ``file`` says which;
+    ``read(path)`` gives a file's source or None; ``roots``: more folders absolute imports resolve from, e.g. the
+    workspace). The entry's findings come first, then each other file's, each sorted by line."""
     try:
         tree = ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError):
         return []
     facts = ModuleFacts(source, tree)
+    project = load_project(path, facts, read, roots)
+    found: list[Finding] = []
+    for module in project.modules.values():
+        module_path = path if module.facts is facts else module.path
+        found.extend(_checked(module.facts, module_path, strict))
+    return found
+
+
+def _read_nothing(path: str) -> None:
+    return None
+
+
+def _checked(facts: ModuleFacts, path: str, strict: bool) -> list[Finding]:
     found: list[Finding] = []
     for check in CHECKS:
         try:
@@ -136,6 +169,7 @@ __all__ = [
     "RuleInfo",
     "TextEdit",
     "analyze",
+    "analyze_project",
     "apply_fix",
     "is_training_source",
     "training_loops",

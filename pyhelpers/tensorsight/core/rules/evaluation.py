@@ -14,13 +14,16 @@ from collections.abc import Iterator
 
 from tensorsight.core.findings import Finding
 from tensorsight.core.rules.facts import (
+    LOOP_TYPES,
     FunctionSummary,
     LoopFacts,
     ModuleFacts,
+    backward_call,
     eval_mode_call,
     is_grad_disabling,
     looks_like_model,
     method,
+    position,
     receiver,
     root_name,
     text_of,
@@ -28,7 +31,8 @@ from tensorsight.core.rules.facts import (
     words,
 )
 from tensorsight.core.rules.fixes import insert_line_before, make_fix, wrap_in_block
-from tensorsight.core.rules.model import RuleInfo
+from tensorsight.core.rules.model import Fix, RuleInfo, Span
+from tensorsight.core.rules.model_classes import mode_dependent_layer
 
 EVAL_WITHOUT_EVAL_MODE = RuleInfo(
     "TS102",
@@ -61,22 +65,60 @@ def check_evaluation_mode(facts: ModuleFacts, path: str) -> Iterator[Finding]:
             continue
         if not _is_evaluation_loop(facts, loop, test_file):
             continue
-        model_call = _first_model_call(loop)
+        model_call = _first_model_call(loop.calls)
         if model_call is not None:
             qualifying.append((loop, model_call))
     chosen = {id(loop.node) for loop, _ in qualifying}
     for loop, model_call in qualifying:
         if any(id(outer) in chosen for outer in facts.enclosing_loops(loop.node)):
             continue  # reported once, at the outermost evaluation loop
-        if _protected(facts, loop, model_call):
-            continue
-        model_text = text_of(model_call.func)
+        finding = _evaluation_finding(facts, path, loop.scope, model_call, facts.header_span(loop.node), loop)
+        if finding is not None:
+            yield finding
+    for function, model_call in _evaluation_helpers(facts, test_file):
+        finding = _evaluation_finding(facts, path, function, model_call, facts.span(model_call), None)
+        if finding is not None:
+            yield finding
+
+
+def _evaluation_finding(
+    facts: ModuleFacts,
+    path: str,
+    scope: ast.AST,
+    model_call: ast.Call,
+    span: Span,
+    loop: LoopFacts | None,
+) -> Finding | None:
+    """TS102 for one evaluation (a loop, or a helper's forward pass), or None when it is protected."""
+    function = scope if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    evaluated, grad_off = _protection(facts, scope, model_call, function)
+    if evaluated:
+        return None
+    model_text = text_of(model_call.func)
+    layer = None
+    if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+        layer = mode_dependent_layer(facts, scope, model_call.func, position(model_call))
+    where = "this evaluation loop" if loop is not None else f"{function.name}()" if function else "this evaluation"
+    if grad_off:
+        if layer is None:
+            return None  # no graph is recorded and nothing in the model depends on the mode
         message = (
-            f"this evaluation loop runs {model_text} in training mode and records the autograd graph: dropout stays "
-            f"on, batch-norm learns from evaluation data, and memory grows; call {model_text}.eval() first and run "
-            f"it under torch.no_grad()"
+            f"{where} runs {model_text} in training mode: turning gradients off does not switch off its {layer}, so "
+            f"{'dropout stays on' if 'ropout' in layer else 'batch-norm statistics learn from evaluation data'} "
+            f"and the metric is wrong; call {model_text}.eval() before evaluating (and .train() after)"
         )
-        yield EVAL_WITHOUT_EVAL_MODE.finding(path, facts.header_span(loop.node), message, _no_grad_fix(facts, loop))
+        return EVAL_WITHOUT_EVAL_MODE.finding(path, span, message)
+    because = f" ({layer})" if layer is not None else ""
+    message = (
+        f"{where} runs {model_text} in training mode{because} and records the autograd graph: dropout stays "
+        f"on, batch-norm learns from evaluation data, and memory grows; call {model_text}.eval() first and run "
+        f"it under torch.no_grad()"
+    )
+    # With a layer that eval() switches, no_grad alone would not be the whole fix: no quick fix is offered.
+    fix = None
+    if layer is None:
+        fix = _no_grad_fix(facts, loop, function)
+    return EVAL_WITHOUT_EVAL_MODE.finding(path, span, message, fix)
 
 
 def _is_test_file(path: str) -> bool:
@@ -89,72 +131,145 @@ def _is_evaluation_loop(facts: ModuleFacts, loop: LoopFacts, test_file: bool) ->
     if EVAL_WORDS & set(words(text_of(loop.node.iter))):
         return True
     function = facts.enclosing_function(loop.node)
-    if function is None or function.name.endswith("_step"):
+    return function is not None and _is_evaluation_function(function, test_file)
+
+
+def _is_evaluation_function(function: ast.FunctionDef | ast.AsyncFunctionDef, test_file: bool) -> bool:
+    if function.name.endswith("_step"):
         return False
     if test_file and function.name.startswith("test"):
         return False
     return bool(EVAL_FUNCTION_WORDS & set(words(function.name)))
 
 
-def _first_model_call(loop: LoopFacts) -> ast.Call | None:
-    for call in loop.calls:
+def _evaluation_helpers(facts: ModuleFacts, test_file: bool) -> Iterator[tuple[ast.FunctionDef, ast.Call]]:
+    """``def evaluate(net): return F.cross_entropy(net(val_x), val_y).item()``: an evaluation function with no loop
+    that runs a model forward and turns the result into a number (so it is never backpropagated)."""
+    for function in facts.scopes:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if not _is_evaluation_function(function, test_file):
+            continue
+        nodes = facts.local_nodes(function)
+        calls = sorted((n for n in nodes if isinstance(n, ast.Call)), key=position)
+        if any(isinstance(n, LOOP_TYPES) for n in nodes):
+            continue  # the loop form is judged as a loop
+        if any(backward_call(c) is not None or facts.step_call(c) is not None for c in calls):
+            continue
+        if not any(method(c) in _NUMBER_METHODS for c in calls):
+            continue
+        model_call = _first_model_call(calls)
+        if model_call is not None:
+            yield function, model_call  # type: ignore[misc]
+
+
+_NUMBER_METHODS = frozenset({"item", "tolist", "argmax", "float", "accuracy_score", "accuracy"})
+
+
+def _first_model_call(calls: list[ast.Call]) -> ast.Call | None:
+    for call in calls:
         if isinstance(call.func, (ast.Name, ast.Attribute)) and looks_like_model(call.func):
             if call.args or call.keywords:
                 return call
     return None
 
 
-def _protected(facts: ModuleFacts, loop: LoopFacts, model_call: ast.Call) -> bool:
-    if facts.under_grad_disabled(model_call):
-        return True
-    if _scope_switches_off(facts, loop.scope):
-        return True
-    if _module_disables_grad_globally(facts):
-        return True
-    function = facts.enclosing_function(loop.node)
-    if function is not None:
-        return _any_caller_protects(facts, function.name)
+def _protection(
+    facts: ModuleFacts, scope: ast.AST, model_call: ast.Call, function: ast.FunctionDef | ast.AsyncFunctionDef | None
+) -> tuple[bool, bool]:
+    """(switched to eval mode, gradients off) for this forward pass: in its scope, or at a call site of its
+    function anywhere in the project (one level up)."""
+    evaluated, grad_off = _scope_switches(facts, scope)
+    grad_off = grad_off or facts.under_grad_disabled(model_call) or _module_disables_grad_globally(facts)
+    if evaluated or function is None:
+        return evaluated, grad_off
+    callers = _call_sites(facts, function)
+    for caller, call in callers:  # any protecting caller is taken as the intended use (precision first)
+        evaluated = evaluated or _switched_before(caller, call)
+        grad_off = grad_off or caller.under_grad_disabled(call)
+    return evaluated, grad_off
+
+
+def _switched_before(facts: ModuleFacts, call: ast.Call) -> bool:
+    """The caller's scope switches a model to eval mode (itself or through a helper) before this call, or in a loop
+    around it (so before the call's next run); an ``export()`` that calls eval() at the end of the script does not
+    protect the evaluations of the epochs before it."""
+    scope = facts.scope_of.get(call, facts.tree)
+    where = position(call)
+    around = {id(loop) for loop in facts.enclosing_loops(call)}
+    for node, at, loops in _eval_switches_in(facts, scope):
+        if node is not call and (at < where or loops & around):
+            return True
     return False
 
 
-def _scope_switches_off(facts: ModuleFacts, scope: ast.AST) -> bool:
-    """The scope puts a model in eval mode or freezes parameters somewhere."""
+def _eval_switches_in(facts: ModuleFacts, scope: ast.AST) -> list[tuple[ast.Call, tuple[int, int], set[int]]]:
+    """The scope's calls that switch a model to eval (directly or through a helper), with their position and the
+    loops around them; computed once per scope."""
+    key = ("eval-switches", id(scope))
+    found = facts.memo.get(key)
+    if found is None:
+        found = [
+            (node, position(node), {id(loop) for loop in facts.enclosing_loops(node)})
+            for node in facts.local_nodes(scope)
+            if isinstance(node, ast.Call)
+            and (eval_mode_call(node) or any(s.eval_receivers for s in facts.helpers_called(node)))
+        ]
+        facts.memo[key] = found
+    return found  # type: ignore[return-value]
+
+
+def _call_sites(
+    facts: ModuleFacts, function: ast.FunctionDef | ast.AsyncFunctionDef
+) -> list[tuple[ModuleFacts, ast.Call]]:
+    if facts.project is not None:
+        return facts.project.call_sites(function)
+    return [(facts, c) for c in facts.calls if _called_name(c) == function.name]
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _scope_switches(facts: ModuleFacts, scope: ast.AST) -> tuple[bool, bool]:
+    """(puts a model in eval mode, freezes or disables gradients) somewhere in the scope, or through a helper."""
+    key = ("scope-switches", id(scope))
+    cached = facts.memo.get(key)
+    if cached is None:
+        cached = facts.memo[key] = _find_scope_switches(facts, scope)
+    return cached  # type: ignore[return-value]
+
+
+def _find_scope_switches(facts: ModuleFacts, scope: ast.AST) -> tuple[bool, bool]:
+    evaluated = grad_off = False
     for node in facts.local_nodes(scope):
         if isinstance(node, ast.Call):
-            if eval_mode_call(node) or method(node) == "requires_grad_":
-                return True
-            if any(s.eval_receivers or s.grad_disabled for s in facts.helpers_called(node)):
-                return True
-    return False
+            if eval_mode_call(node):
+                evaluated = True
+            elif method(node) == "requires_grad_":
+                grad_off = True
+            for summary in facts.helpers_called(node):
+                evaluated = evaluated or bool(summary.eval_receivers)
+                grad_off = grad_off or summary.grad_disabled
+    return evaluated, grad_off
 
 
 def _module_disables_grad_globally(facts: ModuleFacts) -> bool:
-    for call in facts.calls:
-        if isinstance(facts.parents.get(call), ast.Expr) and is_grad_disabling(call):
-            return True
-    return False
+    key = ("grad-disabled-globally",)
+    if key not in facts.memo:
+        facts.memo[key] = any(
+            isinstance(facts.parents.get(call), ast.Expr) and is_grad_disabling(call) for call in facts.calls
+        )
+    return bool(facts.memo[key])
 
 
-def _any_caller_protects(facts: ModuleFacts, name: str) -> bool:
-    """A call site of the evaluation function inside no_grad, or in a scope that calls .eval()."""
-    for node in facts.calls:
-        func = node.func
-        called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-        if called != name:
-            continue
-        if facts.under_grad_disabled(node):
-            return True
-        scope = facts.scope_of.get(node)
-        if scope is not None and _scope_switches_off(facts, scope):
-            return True
-    return False
-
-
-def _no_grad_fix(facts: ModuleFacts, loop: LoopFacts):  # type: ignore[no-untyped-def]
+def _no_grad_fix(
+    facts: ModuleFacts, loop: LoopFacts | None, function: ast.FunctionDef | ast.AsyncFunctionDef | None
+) -> Fix | None:
     torch = facts.torch_alias
     if torch is None:
         return None
-    function = facts.enclosing_function(loop.node)
     if function is not None and EVAL_FUNCTION_WORDS & set(words(function.name)):
         has_backward = any(
             isinstance(n, ast.Call) and method(n) in ("backward", "manual_backward")
@@ -165,6 +280,8 @@ def _no_grad_fix(facts: ModuleFacts, loop: LoopFacts):  # type: ignore[no-untype
                 f"Decorate {function.name}() with @{torch}.no_grad()",
                 [insert_line_before(facts, function, f"@{torch}.no_grad()")],
             )
+    if loop is None:
+        return None
     return make_fix(
         f"Run this evaluation loop under {torch}.no_grad()",
         [wrap_in_block(facts, loop.node, f"with {torch}.no_grad():")],
@@ -174,7 +291,8 @@ def _no_grad_fix(facts: ModuleFacts, loop: LoopFacts):  # type: ignore[no-untype
 # ----------------------------------------------------------------------------------------------------------- TS103
 def check_back_to_train(facts: ModuleFacts, path: str) -> Iterator[Finding]:
     reported: set[int] = set()
-    training_loops = [lf for lf in facts.loops if lf.backwards and lf.steps]
+    # a loop that trains itself, or through a helper (``train_one_epoch(model, ...)`` from another file)
+    training_loops = [lf for lf in facts.loops if (lf.backwards and lf.steps) or _trains_through_helper(facts, lf)]
     # innermost first, so a periodic eval inside the batch loop is judged by the batch loop
     training_loops.sort(key=lambda lf: len(facts.enclosing_loops(lf.node)), reverse=True)
     for loop in training_loops:
@@ -202,6 +320,10 @@ def check_back_to_train(facts: ModuleFacts, path: str) -> Iterator[Finding]:
             yield EVAL_NEVER_BACK_TO_TRAIN.finding(path, facts.span(node), message, fix)
 
 
+def _trains_through_helper(facts: ModuleFacts, loop: LoopFacts) -> bool:
+    return any(summary.trains for call in loop.calls for summary in facts.helpers_called(call))
+
+
 def _restores_train(facts: ModuleFacts, loop: LoopFacts) -> bool:
     for call in loop.calls:
         if train_mode_call(call):
@@ -222,7 +344,7 @@ def _eval_switches(facts: ModuleFacts, loop: LoopFacts) -> Iterator[tuple[ast.Ca
             if summary.restores_train:
                 continue
             for eval_text in summary.eval_receivers:
-                mapped = _map_to_caller(summary, call, eval_text)
+                mapped = _map_to_caller(summary, call, eval_text) or _same_global(facts, summary, eval_text)
                 if mapped is not None:
                     yield call, mapped, summary.node.name
 
@@ -230,6 +352,9 @@ def _eval_switches(facts: ModuleFacts, loop: LoopFacts) -> Iterator[tuple[ast.Ca
 def _map_to_caller(summary: FunctionSummary, call: ast.Call, eval_text: str) -> str | None:
     """Translate ``model.eval()`` inside ``def evaluate(model, ...)`` into the argument the caller passed."""
     head, dot, rest = eval_text.partition(".")
+    if head == "self" and isinstance(call.func, ast.Attribute) and text_of(call.func.value) != "self":
+        # ``evaluator.run()`` whose method switches ``self.model``: the caller's ``evaluator.model``
+        return text_of(call.func.value) + (dot + rest if dot else "")
     if head not in summary.params:
         return eval_text if head == "self" else None
     index = summary.params.index(head)
@@ -243,6 +368,17 @@ def _map_to_caller(summary: FunctionSummary, call: ast.Call, eval_text: str) -> 
     if argument is None:
         return None
     return text_of(argument) + (dot + rest if dot else "")
+
+
+def _same_global(facts: ModuleFacts, summary: FunctionSummary, eval_text: str) -> str | None:
+    """``model.eval()`` in a function of this module that reads the global ``model`` (not a parameter, not bound in
+    the function): the caller's ``model`` too."""
+    head = eval_text.partition(".")[0]
+    if head == "self" or head in summary.params or summary.node not in facts.local_functions(summary.node.name):
+        return None
+    if head in facts.assignments.of(summary.node):
+        return None
+    return eval_text
 
 
 def _is_trained(facts: ModuleFacts, model_text: str) -> bool:

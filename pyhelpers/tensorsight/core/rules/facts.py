@@ -11,8 +11,12 @@ import ast
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tensorsight.core.rules.model import Span
+
+if TYPE_CHECKING:
+    from tensorsight.core.rules.project import Project
 
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
 Loop = ast.For | ast.AsyncFor | ast.While
@@ -197,6 +201,7 @@ class FunctionSummary:
     eval_receivers: list[str] = field(default_factory=list)  # expression texts switched to eval mode
     restores_train: bool = False
     grad_disabled: bool = False  # decorated with no_grad/inference_mode
+    trains: bool = False  # calls backward() and an optimizer step (a training step or epoch)
 
 
 # Fields that never hold a child worth visiting (names, operators, load/store contexts, constant values).
@@ -259,6 +264,10 @@ class ModuleFacts:
         self.loops.sort(key=lambda lf: position(lf.node))
         self.assignments = Assignments(self)
         self.backward_calls: list[BackwardCall] = [b for b in map(backward_call, self.calls) if b is not None]
+        # Set by ``project.load_project`` when the module is analysed with the project's other files.
+        self.project: Project | None = None
+        # Per-analysis answers a rule asks many times (keyed by the rule's own tuple), e.g. a scope's mode switches.
+        self.memo: dict[tuple[object, ...], object] = {}
 
     # ----------------------------------------------------------------- indexing
     def _index(self) -> None:
@@ -348,7 +357,11 @@ class ModuleFacts:
         params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)]
         summary = FunctionSummary(node=fn, params=params)
         summary.grad_disabled = any(is_grad_disabling(d) for d in fn.decorator_list)
+        backward = step = False
         for node in self.local_nodes(fn):
+            if isinstance(node, ast.Call):
+                backward = backward or backward_call(node) is not None
+                step = step or self.step_call(node) is not None
             if is_grad_clearing(node):
                 summary.clears_grad = True
             if isinstance(node, ast.Call):
@@ -358,6 +371,7 @@ class ModuleFacts:
                         summary.eval_receivers.append(text_of(recv))
                 elif train_mode_call(node):
                     summary.restores_train = True
+        summary.trains = backward and step
         return summary
 
     def _loop_facts(self, loop: Loop, scope: Scope, nodes: list[ast.AST]) -> LoopFacts:
@@ -399,26 +413,34 @@ class ModuleFacts:
         return None
 
     def helpers_called(self, call: ast.Call) -> list[FunctionSummary]:
-        """Summaries of the module's functions this call may reach (``f(...)`` or ``self.f(...)``)."""
+        """Summaries of the functions this call may reach: the module's own (``f(...)`` or ``self.f(...)``) and,
+        analysed with its project, the other modules' (``engine.train_one_epoch(...)``, ``trainer.fit()``)."""
         func = call.func
+        found: list[FunctionSummary] = []
         if isinstance(func, ast.Name):
-            return self._summaries_of(func.id)
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            return self._summaries_of(func.attr)
-        return []
+            found = self._summaries_of(func.id)
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            found = self._summaries_of(func.attr)
+        if self.project is not None and not found:
+            found = self.project.summaries_called(self, call)
+        return found
+
+    def summary_of(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> FunctionSummary:
+        summary = self._summaries.get(id(fn))
+        if summary is None:
+            summary = self._summaries[id(fn)] = self._summarize(fn)
+        return summary
+
+    def local_functions(self, name: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """The module's functions and methods of that name (any class: ``self.f`` is resolved by name)."""
+        return list(self._functions.get(name, ()))
 
     def defines_function(self, name: str) -> bool:
         return name in self._functions
 
     def _summaries_of(self, name: str) -> list[FunctionSummary]:
         """Summaries are computed on first use: most functions are never called from a loop a rule looks at."""
-        out = []
-        for fn in self._functions.get(name, ()):
-            summary = self._summaries.get(id(fn))
-            if summary is None:
-                summary = self._summaries[id(fn)] = self._summarize(fn)
-            out.append(summary)
-        return out
+        return [self.summary_of(fn) for fn in self._functions.get(name, ())]
 
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
         current = self.parents.get(node)

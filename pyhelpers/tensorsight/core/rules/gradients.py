@@ -8,17 +8,20 @@ and the gradients cleared between backward and step (the step applies nothing).
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterator
 
 from tensorsight.core.findings import Finding
 from tensorsight.core.rules.facts import (
     LoopFacts,
     ModuleFacts,
+    StepCall,
     backward_call,
     is_grad_clearing,
     method,
     position,
     receiver,
+    root_name,
     text_of,
 )
 from tensorsight.core.rules.fixes import insert_line_after, make_fix, move_statement_after
@@ -55,6 +58,7 @@ def check(facts: ModuleFacts, path: str) -> Iterator[Finding]:
         yield from _never_cleared(facts, path, loop)
         yield from _step_before_backward(facts, path, loop)
         yield from _cleared_before_step(facts, path, loop)
+    yield from _step_helpers_never_cleared(facts, path)
 
 
 def _innermost_training_loops(facts: ModuleFacts) -> list[LoopFacts]:
@@ -72,6 +76,7 @@ def _clears_gradients(facts: ModuleFacts, loop: LoopFacts) -> bool:
 
 def _never_cleared(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[Finding]:
     if _clears_gradients(facts, loop):
+        yield from _optimizers_never_cleared(facts, path, loop)
         return
     step = loop.steps[0]
     stmt = facts.statement_of(step.call)
@@ -92,6 +97,110 @@ def _never_cleared(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[F
         f"so each step uses the sum of every earlier step's gradients; call {step.optimizer}.zero_grad() once per step"
     )
     yield GRADIENTS_NEVER_CLEARED.finding(path, facts.span(step.call), message, fix)
+
+
+def _optimizers_never_cleared(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[Finding]:
+    """Several optimizers step in the loop (a GAN's discriminator and generator) and only some have their gradients
+    cleared: ``netD.zero_grad()`` does nothing for ``optimizerG``. Judged only when every clearing in the loop is a
+    plain ``x.zero_grad()`` and each optimizer's model is known from its constructor (precision first)."""
+    stepped: dict[str, StepCall] = {}
+    for step in loop.steps:
+        stepped.setdefault(step.optimizer, step)
+    if len(stepped) < 2:
+        return
+    cleared: set[str] = set()
+    receivers: list[str] = []
+    for node in loop.nodes:
+        if not is_grad_clearing(node):
+            continue
+        parent = facts.parents.get(node)
+        if not (isinstance(node, ast.Attribute) and node.attr == "zero_grad" and isinstance(parent, ast.Call)):
+            return  # ``p.grad = None``, a clearing through a reference: what it clears is not known
+        receivers.append(text_of(node.value))
+        cleared.add(receivers[-1])
+        root = root_name(node.value)
+        if root:
+            cleared.add(root)
+    if any(summary.clears_grad for call in loop.calls for summary in facts.helpers_called(call)):
+        return
+    for optimizer, step in stepped.items():
+        roots = facts.optimized_roots.get(optimizer)
+        if not roots or optimizer in cleared or roots & cleared:
+            continue
+        others = ", ".join(f"{text}.zero_grad()" for text in dict.fromkeys(receivers))
+        stmt = facts.statement_of(step.call)
+        fix = None
+        if isinstance(stmt, ast.Expr) and stmt.value is step.call:
+            fix = make_fix(
+                f"Clear gradients after each step: {optimizer}.zero_grad()",
+                [insert_line_after(facts, stmt, f"{optimizer}.zero_grad()")],
+            )
+        message = (
+            f"{optimizer}.step() applies gradients that nothing in this loop clears: the loop clears other models' "
+            f"gradients ({others}), not those of {', '.join(sorted(roots))}, so each {optimizer} step uses the sum "
+            f"of every earlier step's gradients; call {optimizer}.zero_grad() once per step"
+        )
+        yield GRADIENTS_NEVER_CLEARED.finding(path, facts.span(step.call), message, fix)
+
+
+def _step_helpers_never_cleared(facts: ModuleFacts, path: str) -> Iterator[Finding]:
+    """TS101 for a step function (``def train_step(batch)``: backward() and step() once per call, no loop of its own
+    holding both) that never clears gradients, called from a loop (in any file of the project) that does not clear
+    them either: the training loop runs through the call."""
+    for function in facts.scopes:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        nodes = facts.local_nodes(function)
+        calls = sorted((n for n in nodes if isinstance(n, ast.Call)), key=position)
+        steps = [s for s in (facts.step_call(c) for c in calls) if s is not None]
+        if not steps or not any(backward_call(c) is not None for c in calls):
+            continue
+        if any(lf.scope is function and lf.backwards and lf.steps for lf in facts.loops):
+            continue  # its own loop is judged as a loop
+        if any(is_grad_clearing(n) for n in nodes) or any(
+            s.clears_grad for c in calls for s in facts.helpers_called(c)
+        ):
+            continue
+        looped = _looped_call_sites(facts, function)
+        if not looped or any(_clears_gradients(caller, caller.loop_facts(loop)) for caller, _, loop in looped):
+            continue
+        caller, call, _ = looped[0]
+        step = steps[0]
+        stmt = facts.statement_of(step.call)
+        fix = None
+        if isinstance(stmt, ast.Expr) and stmt.value is step.call:
+            fix = make_fix(
+                f"Clear gradients after each step: {step.optimizer}.zero_grad()",
+                [insert_line_after(facts, stmt, f"{step.optimizer}.zero_grad()")],
+            )
+        where = f"line {call.lineno}" if caller is facts else f"{_file_name(caller)}:{call.lineno}"
+        message = (
+            f"{step.optimizer}.step() in {function.name}() applies gradients that nothing clears: {function.name}() "
+            f"is called once per iteration of the loop at {where}, and backward() adds into .grad, so each step "
+            f"uses the sum of every earlier step's gradients; call {step.optimizer}.zero_grad() once per step"
+        )
+        yield GRADIENTS_NEVER_CLEARED.finding(path, facts.span(step.call), message, fix)
+
+
+def _looped_call_sites(
+    facts: ModuleFacts, function: ast.FunctionDef | ast.AsyncFunctionDef
+) -> list[tuple[ModuleFacts, ast.Call, ast.AST]]:
+    """(module, call, innermost loop around it) for each call of ``function`` made inside a loop."""
+    if facts.project is not None:
+        sites = facts.project.call_sites(function)
+    else:
+        sites = [(facts, c) for c in facts.calls if method(c) == function.name]
+    out: list[tuple[ModuleFacts, ast.Call, ast.AST]] = []
+    for caller, call in sites:
+        loops = caller.enclosing_loops(call)
+        if loops:
+            out.append((caller, call, loops[0]))
+    return out
+
+
+def _file_name(facts: ModuleFacts) -> str:
+    module = facts.project.module_of(facts) if facts.project is not None else None
+    return os.path.basename(module.path) if module is not None else "another file"
 
 
 def _is_scaler_update(stmt: ast.stmt) -> bool:

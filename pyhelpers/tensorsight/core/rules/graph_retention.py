@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from tensorsight.core.findings import Finding
 from tensorsight.core.rules.facts import (
     Assignments,
+    LoopFacts,
     ModuleFacts,
     Scope,
     dotted,
@@ -29,6 +30,8 @@ from tensorsight.core.rules.facts import (
 )
 from tensorsight.core.rules.fixes import insert_after_node, make_fix, replace_node
 from tensorsight.core.rules.model import RuleInfo
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 GRAPH_ACCUMULATED = RuleInfo(
     "TS104",
@@ -152,7 +155,7 @@ def _spans_optimizer_steps(facts: ModuleFacts, stmt: ast.AST, target: str) -> bo
     for loop in facts.enclosing_loops(stmt):
         if _reset_each_iteration(facts, loop, stmt, target):
             return False
-        if facts.loop_facts(loop).steps:
+        if facts.loop_facts(loop).steps or _steps_through_helper(facts, facts.loop_facts(loop)):
             return True
     return False
 
@@ -200,9 +203,21 @@ def _tainted(
     if found is None:
         return False
     node, value = found
-    if value is None or facts.under_grad_disabled(node):
+    if facts.under_grad_disabled(node):
         return False
+    if value is None:
+        return _unpacked_loss(facts, assignments, scope, node, name, depth)
     return _graph_value(facts, assignments, scope, value, position(node), depth + 1)
+
+
+def _unpacked_loss(
+    facts: ModuleFacts, assignments: Assignments, scope: Scope, node: ast.AST, name: str, depth: int
+) -> bool:
+    """``logits, loss = model(x, y)`` (nanoGPT) or ``loss, acc = step(batch)``: the element named as a loss, from
+    a call that produces a graph."""
+    if not isinstance(node, ast.Assign) or "loss" not in words(name):
+        return False
+    return _graph_value(facts, assignments, scope, node.value, position(node), depth + 1)
 
 
 def _graph_value(
@@ -212,6 +227,10 @@ def _graph_value(
         return _tainted(facts, assignments, scope, value.id, where, depth)
     if isinstance(value, ast.Attribute):
         return value.attr == "loss"  # e.g. Hugging Face ``outputs.loss``
+    if isinstance(value, ast.Subscript):  # ``outputs["loss"]``, ``out[0]`` of a model's output
+        key = value.slice
+        named_loss = isinstance(key, ast.Constant) and isinstance(key.value, str) and "loss" in words(key.value)
+        return named_loss and _graph_value(facts, assignments, scope, value.value, where, depth + 1)
     if isinstance(value, (ast.BinOp, ast.UnaryOp)):
         parts = [value.left, value.right] if isinstance(value, ast.BinOp) else [value.operand]
         return any(_graph_value(facts, assignments, scope, part, where, depth) for part in parts)
@@ -224,7 +243,66 @@ def _graph_value(
             return False
         if _LOSS_CALLEE.search(callee):
             return True
-        return isinstance(value.func, (ast.Name, ast.Attribute)) and looks_like_model(value.func)
+        if isinstance(value.func, (ast.Name, ast.Attribute)) and looks_like_model(value.func):
+            return True
+        if isinstance(value.func, ast.Name) and _module_instance(facts, scope, value.func.id, where):
+            return True
+        return depth < 6 and any(_returns_graph(owner, fn, depth) for owner, fn in _functions_called(facts, value))
+    return False
+
+
+def _module_instance(facts: ModuleFacts, scope: Scope, name: str, where: tuple[int, int]) -> bool:
+    """``gpt = GPT(config)`` with a project class that defines ``forward``: calling it runs a model."""
+    if facts.project is None:
+        return False
+    for candidate in (scope, facts.tree):
+        bound = facts.assignments.last_before(candidate, name, where if candidate is scope else (1 << 30, 0))
+        if bound is not None:
+            located = facts.project.class_of_value(facts, bound[1])
+            if located is None or not facts.project.methods(located[0], located[1], "forward"):
+                return False
+            return _builds_layers(located[1])  # a model, not a metric object that also has a forward()
+    return False
+
+
+_LAYER_CONSTRUCTOR = re.compile(r"^(torch\.)?nn\.[A-Z]")
+
+
+def _builds_layers(cls: ast.ClassDef) -> bool:
+    return any(
+        isinstance(n, ast.Call) and _LAYER_CONSTRUCTOR.match(dotted(n.func) or "") is not None for n in ast.walk(cls)
+    )
+
+
+def _functions_called(facts: ModuleFacts, call: ast.Call) -> list[tuple[ModuleFacts, Function]]:
+    """The project functions a call reaches: ``step(...)``, ``self.step(...)``, ``engine.step(...)``."""
+    func = call.func
+    if isinstance(func, ast.Name) and facts.defines_function(func.id):
+        return [(facts, fn) for fn in facts.local_functions(func.id)]
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        return [(facts, fn) for fn in facts.local_functions(func.attr)]
+    return facts.project.functions_called(facts, call) if facts.project is not None else []
+
+
+def _returns_graph(facts: ModuleFacts, fn: Function, depth: int) -> bool:
+    """The function returns a value that still carries its autograd graph (``return loss``, not ``loss.item()``)."""
+    for node in facts.local_nodes(fn):
+        if isinstance(node, ast.Return) and node.value is not None:
+            values = [node.value]
+            if isinstance(node.value, ast.Tuple) and node.value.elts:  # ``return loss, acc``: the loss, or the first
+                values = [e for e in node.value.elts if "loss" in words(text_of(e))] or node.value.elts[:1]
+            for value in values:
+                if _graph_value(facts, facts.assignments, fn, value, position(node), depth + 2):
+                    return True
+    return False
+
+
+def _steps_through_helper(facts: ModuleFacts, loop_facts: LoopFacts) -> bool:
+    """A call in the loop reaches a project function that takes an optimizer step (``loss = train_step(batch)``)."""
+    for call in loop_facts.calls:
+        for owner, fn in _functions_called(facts, call):
+            if any(isinstance(n, ast.Call) and owner.step_call(n) is not None for n in owner.local_nodes(fn)):
+                return True
     return False
 
 
