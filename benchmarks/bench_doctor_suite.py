@@ -5,8 +5,8 @@ clean scripts, and the doctor's overhead against a plain run. Prints one table a
 
 NAME selects scripts by their ``family/file.py`` id or a prefix of it (``gcn``, ``tabular/bug_``). Per script: the
 markers found and missed, the false alarms (warning and error findings that match no ``# BUG:`` marker), and the
-wall time of ``doctor --json`` and of ``python script.py`` (each phase on its own pool of ``--workers``, so both see
-the same load). Totals:
+wall time of ``python script.py`` and of ``doctor --json`` (run back to back in one of ``--workers`` workers, so the
+two runs of a script see about the same load). Totals:
 
 - recall: markers found / markers;
 - precision: warning and error findings that match a marker / all warning and error findings (several findings may
@@ -23,6 +23,7 @@ import json
 import os
 import statistics
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,10 +42,16 @@ def selected(names: list[str]) -> list[realistic.Script]:
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     scripts = selected(args.names)
-    doctored = realistic.run_all(scripts, lambda s: realistic.run_doctor(s, args.timeout), args.workers)
-    plain: dict[str, realistic.Run] = {}
-    if not args.no_plain:
-        plain = realistic.run_all(scripts, lambda s: realistic.run_plain(s, args.timeout), args.workers)
+
+    def both(script: realistic.Script) -> tuple[realistic.Run, realistic.Run | None]:
+        # back to back in one worker, so that the two runs of a script see the same load on a shared machine
+        baseline = None if args.no_plain else realistic.run_plain(script, args.timeout)
+        return realistic.run_doctor(script, args.timeout), baseline
+
+    with ThreadPoolExecutor(max_workers=args.workers) as pool:
+        pairs = {pair[0].script.name: pair for pair in pool.map(both, scripts)}
+    doctored = {name: pair[0] for name, pair in pairs.items()}
+    plain = {name: pair[1] for name, pair in pairs.items() if pair[1] is not None}
     rows = []
     for script in scripts:
         run = doctored[script.name]
