@@ -1,0 +1,29 @@
+"""The Trainer of the tabular example: one optimisation step per batch, and the learning-rate schedule per epoch."""
+
+import torch.nn.functional as F
+
+
+class Trainer:
+    """Owns the model, its optimizer and scheduler; engine.train_one_epoch feeds it batches."""
+
+    def __init__(self, model, optimizer, scheduler, device, max_grad_norm=5.0):
+        self.model = model
+        self.optimizer = optimizer
+        self.scheduler = scheduler
+        self.device = device
+        self.max_grad_norm = max_grad_norm
+        self.global_step = 0
+
+    def train_step(self, features, labels):
+        features, labels = features.to(self.device), labels.to(self.device)
+        self.optimizer.zero_grad()
+        logits = self.model(features)
+        loss = F.cross_entropy(logits, labels)
+        loss.backward()
+        self.optimizer.step()
+        self.global_step += 1
+        return loss.item()
+
+    def end_epoch(self):
+        self.scheduler.step()
+        return self.scheduler.get_last_lr()[0]
