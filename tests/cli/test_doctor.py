@@ -91,7 +91,7 @@ def test_os_exit_still_gets_the_report_of_what_was_found_before_it(tmp_path):
         "import multiprocessing, os, sys\n"
         "import torch\n"
         "x, y = torch.ones(4, 1), torch.ones(4)\n"
-        "loss = ((x - y) ** 2).mean()  # silent broadcasting: [4, 1] - [4] is [4, 4]\n"
+        "loss = torch.nn.functional.mse_loss(x, y)  # silent broadcasting: [4, 1] against [4] is [4, 4]\n"
         "worker = multiprocessing.get_context('fork').Process(target=print, args=('worker',))\n"
         "worker.start(); worker.join()  # a forked child ends with os._exit too: no report from it\n"
         "os._exit(int(sys.argv[1]))\n"

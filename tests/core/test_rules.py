@@ -280,7 +280,7 @@ def test_an_imported_evaluate_is_protected_by_its_callers_eval_and_no_grad():
     )
     read = project_reader({"/p/engine.py": engine})
     unprotected = analyze_project(script.format(setup=""), "/p/main.py", read, strict=True)
-    assert [(f.file, f.line, f.details["code"]) for f in unprotected] == [("/p/engine.py", 3, "TS102")]
+    assert [(f.file, f.line, f.details["code"]) for f in unprotected] == [("/p/engine.py", 4, "TS102")]  # the forward
     protected = script.format(setup="model.eval()\n").replace("print(", "with torch.no_grad():\n    print(")
     assert analyze_project(protected, "/p/main.py", read, strict=True) == []
 

@@ -392,7 +392,10 @@ def diagnose_chance_level(curves: TrainingCurves) -> list[Finding]:
 
 
 def diagnose_overfitting(curves: TrainingCurves) -> list[Finding]:
-    """Validation loss rising from its best value while training loss keeps falling."""
+    """Validation loss rising from its best value while training loss keeps falling (not for an adversarial pair:
+    a GAN's losses measure one side against the other, not how well the model fits its data)."""
+    if curves.adversarial:
+        return []
     val = [v for v in curves.val_loss if math.isfinite(v)]
     where = _where(curves.validation_at, curves.loss_at)
     if len(val) < MIN_VAL_POINTS or where is None or len(val) != len(curves.val_steps):

@@ -36,6 +36,7 @@ import linecache
 import os
 import sys
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType, ModuleType
 from typing import Any
@@ -137,9 +138,12 @@ def held_out_name(loader: LoaderSettings) -> str | None:
 class EvaluationWatch:
     """The functional-loss relays and the train-mode evaluation check; one per process (see the module docstring)."""
 
-    def __init__(self, torch: ModuleType, clock: Any) -> None:
+    def __init__(self, torch: ModuleType, clock: Any, adversarial_parameters: Callable[[], set[int]] = set) -> None:
         self._torch = torch
         self._clock = clock
+        # ids of the parameters of adversarial optimizer pairs (the pipeline's): a GAN samples from its generator in
+        # training mode by design, and its "scores" of those samples are no evaluation of a trained model
+        self._adversarial_parameters = adversarial_parameters
         self._nesting = Nesting()
         self._relays: list[tuple[Any, str, Any, Any]] = []
         self._layers: weakref.WeakKeyDictionary[Any, list[tuple[str, Any, str]]] = weakref.WeakKeyDictionary()
@@ -277,10 +281,16 @@ class EvaluationWatch:
                     waiting.append((record, evidence))  # a teacher, an EMA copy, or its training comes later
                 continue
             held_out = self._held_out(record)
+            if held_out is not None and self._adversarial(model):
+                continue
             if held_out is not None:
                 self._reported.add((record.file, record.line))
                 events.emit_finding(self._finding(record, evidence, type(model).__name__, held_out))
         self._suspects = waiting
+
+    def _adversarial(self, model: Any) -> bool:
+        adversarial = self._adversarial_parameters()
+        return bool(adversarial) and any(id(p) in adversarial for p in model.parameters())
 
     def _held_out(self, record: _Pass) -> dict[str, Any] | None:
         """Why the pass's data is evaluation data, or None: batches of a validation/test loader (by its name, or

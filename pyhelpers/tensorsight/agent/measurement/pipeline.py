@@ -229,7 +229,8 @@ class Measurement:
         self.torch = torch
         self.settings = settings
         self.clock = PhaseClock(torch)
-        self.evaluation = EvaluationWatch(torch, self.clock)  # functional validation losses, train-mode evaluation
+        # functional validation losses, train-mode evaluation (not on the two sides of a GAN)
+        self.evaluation = EvaluationWatch(torch, self.clock, self.adversarial_parameters)
         self.frameworks = FrameworkWatch(torch)  # closure steps, peak lr, gradient norms before clipping
         self.clearing = ClearingWatch(
             torch, lambda: self.clock.backwards, lambda: caller_location(sys._getframe()), events.emit_finding
@@ -349,6 +350,11 @@ class Measurement:
 
     def _adversarial(self) -> set[int]:
         return adversarial_pairs(list(self.per_optimizer.values()))
+
+    def adversarial_parameters(self) -> set[int]:
+        """Ids of the parameters of every optimizer in an adversarial pair (a GAN's generator and discriminator)."""
+        series = list(self.per_optimizer.values())
+        return {p for index in self._adversarial() for p in series[index].parameters}
 
     def _record_gradients(self, series: OptimizerCurves, step: int) -> None:
         recorder = self.recorder

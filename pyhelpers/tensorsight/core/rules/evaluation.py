@@ -72,7 +72,9 @@ def check_evaluation_mode(facts: ModuleFacts, path: str) -> Iterator[Finding]:
     for loop, model_call in qualifying:
         if any(id(outer) in chosen for outer in facts.enclosing_loops(loop.node)):
             continue  # reported once, at the outermost evaluation loop
-        finding = _evaluation_finding(facts, path, loop.scope, model_call, facts.header_span(loop.node), loop)
+        # at the forward pass itself, where the run-time check (measurement.evaluation) reports the same bug: one
+        # line, so the editor's Problems merge them into one
+        finding = _evaluation_finding(facts, path, loop.scope, model_call, facts.span(model_call), loop)
         if finding is not None:
             yield finding
     for function, model_call in _evaluation_helpers(facts, test_file):
