@@ -38,7 +38,15 @@ from typing import Any
 from tensorsight.agent.display.budget import CLOCK
 from tensorsight.agent.runtime.guard import report_once
 from tensorsight.core.notation import format_bytes, short_dtype
-from tensorsight.core.stats import DEFAULT_BUDGET, Stats, StatsBudget, StatsCache, elements_to_read, unavailable
+from tensorsight.core.stats import (
+    DEFAULT_BUDGET,
+    Stats,
+    StatsBudget,
+    StatsCache,
+    elements_to_read,
+    plain_tensors,
+    unavailable,
+)
 from tensorsight.core.summary import (
     SMALL,
     LoaderFacts,
@@ -215,13 +223,13 @@ def _short_error(exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def _quiet_torch() -> Iterator[None]:
-    """No autograd recording and no user ``__torch_function__`` while we look at tensors (both thread-local)."""
+    """No autograd recording and no ``__torch_function__`` (a user subclass's, or any mode's: see
+    ``core.stats.plain_tensors``) while we look at tensors (both thread-local)."""
     torch = sys.modules.get("torch")
     if torch is None:
         yield
         return
-    disable = getattr(torch._C, "DisableTorchFunctionSubclass", None)
-    with torch.no_grad(), disable() if disable is not None else contextlib.nullcontext():
+    with torch.no_grad(), plain_tensors(torch):
         yield
 
 
