@@ -95,7 +95,7 @@ def test_a_module_scan_stops_at_the_budget_and_says_how_far_it_got(monkeypatch):
         p.grad = torch.ones(3)
     with torch.no_grad():
         model[1999][0] = float("nan")
-    full = presentation.present(model)
+    full = presentation.summarize(model)  # outside a request: no budget, the whole scan
     assert full == "ParameterList train 6000 params (all trainable) cpu f32 ⚠ NaN/Inf in weights: 1999 grad norm=77.5"
     with torch.no_grad():
         model[0][0] = 1.0  # an in-place write: the last scan no longer holds

@@ -4,8 +4,9 @@ tests/programs/frame_heavy.py pauses in three frames: a 1e8-element float32 tens
 10,000 parameter tensors, a dict of 1000 tensors. Each Variables (and hover) answer must come back with lines that
 are right, or marked as partial where the time budget made them stop (``≈`` for a sample, "figures on expand",
 "(σ, range on expand)" after a one-pass alarm and mean, "scanned … of …, rest on expand"), with the alarm in the
-first 40 characters and the rest given by the expand; pydevd must never have printed "Resolving variable children is taking too long"; and the program
-must find its tensors unchanged. No timed assertions: speed is measured in benchmarks/bench_summary.py.
+first 40 characters and the rest given by the expand; pydevd must never have printed "Resolving variable children
+is taking too long"; and the program must find its tensors unchanged. No timed assertions: speed is measured in
+benchmarks/bench_summary.py.
 """
 
 import re
