@@ -222,7 +222,7 @@ def dap_heavy(rounds: int, inject: bool) -> dict[str, float]:
                     variables = session.variables(reference)
                     elapsed = time.perf_counter() - start
                 if round_number == 0:
-                    name = "'t0500'" if frame == "dict" else frame
+                    name = "'t0000'" if frame == "dict" else frame
                     shown = next((v["value"] for v in variables if v["name"] == name), "?")
                     print(f"  {'TensorSight' if inject else 'stock'} {frame}: {shown[:110]}")
                 else:  # round 0 warms up both sides
