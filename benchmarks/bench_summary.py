@@ -15,7 +15,8 @@ Targets (issue 12), the same tensor with one NaN, and frames that would stall an
 - summary of the tensor with one NaN   ≤ 5× one ``x.sum()``
 - seed ``debug_print`` on it           ≥ 5× slower than the summary
 - DAP Variables request, TensorSight vs stock debugpy, on a frame holding (a) that tensor, (b) a module with
-  10,000 parameter tensors: ≤ 1.5× (cold: new values each pause)
+  10,000 parameter tensors: ≤ 1.5× (cold: new values each pause); and (c) the expanded dict of 1000 tensors (the
+  Variables request for its children), reported beside them
 
 Timings are the best of ``--rounds`` interleaved rounds, since other work on the machine only ever adds time.
 """
@@ -191,28 +192,38 @@ def dap_variables(elements: int, rounds: int, inject: bool) -> tuple[float, floa
     return cold, repeat
 
 
+HEAVY_FRAMES = ("big", "model", "dict")
+
+
 def dap_heavy(rounds: int, inject: bool) -> dict[str, float]:
-    """Best cold time of the Variables request on the frame holding the 1e8 tensor with one NaN, and on the frame
-    holding the module with 10,000 parameter tensors (tests/programs/frame_heavy.py, new values each round)."""
+    """Best cold time of the Variables request on the frame holding the 1e8 tensor with one NaN, on the frame
+    holding the module with 10,000 parameter tensors, and of the request for the children of the dict of 1000
+    tensors (tests/programs/frame_heavy.py, new values each round)."""
     from support.dap import DebugSession
     from support.paths import marked_lines, program
 
     path = program("frame_heavy.py")
     lines = marked_lines(path)
-    breakpoints = [(path, lines[name], None) for name in ("big", "model")]
-    best = {"big": float("inf"), "model": float("inf")}
-    args = ["100000000", "10000", "1", str(rounds + 1)]
+    breakpoints = [(path, lines[name], None) for name in HEAVY_FRAMES]
+    best = dict.fromkeys(HEAVY_FRAMES, float("inf"))
+    args = ["100000000", "10000", "1000", str(rounds + 1)]
     with DebugSession.launch(path, args=args, breakpoints=breakpoints, inject=inject, timeout=300) as session:
         for round_number in range(rounds + 1):
-            for frame in ("big", "model"):
+            for frame in HEAVY_FRAMES:
                 stop = session.wait_for_stop(timeout=300)
                 frame_id = session.top_frame_id(stop)
                 scope = next(s for s in session.scopes(frame_id) if s["name"].lower().startswith("locals"))
                 start = time.perf_counter()
                 variables = session.variables(scope["variablesReference"])
                 elapsed = time.perf_counter() - start
+                if frame == "dict":  # the frame's own line is pydevd's dict repr: time the expand instead
+                    reference = next(v for v in variables if v["name"] == "tensors")["variablesReference"]
+                    start = time.perf_counter()
+                    variables = session.variables(reference)
+                    elapsed = time.perf_counter() - start
                 if round_number == 0:
-                    shown = next(v["value"] for v in variables if v["name"] == frame)
+                    name = "'t0000'" if frame == "dict" else frame
+                    shown = next((v["value"] for v in variables if v["name"] == name), "?")
                     print(f"  {'TensorSight' if inject else 'stock'} {frame}: {shown[:110]}")
                 else:  # round 0 warms up both sides
                     best[frame] = min(best[frame], elapsed)
@@ -296,10 +307,17 @@ def main() -> int:
         print(f"\nDAP Variables request on heavy frames (best of {args.rounds} pauses, new values each):")
         ours = dap_heavy(args.rounds, inject=True)
         stock = dap_heavy(args.rounds, inject=False)
-        for frame, label in (("big", "1e8 float32 with one NaN"), ("model", "module of 10,000 parameter tensors")):
+        for frame, label in (
+            ("big", "1e8 float32 with one NaN"),
+            ("model", "module of 10,000 parameter tensors"),
+            ("dict", "expanded dict of 1000 tensors"),
+        ):
             print(f"  {label}: TensorSight {ours[frame] * 1e3:.1f} ms, stock debugpy {stock[frame] * 1e3:.1f} ms")
             ratio = ours[frame] / stock[frame]
-            print(ratio_line(f"Variables, {label}, TensorSight / stock", ratio, "≤ 1.5", ratio <= 1.5))
+            if frame == "dict":  # no target: the issue asks only that it answers within the budget
+                print(f"{'Variables, ' + label + ', TensorSight / stock':<58} {ratio:>10.3g}×   (reported)")
+            else:
+                print(ratio_line(f"Variables, {label}, TensorSight / stock", ratio, "≤ 1.5", ratio <= 1.5))
     return 0
 
 

@@ -1,5 +1,6 @@
 """core.stats: exact figures against torch/numpy references, across dtypes, layouts, chunking and budgets; the cache."""
 
+import dataclasses
 import math
 import warnings
 
@@ -438,3 +439,31 @@ def test_nonfinite_counts_float8_and_agrees_with_stats():
     values = torch.tensor([1.0, float("nan"), float("inf"), -float("inf"), 2.0])
     assert nonfinite_counts(values.to(torch.float8_e5m2)) == NonFiniteCounts(1, 1, 1)
     assert tensor_stats(values).nonfinite == nonfinite_counts(values) == NonFiniteCounts(1, 1, 1)
+
+
+ONE_PASS = StatsBudget(spread=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.complex64])
+@pytest.mark.parametrize("budget", [ONE_PASS, StatsBudget(spread=False, chunk_elements=1000)])
+def test_one_pass_gives_the_exact_counts_and_mean_of_the_whole_summary_and_leaves_the_spread_out(dtype, budget):
+    values = torch.randn(20_011, generator=torch.Generator().manual_seed(3)).to(dtype)
+    values[5] = float("nan")
+    values[9000] = float("inf")
+    values[-1] = -float("inf") if not dtype.is_complex else complex(1.0, math.inf)
+    whole, glance = tensor_stats(values, dataclasses.replace(budget, spread=True)), tensor_stats(values, budget)
+    assert whole.complete and not glance.complete and glance.exact
+    counts = ("nan", "posinf", "neginf", "finite", "counted")
+    assert [getattr(glance, name) for name in counts] == [getattr(whole, name) for name in counts]
+    assert glance.total == pytest.approx(whole.total, rel=1e-9) and glance.mean == pytest.approx(whole.mean, rel=1e-9)
+    assert glance.std is None and glance.min is None and glance.max is None and glance.sumsq is None
+    assert glance.norm is None and not glance.all_zero
+
+
+def test_one_pass_figures_serve_only_one_pass_requests_from_the_cache():
+    cache = StatsCache()
+    x = torch.arange(10_000.0)
+    glance = cache.stats(x, ONE_PASS)
+    assert cache.cached(x, ONE_PASS) is glance and cache.cached(x) is None  # a whole summary is not served σ-less
+    whole = cache.stats(x)
+    assert whole.complete and whole.std is not None and cache.cached(x, ONE_PASS) is whole

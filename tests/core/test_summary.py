@@ -38,7 +38,7 @@ def facts(**overrides) -> TensorFacts:
 def test_the_issue_examples():
     assert tensor_line(facts(requires_grad=True)) == "f32[64, 16] cpu μ=0.012 σ=1.01 [-3.2, 2.9] grad"
     nan = Stats(numel=1, kind="float", counted=1, finite=0, nan=1, posinf=0, neginf=0, total=0.0, sumsq=0.0)
-    assert tensor_line(TensorFacts("f32", (), "cpu", stats=nan, values=float("nan"))) == "f32[] cpu nan ⚠ NaN"
+    assert tensor_line(TensorFacts("f32", (), "cpu", stats=nan, values=float("nan"))) == "f32[] cpu ⚠ NaN nan"
 
 
 def test_nonfinite_counts_come_before_the_figures():

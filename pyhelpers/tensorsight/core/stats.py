@@ -38,6 +38,7 @@ from tensorsight.core.nonfinite import NonFiniteCounts
 ROW_ELEMENTS = 4096  # sums are taken per row of this many values (float32 rounding per row), then in float64;
 # 1e8 elements make 24K rows: few enough that adding them up is a small single-threaded op
 CANCELLATION_LIMIT = 1e3  # when mean² dwarfs the variance by this much, recompute the variance from centred values
+SUMMARY_PASSES = 3  # whole-tensor reductions of a float summary (sums, norms, range); ``spread=False`` runs the first
 
 
 @dataclass(frozen=True)
@@ -47,12 +48,15 @@ class StatsBudget:
     ``exact_elements``: tensors with more (distinct) elements are summarised from a strided sample of about
     ``sample_elements`` elements, and the result says so. ``chunk_elements``: the largest temporary any pass allocates,
     in elements (4M float32 = 16 MB, 4% of a 1e8-element float32 tensor; float32/64 data that is already dense
-    needs no temporary at all).
+    needs no temporary at all). ``spread``: False asks float and complex tensors for the one pass that finds NaN/Inf
+    (exact counts, the finite count and the sum, hence the mean) and leaves out σ and the range, the two passes
+    more that a whole summary costs (``SUMMARY_PASSES``): what a line can still afford for a huge tensor.
     """
 
     exact_elements: int = 1 << 28
     sample_elements: int = 1 << 20
     chunk_elements: int = 1 << 22
+    spread: bool = True
 
 
 DEFAULT_BUDGET = StatsBudget()
@@ -67,7 +71,8 @@ class Stats:
     Bessel's correction, like ``torch.std``); for complex values ``min``/``max`` are of ``|z|``. NaN/Inf counts are
     element counts; a complex element with an infinite part counts in ``posinf`` and ``inf_signed`` is False.
     ``exact`` is False when the figures (counts included) were extrapolated from ``counted`` sampled elements.
-    ``zeros`` is None until asked for (it costs one more pass).
+    ``zeros`` is None until asked for (it costs one more pass). ``complete`` is False when σ and the range were left
+    out (``StatsBudget.spread``): ``std``, ``sumsq``, ``min`` and ``max`` are then None, the counts and mean stand.
     """
 
     numel: int
@@ -87,6 +92,7 @@ class Stats:
     exact: bool = True
     inf_signed: bool = True
     note: str | None = None
+    complete: bool = True
 
     @property
     def has_values(self) -> bool:
@@ -139,7 +145,7 @@ def elements_to_read(value: Any) -> int:
     """
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
-        with _plain_tensors(torch):
+        with plain_tensors(torch):
             if getattr(value, "is_nested", False) or value.device.type == "meta" or _why_no_data(torch, value):
                 return 0
             if value.layout != torch.strided:
@@ -172,6 +178,7 @@ class _Totals:
     neginf: int = 0
     zeros: int | None = None
     centred: float | None = None  # sum of squared deviations from the mean, when computed directly
+    complete: bool = True  # False: sumsq and the range were not computed (``StatsBudget.spread``)
 
     def finish(self, numel: int, kind: str, factor: float, exact: bool, inf_signed: bool = True) -> Stats:
         """Scale by ``factor`` (expanded repeats, or numel/sample when sampled) and derive mean and std."""
@@ -193,6 +200,22 @@ class _Totals:
         total = self.total * factor
         if kind in ("int", "bool") and exact:
             total = round(total.real)
+        if not self.complete:
+            return Stats(
+                numel=numel,
+                kind=kind,
+                counted=self.counted,
+                finite=round(finite),
+                total=total,
+                mean=mean,
+                nan=round(self.nan * factor),
+                posinf=round(self.posinf * factor),
+                neginf=round(self.neginf * factor),
+                zeros=None if self.zeros is None else round(self.zeros * factor),
+                exact=exact,
+                inf_signed=inf_signed,
+                complete=False,
+            )
         return Stats(
             numel=numel,
             kind=kind,
@@ -247,7 +270,7 @@ def tensor_stats(t: Any, budget: StatsBudget = DEFAULT_BUDGET, *, zeros: bool = 
     """Stats of a torch tensor of any layout, dtype and device (see the module docstring for the cost)."""
     import torch
 
-    with torch.no_grad(), _plain_tensors(torch):
+    with torch.no_grad(), plain_tensors(torch):
         return _TorchStats(torch, budget, zeros).of(t)
 
 
@@ -257,9 +280,12 @@ def zero_count(value: Any, budget: StatsBudget = DEFAULT_BUDGET) -> int | None:
     return None if stats is None or not stats.exact else stats.zeros
 
 
-def _plain_tensors(torch: Any) -> Any:
-    """Run torch ops on subclasses as on plain tensors, so no user ``__torch_function__`` runs inside the debugger."""
-    disable = getattr(torch._C, "DisableTorchFunctionSubclass", None)
+def plain_tensors(torch: Any) -> Any:
+    """Run torch ops with no ``__torch_function__`` at all: a user subclass's never runs inside the debugger, and no
+    ``TorchFunctionMode`` on the stack (the program's, or our own shape observers') sees our reads. Modes matter for
+    speed too: with one on the stack every tensor attribute read (``.grad``, ``._version``) calls into Python,
+    which made a scan of 10,000 parameters 30× slower under the debugger."""
+    disable = getattr(torch._C, "DisableTorchFunction", None) or getattr(torch._C, "DisableTorchFunctionSubclass", None)
     return disable() if disable is not None else contextlib.nullcontext()
 
 
@@ -375,15 +401,18 @@ class _TorchStats:
         accelerator all three come back in one transfer, and a chunk holding NaN/Inf pays one more range pass.
         """
         torch = self.torch
+        spread = self.budget.spread
         is_complex = bool(chunks) and chunks[0].is_complex()
         width = 2 if is_complex else 1
         on_cpu = all(c.device.type == "cpu" for c in chunks)
-        per_chunk = width + 1 if on_cpu else width + 3
-        rows = [_row_sums(torch, c) for c in chunks]
+        per_chunk = width + (1 if on_cpu else 3) if spread else width
+        rows = [_row_sums(torch, c, squares=spread) for c in chunks]
         values: list[Any] = []
         for c, (sums, squares) in zip(chunks, rows, strict=True):
-            values += [*sums.sum(0).reshape(-1), squares.sum()]
-            if not on_cpu:
+            values += [*sums.sum(0).reshape(-1)]
+            if spread:
+                values.append(squares.sum())
+            if spread and not on_cpu:
                 values += [*torch.aminmax(_magnitudes(c))]
         fetched = self._fetch(values) if values else []
         totals = _Totals()
@@ -394,13 +423,16 @@ class _TorchStats:
                 clean.append((c, figures))
             else:
                 _add(totals, self._repair(c, *rows[index]))
-        if on_cpu and clean:
+        if on_cpu and clean and spread:
             ranges = self._fetch([v for c, _ in clean for v in torch.aminmax(_magnitudes(c))])
             clean = [(c, [*figures, *ranges[2 * i : 2 * i + 2]]) for i, (c, figures) in enumerate(clean)]
         for c, figures in clean:
             total: float | complex = complex(figures[0], figures[1]) if is_complex else figures[0]
-            sumsq, low, high = figures[width:]
+            sumsq, low, high = figures[width:] if spread else (0.0, math.inf, -math.inf)
             _add(totals, _Totals(finite=int(c.numel()), total=total, sumsq=sumsq, low=low, high=high))
+        if not spread:
+            totals.complete = False
+            return totals
         if not is_complex and _needs_centring(totals):
             totals.centred = self._centred(pieces(), float(totals.total.real) / totals.finite)
         return totals
@@ -417,21 +449,25 @@ class _TorchStats:
         per_row = ROW_ELEMENTS // 2 if is_complex else ROW_ELEMENTS
         n = int(c.numel())
         sums_finite = torch.isfinite(sums).all(1) if is_complex else torch.isfinite(sums)
-        good = sums_finite & torch.isfinite(squares)
+        spread = squares is not None
+        good = sums_finite & torch.isfinite(squares) if spread else sums_finite
         bad = [int(i) for i in (~good).nonzero().view(-1).tolist()]
-        magnitudes = _magnitudes(c)
-        low, high = _good_range(torch, magnitudes, per_row, good, bad)
+        if spread:
+            low, high = _good_range(torch, _magnitudes(c), per_row, good, bad)
+            square_sum = torch.where(good, squares, 0).sum()
+        else:  # one pass: no range, no Σ|x|² (the bad rows still get them below, and they are dropped at the end)
+            low = high = square_sum = torch.zeros((), dtype=torch.float64, device=c.device)
         # torch.where rather than boolean indexing, which costs milliseconds even on a few thousand rows
         good_sum = torch.where(good.view(-1, 1) if is_complex else good, sums, 0).sum(0).reshape(-1)
-        fetched = self._fetch([*good_sum, torch.where(good, squares, 0).sum(), low, high])
+        fetched = self._fetch([*good_sum, square_sum, low, high])
         width = 2 if is_complex else 1
         bad_elements = sum(min((i + 1) * per_row, n) - i * per_row for i in bad)
         totals = _Totals(
             finite=n - bad_elements,
             total=complex(fetched[0], fetched[1]) if is_complex else fetched[0],
             sumsq=fetched[width],
-            low=fetched[width + 1],
-            high=fetched[width + 2],
+            low=fetched[width + 1] if spread else math.inf,
+            high=fetched[width + 2] if spread else -math.inf,
         )
         group = max(1, self.budget.chunk_elements // per_row)
         for start in range(0, len(bad), group):
@@ -662,13 +698,14 @@ def _magnitudes(c: Any) -> Any:
     return c.abs() if c.is_complex() else c
 
 
-def _row_sums(torch: Any, c: Any) -> tuple[Any, Any]:
+def _row_sums(torch: Any, c: Any, squares: bool = True) -> tuple[Any, Any]:
     """Per-row Σx and Σ|x|² of a 1-D contiguous float or complex chunk, in float64 (a row: ROW_ELEMENTS floats).
 
     The sums are float32 within a row and float64 across rows; Σ|x|² comes from a row-wise ``vector_norm``. A
     complex chunk is read through its real view: rows of ROW_ELEMENTS / 2 elements, and Σz as (real, imaginary)
     pairs. The last, partial row (the tail) is reduced in float64. A row whose sum or norm is not finite holds a
-    NaN/Inf (or values whose squares overflow): this is how ``_repair`` finds them.
+    NaN/Inf (or values whose squares overflow): this is how ``_repair`` finds them. ``squares=False`` (one pass:
+    ``StatsBudget.spread``) leaves Σ|x|² out and returns None for it.
     """
     is_complex = c.is_complex()
     flat = torch.view_as_real(c).reshape(-1) if is_complex else c
@@ -679,14 +716,15 @@ def _row_sums(torch: Any, c: Any) -> tuple[Any, Any]:
         rows = flat[:whole].view(-1, ROW_ELEMENTS)
         sums = rows.view(-1, ROW_ELEMENTS // 2, 2).sum(1) if is_complex else rows.sum(1)
         sums_parts.append(sums.double())
-        square_parts.append(torch.linalg.vector_norm(rows, dim=1).double().square())
+        if squares:
+            square_parts.append(torch.linalg.vector_norm(rows, dim=1).double().square())
     if whole < n:
         tail = flat[whole:].double()
         sums_parts.append(tail.view(-1, 2).sum(0, keepdim=True) if is_complex else tail.sum().reshape(1))
-        square_parts.append(_square_sum(torch, tail).reshape(1))
-    if len(sums_parts) == 1:
-        return sums_parts[0], square_parts[0]
-    return torch.cat(sums_parts), torch.cat(square_parts)
+        if squares:
+            square_parts.append(_square_sum(torch, tail).reshape(1))
+    joined_squares = (square_parts[0] if len(square_parts) == 1 else torch.cat(square_parts)) if squares else None
+    return (sums_parts[0] if len(sums_parts) == 1 else torch.cat(sums_parts)), joined_squares
 
 
 def _good_range(torch: Any, values: Any, per_row: int, good: Any, bad: list[int]) -> tuple[Any, Any]:
@@ -942,8 +980,9 @@ class StatsCache:
             entry = self._entries.get(ident)
             if entry is None or entry[0]() is not value or entry[1] != key:
                 return None
-            if not (entry[3].exact or entry[2] == budget):
-                return None
+            stats = entry[3]
+            if not ((stats.exact and (stats.complete or not budget.spread)) or entry[2] == budget):
+                return None  # an estimate serves its own budget only; one-pass figures only a one-pass request
             self._entries[ident] = self._entries.pop(ident)  # most recently used goes last
             return entry[3]
 
@@ -972,7 +1011,7 @@ def _version_key(value: Any) -> tuple[Any, ...] | None:
     if torch is None or not isinstance(value, torch.Tensor):
         return None
     try:
-        with _plain_tensors(torch):
+        with plain_tensors(torch):
             return _tensor_key(torch, value)
     except Exception:  # noqa: BLE001 - exotic subclasses: no caching, never a failure
         return None

@@ -5,13 +5,16 @@ language server reuse the same lines). Dtypes, shapes and sizes are written by `
 and the shape map. A line reads most important first and stays within ``MAX_WIDTH`` characters:
 
     f32[64, 16] cpu μ=0.012 σ=1.01 [-3.2, 2.9] grad
-    f32[] cpu nan ⚠ NaN
+    f32[] cpu ⚠ NaN nan
     f32[1000] cuda:0 ⚠ NaN×3 +Inf×1 μ=0.5 σ=0.29 [0.001, 1] grad_fn=MulBackward0
+    f32[100000000] cpu ⚠ NaN×1 μ=0.000108 (σ, range on expand)
 
-Grammar of a tensor line: ``dtype[shape] where`` · layout tags · values (≤ ``SMALL`` elements) · alarms (``⚠``:
-NaN/±Inf counts, all zero, a gradient with NaN/Inf) · ``μ= σ= [min, max]`` of the finite values (``≈`` marks a
-figure estimated from a sample) · gradient state (``grad`` = requires grad, ``grad norm=``, ``grad_fn=``). When the
-line is too long, the least important parts go first; alarms go last.
+Grammar of a tensor line: ``dtype[shape] where`` · alarms (``⚠``: NaN/±Inf counts, all zero, a gradient with
+NaN/Inf) · layout tags · values (≤ ``SMALL`` elements) · ``μ= σ= [min, max]`` of the finite values (``≈`` marks a
+figure estimated from a sample; ``(σ, range on expand)`` when a huge tensor's line stopped at the mean) · gradient
+state (``grad`` = requires grad, ``grad norm=``, ``grad_fn=``). The first ``HEAD_WIDTH`` characters carry the
+dtype, shape, device and alarm (a long shape is shortened to fit), so a narrow Variables column or a truncated
+inlay still shows what matters. When the line is too long, the least important parts go first; alarms go last.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from tensorsight.core.stats import Stats
 
 MAX_WIDTH = 120
 SMALL = 10  # tensors with at most this many elements show their values
+HEAD_WIDTH = 40  # characters that carry dtype, shape, device and alarm
+PARTIAL_NOTE = "(σ, range on expand)"  # a line whose figures stopped at the mean (``Stats.complete`` False)
 
 # part priorities: lower survives longer when the line must shrink
 _ESSENTIAL, _ALARM, _VALUES, _STATS, _RANGE, _GRAD, _DETAIL = 0, 1, 2, 3, 4, 5, 6
@@ -119,18 +124,21 @@ class TensorFacts:
 
 def tensor_line(facts: TensorFacts, width: int = MAX_WIDTH) -> str:
     """The one-line summary of a tensor or array (see the module docstring for the grammar)."""
+    stats = facts.stats
+    alarms: list[str] = []
+    if stats is not None and stats.has_values:
+        alarms += value_alarms(stats)
+    if facts.grad is not None:
+        alarms += [text.replace("⚠ ", "⚠ grad ", 1) for text in value_alarms(facts.grad, zero_alarm=False)]
+    head = len(facts.dtype) + len(facts.where) + sum(len(text) + 1 for text in alarms) + 1
     parts: list[tuple[int, str]] = [
-        (_ESSENTIAL, f"{facts.dtype}{format_shape(facts.shape)}"),
+        (_ESSENTIAL, f"{facts.dtype}{format_shape(facts.shape, max(16, HEAD_WIDTH - head))}"),
         (_ESSENTIAL, facts.where),
     ]
+    parts += [(_ALARM, text) for text in alarms]
     parts += [(_DETAIL if tag.startswith("(") else _ALARM, tag) for tag in facts.tags]
-    stats = facts.stats
     if facts.values is not None:
         parts.append((_VALUES, format_values(facts.values)))
-    if stats is not None and stats.has_values:
-        parts += [(_ALARM, text) for text in value_alarms(stats)]
-    if facts.grad is not None:
-        parts += [(_ALARM, text.replace("⚠ ", "⚠ grad ", 1)) for text in value_alarms(facts.grad, zero_alarm=False)]
     if stats is not None and stats.has_values:
         parts += _stats_parts(stats, small=facts.values is not None)
     parts += _grad_parts(facts)
@@ -177,6 +185,8 @@ def _stats_parts(stats: Stats, small: bool) -> list[tuple[int, str]]:
         return [(_STATS, f"{approx}{format_count(trues)} True ({format_number(100 * trues / stats.numel, 3)}%)")]
     if stats.all_zero or (small and stats.numel == 1):
         return []
+    if not stats.complete:  # one pass only (a huge tensor in a busy view): the mean, and where the rest is
+        return [(_STATS, f"μ{eq}{format_number(stats.mean)}"), (_STATS, PARTIAL_NOTE)]
     if _constant(stats) and not small:
         return [(_STATS, f"all {format_number(_as_kind(stats.min, stats.kind), 4)}")]
     parts = [(_STATS, f"μ{eq}{format_number(stats.mean)}")]
@@ -281,7 +291,9 @@ def module_line(facts: ModuleFacts, width: int = MAX_WIDTH) -> str:
             parts.append((_ALARM, f"⚠ NaN/Inf in {label}: {names[0]}{more}"))
     if facts.scanned is not None:  # partial, and said as loudly as an alarm: silence would read as "no NaN"
         done, total = facts.scanned
-        parts.append((_ALARM, f"(scanned {format_count(done)} of {format_count(total)} tensors for NaN/Inf)"))
+        parts.append(
+            (_ALARM, f"(scanned {format_count(done)} of {format_count(total)} tensors for NaN/Inf, rest on expand)")
+        )
     if facts.grad_norm is not None and not facts.nonfinite_grads:
         parts.append((_GRAD, f"grad norm={format_number(facts.grad_norm)}"))
     if facts.note:

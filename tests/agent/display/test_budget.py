@@ -95,14 +95,14 @@ def test_a_module_scan_stops_at_the_budget_and_says_how_far_it_got(monkeypatch):
         p.grad = torch.ones(3)
     with torch.no_grad():
         model[1999][0] = float("nan")
-    full = presentation.present(model)
+    full = presentation.summarize(model)  # outside a request: no budget, the whole scan
     assert full == "ParameterList train 6000 params (all trainable) cpu f32 ⚠ NaN/Inf in weights: 1999 grad norm=77.5"
     with torch.no_grad():
         model[0][0] = 1.0  # an in-place write: the last scan no longer holds
     monkeypatch.setattr(CLOCK, "budget_s", 0.0)
     line = presentation.present(model)
     assert line.startswith("ParameterList train 6000 params (all trainable) cpu f32"), line
-    assert "(scanned 512 of 2000 tensors for NaN/Inf)" in line
+    assert "(scanned 512 of 2000 tensors for NaN/Inf, rest on expand)" in line
     assert "grad norm" not in line  # a norm of a quarter of the grads would read as the whole
     ok = torch.nn.ParameterList(torch.nn.Parameter(torch.ones(3)) for _ in range(4))
     for p in ok:
@@ -151,8 +151,8 @@ def test_a_stopped_module_scan_goes_on_at_the_next_view_and_a_finished_one_is_re
         model[1400][1] = float("inf")
     monkeypatch.setattr(CLOCK, "budget_s", 0.0)
     lines = [presentation.present(model) for _ in range(3)]  # each view scans one more batch of 512
-    assert "(scanned 512 of 1500 tensors for NaN/Inf)" in lines[0]
-    assert "(scanned 1024 of 1500 tensors for NaN/Inf)" in lines[1]
+    assert "(scanned 512 of 1500 tensors for NaN/Inf, rest on expand)" in lines[0]
+    assert "(scanned 1024 of 1500 tensors for NaN/Inf, rest on expand)" in lines[1]
     assert lines[2] == "ParameterList train 4500 params (all trainable) cpu f32 ⚠ NaN/Inf in weights: 1400"
     calls = []
     monkeypatch.setattr(presentation, "_norms", lambda *args: calls.append(args) or [])
@@ -161,3 +161,35 @@ def test_a_stopped_module_scan_goes_on_at_the_next_view_and_a_finished_one_is_re
     with torch.no_grad():
         model[1400][1] = 0.0  # an in-place write bumps _version: scanned again
     assert presentation.summarize(model) == "ParameterList train 4500 params (all trainable) cpu f32"
+
+
+def test_a_line_over_its_glance_budget_gives_the_alarm_and_mean_and_the_expand_gives_the_rest(monkeypatch):
+    big = torch.arange(2_000_000, dtype=torch.float32)
+    big[123] = float("nan")
+    presentation.CACHE.clear()
+    # 2e7 elements/s: a whole summary of 2e6 elements (0.1 s) is over a line's 20 ms, one pass (33 ms) fits 0.4 s
+    monkeypatch.setattr(CLOCK, "elements_per_second", 2e7)
+    line = presentation.present(big)
+    assert line == "f32[2000000] cpu ⚠ NaN×1 μ=1e6 (σ, range on expand)"
+    assert "⚠ NaN×1" in line[:40]
+    CLOCK.new_request()  # the expand is another request: the "stats" row asks for the rest, within its budget
+    monkeypatch.setattr(CLOCK, "elements_per_second", 2e7)
+    rows = dict((name, child) for name, child, _ in presentation.child_entries(big))
+    assert str(rows["stats"]) == "min=0 max=2e6 mean=1e6 std=5.77e5"
+    figures = {name: child for name, child, _ in rows["stats"].entries()}
+    assert figures["nan"] == 1 and figures["std"] == pytest.approx(
+        torch.arange(2_000_000.0)[torch.arange(2_000_000) != 123].std().item(), rel=1e-6
+    )
+    CLOCK.new_request()
+    assert presentation.present(big) == "f32[2000000] cpu ⚠ NaN×1 μ=1e6 σ=5.77e5 [0, 2e6]"  # now cached whole
+
+
+def test_the_first_40_characters_carry_dtype_shape_device_and_alarm():
+    odd = torch.full((3, 4, 5, 6, 7, 8, 9, 10), 1.0)
+    odd[0, 0, 0, 0, 0, 0, 0, 0] = float("inf")
+    line = presentation.summarize(odd)
+    assert line.startswith("f32[") and "cpu ⚠ +Inf×1" in line[:40], line
+    quantized = torch.quantize_per_tensor(torch.tensor([1.0, 2.0]), 0.1, 0, torch.quint8)
+    small_bad = torch.tensor([1.0, float("nan"), 3.0])
+    assert presentation.summarize(small_bad).startswith("f32[3] cpu ⚠ NaN×1 [1, nan, 3]")
+    assert presentation.summarize(quantized).startswith("qu8[2] cpu scale=0.1 zero_point=0")

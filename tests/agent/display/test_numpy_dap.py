@@ -22,7 +22,7 @@ def test_numpy_summaries_children_and_nan_condition():
         local = session.locals(frame_id)
         assert local["step"]["value"] == "2"  # roots hold a NaN at step 2 only
         assert local["grid"]["value"] == GRID
-        assert local["roots"]["value"].startswith("f64[2] ndarray [1.414, nan] ⚠ NaN×1")
+        assert local["roots"]["value"].startswith("f64[2] ndarray ⚠ NaN×1 [1.414, nan]")
         children = session.children(local["grid"])
         assert list(children)[:4] == ["shape", "dtype", "stats", "memory"]
         assert children["shape"]["value"] == "(3, 4)"

@@ -18,7 +18,7 @@ from tensorsight.agent.display.presentation import children, summarize
 LINES = {
     "weights": "f32[64, 16] cpu μ=0.5 σ=0.289 [0, 0.999] grad norm=64",
     "scaled": "f32[64, 16] cpu μ=1.5 σ=0.866 [0, 3] grad_fn=MulBackward0",
-    "bad": "f32[] cpu nan ⚠ NaN",
+    "bad": "f32[] cpu ⚠ NaN nan",
     "mixed": "f32[16] cpu ⚠ NaN×4 +Inf×4 -Inf×4 μ=1 σ=0 [1, 1]",
     "small": "f32[3] cpu [0.5, -1, 2] μ=0.5 σ=1.5",
     "zeros": "f32[8, 4] cpu ⚠ all zero",

@@ -8,8 +8,12 @@ request, and the first of them starts its clock; each value also has a budget of
 pydevd warns that "Computing repr of … was slow". Costly work asks ``remaining()`` first and does less, marked as
 partial in the line, when the budget is short; the rest comes on expand, which is a new request with a new budget.
 
-The clock also learns how fast this machine reduces tensor elements (``elements_per_second``), so a summary can tell
-before it starts whether exact figures fit in what is left. Pure bookkeeping: stdlib only, thread-safe.
+The clock also learns how fast this machine reduces tensor elements (``elements_per_second``, for a whole summary),
+so a summary can tell before it starts whether exact figures fit in what is left. One line also has a glance budget
+(``GLANCE_BUDGET_S``): a Variables view lists many values, and a line that reads a 1e8-element tensor three times
+over would make the view several times slower than stock debugpy's; past it, a line gives what one pass finds (the
+NaN/Inf alarm with exact counts, and the mean) and says that σ and the range come on expand. Pure bookkeeping:
+stdlib only, thread-safe.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Callable, Iterator
 REQUEST_BUDGET_S = 1.0  # a third of pydevd's 3 s, so pydevd's own work and a busy machine still fit
 VALUE_BUDGET_S = 0.4  # one value: pydevd warns "Computing repr of … was slow" past 0.5 s
 REQUEST_GAP_S = 0.25  # calls further apart than this belong to different requests
+GLANCE_BUDGET_S = 0.02  # what one line may spend on its figures before leaving σ, the range or a scan to the expand
 INITIAL_ELEMENTS_PER_SECOND = 5e8  # a first guess (2 busy cores: 1e8 float32 in about 0.2 s), then measured
 LEARN_FROM_ELEMENTS = 1 << 20
 UNLIMITED = 1 << 62
@@ -85,6 +90,22 @@ class RequestClock:
         if remaining == math.inf:
             return UNLIMITED
         return max(0, min(UNLIMITED, int(remaining * self.elements_per_second)))
+
+    def glance_left(self) -> float:
+        """Seconds left to the current line's glance budget (never more than ``remaining()``)."""
+        remaining = self.remaining()
+        if remaining == math.inf:
+            return math.inf
+        with self._lock:
+            spent = self._clock() - self._value_started
+        return min(remaining, GLANCE_BUDGET_S - spent)
+
+    def glance_elements(self) -> int:
+        """How many elements a whole exact summary could reduce within the glance budget (``UNLIMITED`` outside)."""
+        left = self.glance_left()
+        if left == math.inf:
+            return UNLIMITED
+        return max(0, min(UNLIMITED, int(left * self.elements_per_second)))
 
     def learn(self, elements: int, seconds: float) -> None:
         """Fold one measured reduction into the speed estimate (only ones long enough to time reliably)."""

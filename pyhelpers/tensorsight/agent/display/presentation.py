@@ -33,12 +33,22 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from tensorsight.agent.display.budget import CLOCK
 from tensorsight.agent.runtime.guard import report_once
 from tensorsight.core.notation import format_bytes, short_dtype
-from tensorsight.core.stats import DEFAULT_BUDGET, Stats, StatsBudget, StatsCache, elements_to_read, unavailable
+from tensorsight.core.stats import (
+    DEFAULT_BUDGET,
+    SUMMARY_PASSES,
+    Stats,
+    StatsBudget,
+    StatsCache,
+    elements_to_read,
+    plain_tensors,
+    unavailable,
+)
 from tensorsight.core.summary import (
     SMALL,
     LoaderFacts,
@@ -59,6 +69,7 @@ MAX_MODULE_MEMBERS = 500  # children listed when a module is expanded (pydevd li
 MODULE_SCAN_BATCH = 512  # parameters whose norms one fused kernel computes between two looks at the clock
 ALWAYS_EXACT_ELEMENTS = 1 << 16  # a reduction this small costs less than the summary around it: never deferred
 DEFERRED_NOTE = "figures on expand: this view's time budget is spent"
+ONE_PASS = replace(DEFAULT_BUDGET, spread=False)  # what a line affords for a huge tensor: the alarm and the mean
 VALUE_ROWS = 8  # rows (or 10-element slices) listed under "values"
 VIEW_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "real", "imag"})  # each builds a new tensor/array: not evaluated
 SKIPPED_ATTRIBUTES = frozenset({"volatile"})  # removed from torch: reading it only emits a warning
@@ -215,23 +226,25 @@ def _short_error(exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def _quiet_torch() -> Iterator[None]:
-    """No autograd recording and no user ``__torch_function__`` while we look at tensors (both thread-local)."""
+    """No autograd recording and no ``__torch_function__`` (a user subclass's, or any mode's: see
+    ``core.stats.plain_tensors``) while we look at tensors (both thread-local)."""
     torch = sys.modules.get("torch")
     if torch is None:
         yield
         return
-    disable = getattr(torch._C, "DisableTorchFunctionSubclass", None)
-    with torch.no_grad(), disable() if disable is not None else contextlib.nullcontext():
+    with torch.no_grad(), plain_tensors(torch):
         yield
 
 
-def safe_stats(value: Any, *, zeros: bool = False) -> Stats:
+def safe_stats(value: Any, *, zeros: bool = False, glance: bool = True) -> Stats:
     """Cached stats of a tensor/array, within the request's time budget; a failure becomes Stats that say why.
 
-    Exact when the tensor's elements fit in what is left of the budget (at the speed the clock has measured), a
-    marked estimate from a strided sample when they do not, and no figures at all ("figures on expand") once the
-    budget is spent and nothing is cached. Small tensors always get their exact figures: they cost the bookkeeping
-    around them, which doing less would not save. Never raises.
+    Inside a debugger request, by what the tensor's elements cost at the speed the clock has measured: exact figures
+    when they fit the line's glance budget (``glance=False``, the expanded "stats" row: the value's whole budget);
+    else, when one pass fits what is left, what it finds: exact NaN/Inf counts and the mean, σ and the range left to
+    the expand (``Stats.complete`` False); else a marked estimate from a strided sample; and no figures at all
+    ("figures on expand") once the budget is spent and nothing is cached. Small tensors always get their exact
+    figures: they cost the bookkeeping around them, which doing less would not save. Never raises.
     """
     try:
         cached = CACHE.cached(value, DEFAULT_BUDGET)
@@ -240,14 +253,21 @@ def safe_stats(value: Any, *, zeros: bool = False) -> Stats:
         cost = elements_to_read(value)
         affordable = CLOCK.affordable_elements()
         budget = DEFAULT_BUDGET
-        if cost > max(affordable, ALWAYS_EXACT_ELEMENTS):
+        passes = SUMMARY_PASSES
+        if glance and cost > max(CLOCK.glance_elements(), ALWAYS_EXACT_ELEMENTS):
+            if cost <= affordable * SUMMARY_PASSES and not zeros:
+                budget, passes = ONE_PASS, 1
+                partial = CACHE.cached(value, ONE_PASS)
+                if partial is not None:
+                    return partial
+        if passes == SUMMARY_PASSES and cost > max(affordable, ALWAYS_EXACT_ELEMENTS):
             if CLOCK.remaining() <= 0:
                 return unavailable(_numel(value), DEFERRED_NOTE)
             budget = _budget_within(affordable)
         start = time.perf_counter()
         result = CACHE.stats(value, budget, zeros=zeros)
-        if result is not None:
-            CLOCK.learn(result.counted, time.perf_counter() - start)
+        if result is not None:  # the clock's speed is a whole summary's: a one-pass line read a third as much
+            CLOCK.learn(result.counted * passes // SUMMARY_PASSES, time.perf_counter() - start)
     except Exception as exc:  # noqa: BLE001
         return unavailable(_numel(value), f"stats unavailable: {_short_error(exc)}")
     return result if result is not None else unavailable(_numel(value), "not a tensor")
@@ -389,8 +409,12 @@ def array_facts(a: Any) -> TensorFacts:
 # ---- modules, optimizers, data loaders ---------------------------------------------------------------------------
 
 
-def module_facts(module: Any) -> ModuleFacts:
-    """Parameter counts, devices, dtypes, mode, NaN/Inf in weights or grads, total grad norm of an nn.Module."""
+def module_facts(module: Any, glance: bool = True) -> ModuleFacts:
+    """Parameter counts, devices, dtypes, mode, NaN/Inf in weights or grads, total grad norm of an nn.Module.
+
+    The counts, devices, dtypes and mode are cheap facts, always there; the NaN/Inf scan of the parameters and
+    grads stops at the line's glance budget (``glance=False``, an expand: the request's), resumed by the next view.
+    """
     torch = sys.modules["torch"]
     with _quiet_torch():
         named = list(module.named_parameters())
@@ -434,7 +458,7 @@ def module_facts(module: Any) -> ModuleFacts:
         scanned: tuple[int, int] | None = None
         if params <= MODULE_SCAN_ELEMENTS:
             CACHE.reserve(4 * len(sized))  # its parameters and grads are what an expand shows next
-            scan = _module_scan(torch, module, sized)
+            scan = _module_scan(torch, module, sized, glance)
             bad_params, bad_grads, grad_sumsq = scan.bad_params, scan.bad_grads, scan.grad_sumsq
             if scan.scanned < len(sized):
                 scanned = (scan.scanned, len(sized))
@@ -473,7 +497,7 @@ _SCANS_KEPT = 64  # modules whose last scan is kept (a hover, then an expand, th
 _SCANS_LOCK = threading.Lock()
 
 
-def _module_scan(torch: Any, module: Any, sized: list[tuple[str, Any]]) -> _Scan:
+def _module_scan(torch: Any, module: Any, sized: list[tuple[str, Any]], glance: bool = True) -> _Scan:
     """The module's parameter scan, reused while no parameter or grad changed, resumed where a budget stopped it.
 
     The signature is each parameter's and grad's identity and ``_version`` (an in-place write or a new grad changes
@@ -492,7 +516,7 @@ def _module_scan(torch: Any, module: Any, sized: list[tuple[str, Any]]) -> _Scan
     previous = entry[2] if entry is not None and entry[0]() is module and entry[1] == signature else None
     if previous is not None and previous.scanned >= len(sized):
         return previous
-    scan = _scan_parameters(torch, sized, grads, resume=previous)
+    scan = _scan_parameters(torch, sized, grads, resume=previous, glance=glance)
     try:
         ref = weakref.ref(module)
     except TypeError:
@@ -505,7 +529,9 @@ def _module_scan(torch: Any, module: Any, sized: list[tuple[str, Any]]) -> _Scan
     return scan
 
 
-def _scan_parameters(torch: Any, sized: list[tuple[str, Any]], grads: list[Any], resume: _Scan | None = None) -> _Scan:
+def _scan_parameters(
+    torch: Any, sized: list[tuple[str, Any]], grads: list[Any], resume: _Scan | None = None, glance: bool = True
+) -> _Scan:
     """NaN/Inf in weights and grads, and the total grad norm, a batch of parameters at a time until the budget ends.
 
     One fused ``_foreach_norm`` per batch (what ``clip_grad_norm_`` uses) instead of a summary per tensor: a
@@ -519,7 +545,8 @@ def _scan_parameters(torch: Any, sized: list[tuple[str, Any]], grads: list[Any],
         scan.grad_sumsq, scan.scanned = resume.grad_sumsq, resume.scanned
     first = scan.scanned
     for start in range(first, len(sized), MODULE_SCAN_BATCH):
-        if start > first and CLOCK.remaining() <= 0:  # one batch at least: every view makes progress
+        left = CLOCK.glance_left() if glance else CLOCK.remaining()
+        if start > first and left <= 0:  # one batch at least: every view makes progress
             break
         batch = sized[start : start + MODULE_SCAN_BATCH]
         batch_grads = grads[start : start + MODULE_SCAN_BATCH]
@@ -769,7 +796,7 @@ def _child_entries(value: Any, kind: str | None) -> list[Entry]:
 
 
 def _stats_group(value: Any) -> Group:
-    stats = safe_stats(value)
+    stats = safe_stats(value, glance=False)  # the rest of what the line left out: the value's whole budget
     if stats.has_values and stats.finite:
         approx = "" if stats.exact else "≈"
         label = (
@@ -785,7 +812,7 @@ def _stats_group(value: Any) -> Group:
 
 
 def _stats_entries(value: Any) -> list[Entry]:
-    stats = safe_stats(value, zeros=True)
+    stats = safe_stats(value, zeros=True, glance=False)
     if not stats.has_values:
         return [("note", Info(stats.note or "no values"), None)]
     missing = Info("n/a (no finite values)")
@@ -974,7 +1001,7 @@ def _grad_norm_shown(facts: ModuleFacts) -> float | Info:
 
 
 def _module_children(module: Any) -> list[Entry]:
-    facts = module_facts(module)
+    facts = module_facts(module, glance=False)
     entries: list[Entry] = [
         ("(params)", facts.params, None),
         ("(trainable)", facts.trainable, None),
@@ -986,6 +1013,10 @@ def _module_children(module: Any) -> list[Entry]:
     if facts.nonfinite_params or facts.nonfinite_grads:
         bad = [*facts.nonfinite_params, *(f"{n}.grad" for n in facts.nonfinite_grads)]
         entries.append(("(NaN/Inf)", Info(", ".join(bad)), None))
+    if facts.scanned is not None:
+        done, total = facts.scanned
+        note = f"{done:,} of {total:,} tensors scanned for NaN/Inf so far: the next view goes on from there"
+        entries.append(("(scan)", Info(note), None))
     indexable = _is_indexable_container(module)
     members: list[Entry] = []
     for name, child in module.named_children():
