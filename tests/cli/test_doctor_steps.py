@@ -135,3 +135,46 @@ def test_a_nan_born_in_log_of_zero_names_the_op_in_the_advice(tmp_path):
     assert finding["details"]["cause"] == "domain" and "`torch.log`" in finding["message"]
     assert "learning rate is probably too high" not in finding["message"]
     assert not [f for f in runtime(document, "dynamics") if f["details"]["diagnosis"] == "exploding-gradients"]
+
+
+NO_GRADIENT = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+backbone, head = nn.Linear(4, 8), nn.Linear(8, 1)
+for p in backbone.parameters():
+    p.requires_grad_(False)  # frozen: its optimizer has nothing to learn, by design
+frozen_opt = torch.optim.SGD(backbone.parameters(), lr=0.1)
+head_opt = torch.optim.SGD(head.parameters(), lr=0.1)
+x, y = torch.randn(32, 4), torch.randn(32, 1)
+for step in range(30):
+    frozen_opt.zero_grad()
+    head_opt.zero_grad()
+    features = backbone(x)
+    loss = nn.functional.mse_loss(head(features{cut}), y)
+    loss.backward()
+    frozen_opt.step()
+    head_opt.step()
+"""
+
+
+def test_an_optimizer_whose_parameters_get_no_gradient_is_found_where_the_graph_is_cut(tmp_path):
+    script = tmp_path / "cut.py"
+    source = NO_GRADIENT.replace("p.requires_grad_(False)", "pass").replace("{cut}", ".detach()")
+    script.write_text(source, encoding="utf-8")
+    document, _ = doctor_on(tmp_path, str(script))
+    (finding,) = [f for f in runtime(document, "training-logic") if f["details"].get("check") == "no-gradient"]
+    cut_line = next(n for n, text in enumerate(source.splitlines(), start=1) if ".detach()" in text)
+    assert (finding["file"], finding["line"]) == (str(script), cut_line)
+    assert (
+        finding["details"]["optimizer"] == "frozen_opt"
+        and "frozen_opt.step() has nothing to apply" in (finding["message"])
+    )
+
+
+def test_a_frozen_model_under_its_own_optimizer_is_no_finding(tmp_path):
+    script = tmp_path / "frozen.py"
+    script.write_text(NO_GRADIENT.replace("{cut}", ""), encoding="utf-8")
+    document, _ = doctor_on(tmp_path, str(script))
+    assert runtime(document, "training-logic") == []

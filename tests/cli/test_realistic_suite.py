@@ -26,41 +26,9 @@ BY_NAME = {script.name: script for script in SCRIPTS}
 # What the doctor misses or says wrongly today, per script: each entry is a strict xfail, to be removed when the
 # detector that finds it lands (the case then XPASSes and fails until it is).
 KNOWN_GAPS: dict[str, str] = {
-    "dcgan/clean.py": "false alarms: the adversarial loss read as 'not decreasing' (dynamics), and the evaluation "
-    "tensor moved once per epoch in moment_loss() read as a transfer at every training step (device)",
-    "dcgan/bug_generator_grads_never_cleared.py": "found (TS101 per optimizer), but with the clean script's false "
-    "alarms and the GAN loss reported as oscillating without converging",
-    "dcgan/bug_generator_update_detached.py": "a generator that never receives a gradient is not found; reported as "
-    "'learning rate too high' instead",
-    "lbfgs_timeseries/bug_closure_no_zero_grad.py": "an LBFGS closure without zero_grad() is not found; reported as "
-    "exploding gradients (with clipping advice) at loss.backward()",
-    "lbfgs_timeseries/bug_overlapping_slices.py": "train/test row slices of one tensor that overlap are not found",
-    "mlp_accumulation/bug_overfit.py": "overfitting is not diagnosed when the validation loss is F.mse_loss",
-    "mnist_cnn/bug_no_eval.py": "TS102 reports the evaluation loop's `for` line; the suite expects the forward call "
-    "that runs in training mode (no run-time finding there)",
-    "mnist_cnn/bug_test_calls_train.py": "TS102 reports the evaluation loop's `for` line; the suite expects the "
-    "forward call where batch norm learns from test batches (no run-time finding there)",
-    "regression/bug_lr_too_high.py": "a hand-written SGD update is not seen as a step: a climbing loss gives nothing",
-    "super_resolution/clean.py": "false alarm: the intended broadcast that builds the synthetic images "
-    "([N, 3, 1, 1] x [16, 16]) reported as silent broadcasting",
-    "super_resolution/bug_ema_without_detach.py": "an EMA that chains an autograd graph over every step (memory) is "
-    "not found; plus the broadcast false alarm of the clean script",
-    "tabular/bug_engine_no_eval.py": "TS102 (across modules) reports the evaluation loop's `for` line in "
-    "engine_without_eval.py; the suite expects the forward call",
-    "tabular/bug_log_zero.py": "the log(0) in the data is not found at its line; the NaN is blamed on the model's "
-    "parameters and on the learning rate (in trainer.py)",
-    "tabular/bug_split_in_dataset.py": "overlapping splits made inside a custom Dataset are not found",
-    "tabular/bug_trainer_no_zero_grad.py": "zero_grad() missing in a Trainer class of another module is not found",
-    "transformer_lm/clean.py": "false alarms: the positional encoding's intended broadcast ([5000, 1] x [d/2]) "
-    "reported twice as silent broadcasting",
-    "transformer_lm/bug_eval_helper.py": "TS102 reports the evaluation loop's `for` line, the suite expects the "
-    "forward call in train mode; plus the positional-encoding false alarms",
-    "transformer_lm/bug_overfit.py": "overfitting is not diagnosed when the validation loss is F.cross_entropy; plus "
-    "the positional-encoding false alarms",
-    "word_lm/bug_lr_too_high.py": "a hand-written update with clipping: a learning rate too high without NaN gives "
-    "nothing",
-    "word_lm/bug_no_eval.py": "TS102 reports the evaluation loop's `for` line; the suite expects the forward call "
-    "with dropout on (dropout and an LSTM; no run-time finding there)",
+    "tabular/bug_log_zero.py": "the -inf that torch.log(0) puts in the features before training is reported as "
+    "'the parameters already hold NaN' at the model's forward, not at the log line (the sentinel arms at the first "
+    "forward, after the data was built)",
 }
 
 

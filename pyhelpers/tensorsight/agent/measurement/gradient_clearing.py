@@ -14,12 +14,22 @@ only D's parameters, however close it sits to G's step. The static rule cannot t
 - a step with none of them, twice in a row, is a ``training-logic`` finding at that step's line.
 
 Deliberate gradient accumulation (a step every N batches, then ``zero_grad()``) clears once per step: no finding.
+
+The same pre-hook sees the opposite bug: an optimizer whose trainable parameters hold no gradient at all, twice in a
+row, although ``backward()`` ran since its previous step, steps on nothing: the loss backpropagated for it does not
+reach its parameters (a GAN generator whose loss scores ``netD(fake.detach())``). The finding is placed where the
+graph is cut when the step's own block shows it (the nearest ``.detach()``/``.item()``/``no_grad`` above the
+``backward()`` that precedes the step, below the previous optimizer step), else at the step. A closure step
+(LBFGS, Lightning) computes its gradients inside ``step()``: not judged. Frozen parameters (``requires_grad=False``)
+are not counted.
+
 Read-only: ``_version``, object identity and weak references; no tensor is touched.
 """
 
 from __future__ import annotations
 
 import functools
+import linecache
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +39,9 @@ from tensorsight.agent.runtime.guard import never_raise
 from tensorsight.core.findings import Finding
 
 UNCLEARED_STEPS = 2  # consecutive steps on uncleared gradients before the finding (one could be a warm-up trick)
+GRADLESS_STEPS = 2  # consecutive steps with no gradient on any trainable parameter (after a backward)
+CUT_SCAN_LINES = 40  # how far above a step the graph cut is looked for
+_GRAPH_CUTS = (".detach()", ".item()", "no_grad()", ".numpy()", ".data")
 _WRAPPED_MARK = "__tensorsight_clearing__"
 
 
@@ -62,6 +75,8 @@ class ClearingWatch:
         self._clippings = 0  # clip_grad_norm_ / clip_grad_value_ calls: each writes every gradient in place once
         self._names: dict[int, str] = {}
         self.reported: set[int] = set()  # ids of the optimizers found stepping on uncleared gradients
+        self._gradless: dict[int, tuple[int, int]] = {}  # optimizer id -> (steps in a row with no gradient, backwards)
+        self._gradless_reported: set[int] = set()
         self._wrapped: list[tuple[Any, str, Any, Any]] = []
 
     # ---------------------------------------------------------------------------------------------- installation
@@ -120,7 +135,7 @@ class ClearingWatch:
 
     # ------------------------------------------------------------------------------------------------------ steps
     @never_raise()
-    def before_step(self, optimizer: Any, name: str | None = None) -> None:
+    def before_step(self, optimizer: Any, name: str | None = None, closure: bool = False) -> None:
         """In the optimizer's step pre-hook: judge the gradients it is about to apply, then re-arm its probe."""
         if name:
             self._names[id(optimizer)] = name
@@ -130,7 +145,10 @@ class ClearingWatch:
         if param is None or getattr(param, "grad", None) is None:
             param = _first_with_grad(optimizer)
             if param is None:
+                if not closure:
+                    self._no_gradient(optimizer, backwards)
                 return
+        self._gradless.pop(id(optimizer), None)
         grad = param.grad
         if probe is not None and probe.param() is param:
             same_tensor = probe.grad is not None and probe.grad() is grad
@@ -167,6 +185,69 @@ class ClearingWatch:
         )
         details = {"check": "gradients-never-cleared", "optimizer": name, "steps": UNCLEARED_STEPS}
         self._report(Finding("training-logic", "warning", message, where[0], where[1], details=details))
+
+    def _no_gradient(self, optimizer: Any, backwards: int) -> None:
+        """A step on which no trainable parameter of ``optimizer`` holds a gradient (see the module docstring)."""
+        key = id(optimizer)
+        if key in self._gradless_reported or not _has_trainable(optimizer):
+            return
+        count, seen = self._gradless.get(key, (0, -1))
+        if seen >= 0 and backwards <= seen:
+            return  # no backward since its previous step: nothing was meant to reach it
+        count += 1 if seen >= 0 else 0
+        self._gradless[key] = (count, backwards)
+        if count < GRADLESS_STEPS - 1:
+            return
+        self._gradless_reported.add(key)
+        where = self._where()
+        if where is None:
+            return
+        name = self._names.get(key) or "optimizer"
+        cut = graph_cut_above(where[0], where[1])
+        at = cut if cut is not None else where
+        because = f": the graph is cut here (`{linecache.getline(*cut).strip()}`)" if cut is not None else ""
+        message = (
+            f"{name}.step() has nothing to apply: none of its parameters received a gradient from the backward() "
+            f"calls since its previous step, so they never learn{because}. The loss backpropagated for {name} must be "
+            "computed from its model's output without .detach(), .item(), torch.no_grad() or a numpy round-trip"
+        )
+        details = {"check": "no-gradient", "optimizer": name, "steps": GRADLESS_STEPS, "step_line": where[1]}
+        self._report(Finding("training-logic", "warning", message, at[0], at[1], details=details))
+
+
+def graph_cut_line(text: str) -> bool:
+    """Whether a source line cuts the autograd graph (``.detach()``, ``.item()``, ``no_grad()``, ``.numpy()``)."""
+    code = text.split("#", 1)[0]
+    return any(cut in code for cut in _GRAPH_CUTS)
+
+
+def graph_cut_above(file: str, line: int) -> tuple[str, int] | None:
+    """The nearest line above ``line`` in its block that cuts the graph, stopping at the previous optimizer step or
+    at the start of the enclosing function (read with linecache: no import, no execution)."""
+    step_indent = _indent(linecache.getline(file, line))
+    past_backward = False  # only what runs before the backward() can cut the graph it walks
+    for number in range(line - 1, max(0, line - CUT_SCAN_LINES), -1):
+        text = linecache.getline(file, number)
+        stripped = text.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if _indent(text) < step_indent and stripped.startswith(("def ", "async def ", "class ")):
+            return None
+        if ".step(" in stripped:
+            return None
+        if ".backward(" in stripped:
+            past_backward = True
+        elif past_backward and graph_cut_line(stripped):
+            return file, number
+    return None
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _has_trainable(optimizer: Any) -> bool:
+    return any(getattr(p, "requires_grad", False) for group in optimizer.param_groups for p in group["params"])
 
 
 def _first_with_grad(optimizer: Any) -> Any:

@@ -272,9 +272,10 @@ class Measurement:
         return every > 0 and step % every == 0
 
     def _before_step(self, optimizer: Any, step: int) -> None:
+        closure = self.frameworks.ran_closure(optimizer)
         if not isinstance(optimizer, steps.HandWrittenUpdate):
-            self.clearing.before_step(optimizer, self._series_of(optimizer).name)
-        if self._due(self.settings.scalars_every, step) and not self.frameworks.ran_closure(optimizer):
+            self.clearing.before_step(optimizer, self._series_of(optimizer).name, closure)
+        if self._due(self.settings.scalars_every, step) and not closure:
             self.recorder.before_step(optimizer)
 
     @never_raise()
