@@ -25,11 +25,7 @@ BY_NAME = {script.name: script for script in SCRIPTS}
 
 # What the doctor misses or says wrongly today, per script: each entry is a strict xfail, to be removed when the
 # detector that finds it lands (the case then XPASSes and fails until it is).
-KNOWN_GAPS: dict[str, str] = {
-    "tabular/bug_log_zero.py": "the -inf that torch.log(0) puts in the features before training is reported as "
-    "'the parameters already hold NaN' at the model's forward, not at the log line (the sentinel arms at the first "
-    "forward, after the data was built)",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def _cases(scripts: list[realistic.Script], gaps: dict[str, str] | None = None) -> list:

@@ -246,7 +246,8 @@ def _nonfinite_loss(curves: TrainingCurves, where: Location, subject: str) -> li
                 "the stable form (F.binary_cross_entropy_with_logits, log_softmax)"
             )
         message = f"{subject} became NaN/Inf at step {step}: {advice}"
-        return [Finding("dynamics", "warning", message, *where, step=step, details=details)]
+        # the sentinel's error at the origin is the bug; this says what it did to the curve and that the lr is not it
+        return [Finding("dynamics", "info", message, *where, step=step, details=details)]
     message = (
         f"{subject} diverged to NaN/Inf at step {step}{_lr_text(curves.lr)}: the "
         "learning rate is probably too high; lower it (e.g. 10×), add gradient clipping or a warm-up"

@@ -54,7 +54,7 @@ from tensorsight.agent.runtime.options import option
 from tensorsight.agent.sentinel.boundaries import install
 from tensorsight.agent.sentinel.budget import budget
 from tensorsight.agent.sentinel.records import NonFiniteRecord, say
-from tensorsight.agent.sentinel.state import lock, sw
+from tensorsight.agent.sentinel.state import lock, st, sw
 
 __all__ = ["NonFiniteRecord", "arm", "break_on_nonfinite", "last_nonfinite"]
 
@@ -98,6 +98,19 @@ def arm(origin: str = "debugger") -> None:
     if raw:
         sw.enabled = True
         when_imported("torch", install)
+        if origin == "doctor":
+            when_imported("torch", _watch_from_the_first_op)
+
+
+@never_raise()
+def _watch_from_the_first_op(torch: types.ModuleType) -> None:
+    """The doctor checks ops outside modules from the program's first torch op, not from its first module call: a
+    NaN/Inf made while the data is prepared (``torch.log`` of counts that hold 0) is found at its line, instead of at
+    the model's input. Debug sessions keep the mode off until training begins (nothing before it pays for it)."""
+    from tensorsight.agent.sentinel.outside import sync_mode
+
+    st.started = True
+    sync_mode()
 
 
 def _hide_our_frames(torch: types.ModuleType) -> None:
