@@ -4,6 +4,7 @@ out again before it ends."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import sys
 import warnings
@@ -84,6 +85,23 @@ def test_step_calls_tell_a_closure_step_from_a_plain_one_and_keep_the_peak_lr():
         watch.remove()
     optimizer.step(closure)
     assert not watch.ran_closure(optimizer)  # removed: the hook is gone
+
+
+def _without_our_wrappers(function: object) -> object:
+    """torch's own function under any TensorSight wrapper an earlier in-process test left installed (wrappers carry a
+    ``__tensorsight…`` mark; torch's own decorators do not)."""
+    return inspect.unwrap(function, stop=lambda f: not any(k.startswith("__tensorsight") for k in vars(f)))  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def torch_clip_functions(monkeypatch):
+    """Each test starts from torch's own clip functions, whatever wrappers other tests of the session left."""
+    import torch.nn.utils.clip_grad as clip_grad
+
+    for owner in (clip_grad, torch.nn.utils):
+        for name in ("clip_grad_norm_", "clip_grad_value_"):
+            if hasattr(owner, name):
+                monkeypatch.setattr(owner, name, _without_our_wrappers(getattr(owner, name)))
 
 
 def test_clip_watch_keeps_the_norm_before_clipping_and_clips_as_before():

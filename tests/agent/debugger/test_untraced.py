@@ -59,3 +59,16 @@ def test_without_the_agent_the_same_breakpoint_in_torch_is_hit():
         stop = session.wait_for_stop()
         frame = session.top_frame(stop)
         assert (frame["source"]["path"], frame["line"]) == (torch_init, line)
+
+
+def test_without_a_tracer_the_import_context_is_a_plain_block():
+    """The doctor and plain runs: no debugger traces the thread, so nothing is toggled and the body runs once."""
+    import sys
+
+    from tensorsight.agent.debugger.untraced import untraced_import
+
+    ran = []
+    before = sys.gettrace()
+    with untraced_import():
+        ran.append(sys.gettrace())
+    assert ran == [before] and sys.gettrace() is before
