@@ -52,6 +52,7 @@ from tensorsight.agent.shapes.shape_map import (
     direct_user_caller,
     has_parameters,
     is_loss_module,
+    remove_mode,
     tensor_bytes,
     tensors_in,
 )
@@ -271,7 +272,7 @@ def _close_window() -> None:
     _state.handles = []
     _state.map_recorder = None
     if _state.mode_thread is not None and _state.mode_thread == threading.get_ident():
-        _remove_mode(_state.mode)
+        remove_mode(_state.mode)
         _state.mode_thread = None
     if not _state.eval_seen and not _state.eval_watch:
         # Global, not on the user's model: a hook stored on the model would travel into torch.save(model) pickles.
@@ -292,22 +293,6 @@ def _watch_for_evaluation(module: Any, args: Any) -> None:
     _state.eval_watch = []
     _open_window(MAX_EVAL_OPS)
     _before_module(module, args)  # the global hooks just registered do not see this call
-
-
-def _remove_mode(mode: Any) -> None:
-    """Take our mode off this thread's stack even if modes were pushed above it (they are put back in order)."""
-    from torch.overrides import _get_current_function_mode_stack, _pop_mode, _push_mode
-
-    if not any(m is mode for m in _get_current_function_mode_stack()):
-        return
-    above = []
-    while True:
-        top = _pop_mode()
-        if top is mode:
-            break
-        above.append(top)
-    for other in reversed(above):
-        _push_mode(other)
 
 
 @never_raise()

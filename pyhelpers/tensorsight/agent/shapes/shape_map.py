@@ -258,20 +258,8 @@ class ShapeMapRecorder:
 
     def _pop_mode(self) -> None:
         mode, self.mode = self.mode, None
-        if mode is None:
-            return
-        from torch.overrides import _get_current_function_mode_stack, _pop_mode, _push_mode
-
-        if not any(m is mode for m in _get_current_function_mode_stack()):
-            return
-        above = []
-        while True:
-            top = _pop_mode()
-            if top is mode:
-                break
-            above.append(top)
-        for other in reversed(above):
-            _push_mode(other)
+        if mode is not None:
+            remove_mode(mode)
 
     def finish(self) -> list[ShapeRow]:
         """Rows in the order the forward ran them; modules it never called follow with ``calls == 0``, no shapes."""
@@ -316,3 +304,20 @@ def iter_named(values: Iterable[tuple[str, Any]], limit: int = 500) -> Iterable[
         if i >= limit:
             return
         yield item
+
+
+def remove_mode(mode: Any) -> None:
+    """Take ``mode`` off this thread's torch-function stack even if modes were pushed above it (they are put back in
+    order); a mode no longer on the stack is left alone."""
+    from torch.overrides import _get_current_function_mode_stack, _pop_mode, _push_mode
+
+    if not any(m is mode for m in _get_current_function_mode_stack()):
+        return
+    above = []
+    while True:
+        top = _pop_mode()
+        if top is mode:
+            break
+        above.append(top)
+    for other in reversed(above):
+        _push_mode(other)
