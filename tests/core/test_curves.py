@@ -9,10 +9,10 @@ from tensorsight.core.curves import Series, TrainingCurves, diagnose_curves, is_
 
 pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13 (scripts/test.sh)
 
-LOSS_AT = ("/work/train.py", 40)
-OPTIMIZER_AT = ("/work/train.py", 20)
-VALIDATION_AT = ("/work/train.py", 50)
-MODEL_AT = ("/work/train.py", 38)
+LOSS_AT = ("/project/train.py", 40)
+OPTIMIZER_AT = ("/project/train.py", 20)
+VALIDATION_AT = ("/project/train.py", 50)
+MODEL_AT = ("/project/train.py", 38)
 
 
 def noisy(values, amplitude=0.05):
@@ -241,7 +241,7 @@ def test_exploding_is_judged_against_the_loss_scale_not_an_absolute_norm():
 def origin(op, phase, line=25):
     return {
         "kind": "nonfinite",
-        "file": "/work/train.py",
+        "file": "/project/train.py",
         "line": line,
         "message": "NaN ...",
         "details": {"op": op, "phase": phase},

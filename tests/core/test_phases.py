@@ -14,7 +14,7 @@ from tensorsight.core.phases import (
 
 pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13 (scripts/test.sh)
 
-LOADER = LoaderSettings(file="/work/train.py", line=12, num_workers=0)
+LOADER = LoaderSettings(file="/project/train.py", line=12, num_workers=0)
 
 
 def totals(data: float, forward: float = 1.0, backward: float = 1.0, optimizer: float = 0.5, other: float = 0.5):

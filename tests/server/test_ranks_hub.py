@@ -20,7 +20,7 @@ from support.lsp import eventually, initialize, server_config
 from tensorsight.server.rank_book import COMPARE_STEPS, MAX_RANK_STEPS, MAX_RANKS
 from tensorsight.server.runtime_view import RuntimeView, normalize_path
 
-FILE = "/work/project/train.py"
+FILE = "/project/train.py"
 LOOP_LINE = 20
 T0 = 1_000_000.0  # epoch seconds of the synthetic run
 

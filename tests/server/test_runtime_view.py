@@ -7,7 +7,7 @@ import math
 from tensorsight.core.protocol import json_safe
 from tensorsight.server.runtime_view import NO_RUN_TITLE, RuntimeView
 
-FILE = "/work/project/train.py"
+FILE = "/project/train.py"
 
 
 def shape(line: int, text: str, name: str | None = "x", step: int = 0) -> dict:
