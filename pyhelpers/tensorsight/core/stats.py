@@ -200,39 +200,26 @@ class _Totals:
         total = self.total * factor
         if kind in ("int", "bool") and exact:
             total = round(total.real)
-        if not self.complete:
-            return Stats(
-                numel=numel,
-                kind=kind,
-                counted=self.counted,
-                finite=round(finite),
-                total=total,
-                mean=mean,
-                nan=round(self.nan * factor),
-                posinf=round(self.posinf * factor),
-                neginf=round(self.neginf * factor),
-                zeros=None if self.zeros is None else round(self.zeros * factor),
-                exact=exact,
-                inf_signed=inf_signed,
-                complete=False,
-            )
+        # without the spread pass (``StatsBudget.spread``) σ, sumsq and the range are unknown: left None
+        spread: dict[str, Any] = (
+            {"sumsq": self.sumsq * factor, "min": low, "max": high, "std": std}
+            if self.complete
+            else {"complete": False}
+        )
         return Stats(
             numel=numel,
             kind=kind,
             counted=self.counted,
             finite=round(finite),
             total=total,
-            sumsq=self.sumsq * factor,
-            min=low,
-            max=high,
             mean=mean,
-            std=std,
             nan=round(self.nan * factor),
             posinf=round(self.posinf * factor),
             neginf=round(self.neginf * factor),
             zeros=None if self.zeros is None else round(self.zeros * factor),
             exact=exact,
             inf_signed=inf_signed,
+            **spread,
         )
 
 
