@@ -180,6 +180,11 @@ def item_accumulation_line(source: str, name: str, near_line: int | None = None)
         elif isinstance(node, ast.Assign) and any(item_of_name(t) for t in node.targets):
             if any(item_of_name(sub) for sub in ast.walk(node.value)):
                 candidates.append(node.lineno)
+    return _nearest_line(candidates, near_line)
+
+
+def _nearest_line(candidates: list[int], near_line: int | None) -> int | None:
+    """The candidate line closest to ``near_line`` (the first on a tie; the first of all without one), or None."""
     if not candidates:
         return None
     if near_line is None:
@@ -240,8 +245,4 @@ def accumulation_line(source: str, name: str, scope_first_line: int | None, near
             and node.func.value.id == name
         ):
             candidates.append(node.lineno)
-    if not candidates:
-        return None
-    if near_line is None:
-        return min(candidates)
-    return min(candidates, key=lambda line: (abs(line - near_line), line))
+    return _nearest_line(candidates, near_line)
