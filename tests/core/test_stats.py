@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from tensorsight.core import stats as stats_module
 from tensorsight.core.stats import StatsBudget, StatsCache, array_stats, compute_stats, tensor_stats, zero_count
 
 pytestmark = pytest.mark.filterwarnings(
@@ -120,6 +121,22 @@ def test_nonfinite_anywhere_gives_exact_counts_and_finite_figures(placement, dty
         return
     expected = reference(x)
     assert_matches(stats, expected, rel=1e-5 if dtype in (torch.float16, torch.bfloat16) else 1e-6)
+    assert stats.total == pytest.approx(x[torch.isfinite(x)].double().sum().item(), rel=1e-6, abs=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("placement", list(PLACEMENTS))
+def test_cpu_tiles_give_the_figures_of_the_whole_tensor(placement, dtype, monkeypatch):
+    """Dense CPU data is read a cache tile at a time: with tiles of 5 rows, 300,001 values make 15 tiles and a
+    partial row, and a NaN/Inf in any of them is repaired in its own tile while the others stand."""
+    monkeypatch.setattr(stats_module, "CACHE_TILE_BYTES", 5 * stats_module.ROW_ELEMENTS * dtype.itemsize)
+    x = (seeded(300_001) * 2 + 0.5).to(dtype)
+    PLACEMENTS[placement](x)
+    stats = tensor_stats(x, zeros=True)
+    if not torch.isfinite(x).any():
+        assert stats.finite == 0 and stats.min is None and stats.nan + stats.posinf + stats.neginf == x.numel()
+        return
+    assert_matches(stats, reference(x))
     assert stats.total == pytest.approx(x[torch.isfinite(x)].double().sum().item(), rel=1e-6, abs=1e-3)
 
 
