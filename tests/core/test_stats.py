@@ -124,12 +124,16 @@ def test_nonfinite_anywhere_gives_exact_counts_and_finite_figures(placement, dty
     assert stats.total == pytest.approx(x[torch.isfinite(x)].double().sum().item(), rel=1e-6, abs=1e-3)
 
 
+@pytest.mark.parametrize("busy", [False, True], ids=["idle", "busy-cpu"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("placement", list(PLACEMENTS))
-def test_cpu_tiles_give_the_figures_of_the_whole_tensor(placement, dtype, monkeypatch):
+def test_cpu_tiles_give_the_figures_of_the_whole_tensor(placement, dtype, busy, monkeypatch):
     """Dense CPU data is read a cache tile at a time: with tiles of 5 rows, 300,001 values make 15 tiles and a
-    partial row, and a NaN/Inf in any of them is repaired in its own tile while the others stand."""
+    partial row, and a NaN/Inf in any of them is repaired in its own tile while the others stand. On a busy CPU
+    (every tile "slow") the first tile is followed by one span of all the other rows, with the same figures."""
     monkeypatch.setattr(stats_module, "CACHE_TILE_BYTES", 5 * stats_module.ROW_ELEMENTS * dtype.itemsize)
+    if busy:
+        monkeypatch.setattr(stats_module, "SLOW_TILE_SECONDS", 0.0)
     x = (seeded(300_001) * 2 + 0.5).to(dtype)
     PLACEMENTS[placement](x)
     stats = tensor_stats(x, zeros=True)

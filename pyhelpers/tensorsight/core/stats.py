@@ -25,10 +25,12 @@ dict lookup.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import math
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -41,6 +43,8 @@ ROW_ELEMENTS = 4096  # sums are taken per row of this many values (float32 round
 CANCELLATION_LIMIT = 1e3  # when mean² dwarfs the variance by this much, recompute the variance from centred values
 CACHE_TILE_BYTES = 8 << 20  # CPU summaries read dense data in tiles this big, which stay in a last-level cache
 # between the passes (measured on 1e8 float32 values: 2.3 passes' time for three passes instead of 3)
+SLOW_TILE_SECONDS = 2e-3  # three reductions of one such tile take ~0.5 ms on an idle CPU; slower means threads
+# held up by other work, and the rest of the tensor goes in one span (a few large kernels instead of many small)
 SUMMARY_PASSES = 3  # whole-tensor reductions of a float summary (sums, norms, range); ``spread=False`` runs the first
 
 
@@ -414,45 +418,57 @@ class _TorchStats:
 
         The three reductions of a tile follow one another, so the second and the third read it from the cache the
         first one brought it into; each writes into one small buffer for the whole tensor (per-row sums and norms,
-        per-tile minima and maxima), and one transfer brings back the totals. A tile whose figures are not finite is
-        then repaired as a chunk (``_repair``): its other tiles stand as they are.
+        per-span minima and maxima), and one transfer brings back the totals. Each small parallel kernel waits for
+        every worker thread, which a busy CPU may have descheduled: a tile slower than SLOW_TILE_SECONDS sends the
+        rest of the rows through the same three reductions in one span. A span whose figures are not finite is then
+        repaired as a chunk (``_repair``): the other spans stand as they are.
         """
         torch = self.torch
         count = int(rows.shape[0])
-        per_tile = max(1, CACHE_TILE_BYTES // (rows.element_size() * ROW_ELEMENTS))
-        starts = range(0, count, per_tile)
+        tile_bytes = rows.element_size() * ROW_ELEMENTS
+        per_tile = max(1, CACHE_TILE_BYTES // tile_bytes)
+        slow = SLOW_TILE_SECONDS * per_tile * tile_bytes / CACHE_TILE_BYTES
         sums, norms = rows.new_empty(count), rows.new_empty(count)
-        lows, highs = rows.new_empty(len(starts)), rows.new_empty(len(starts))
-        for index, start in enumerate(starts):
-            tile = rows[start : start + per_tile]
-            torch.sum(tile, 1, out=sums[start : start + per_tile])
-            torch.linalg.vector_norm(tile, dim=1, out=norms[start : start + per_tile])
-            torch.aminmax(tile, out=(lows[index], highs[index]))
+        lows, highs = rows.new_empty(count // per_tile + 1), rows.new_empty(count // per_tile + 1)
+        spans: list[tuple[int, int]] = []
+        tiling, start = True, 0
+        while start < count:
+            end = min(start + per_tile, count) if tiling else count
+            began = time.perf_counter()
+            span = rows[start:end]
+            torch.sum(span, 1, out=sums[start:end])
+            torch.linalg.vector_norm(span, dim=1, out=norms[start:end])
+            torch.aminmax(span, out=(lows[len(spans)], highs[len(spans)]))
+            tiling = tiling and time.perf_counter() - began < slow
+            spans.append((start, end))
+            start = end
+        lows, highs = lows[: len(spans)], highs[: len(spans)]
         row_sums, row_squares = sums.double(), norms.double().square()
         total, sumsq, low, high = self._fetch([row_sums.sum(), row_squares.sum(), lows.min(), highs.max()])
         if all(math.isfinite(v) for v in (total, sumsq, low, high)):
             return _Totals(finite=count * ROW_ELEMENTS, total=total, sumsq=sumsq, low=low, high=high)
-        padding = len(starts) * per_tile - count
+        span_ok = [bool(v) for v in (torch.isfinite(lows) & torch.isfinite(highs)).tolist()]
         finite_rows = torch.isfinite(row_sums) & torch.isfinite(row_squares)
-        finite_rows = torch.cat([finite_rows, finite_rows.new_ones(padding)]).view(-1, per_tile).all(1)
-        good = finite_rows & torch.isfinite(lows) & torch.isfinite(highs)
-        good_rows = good.repeat_interleave(per_tile)[:count]
+        for row in (~finite_rows).nonzero().view(-1).tolist():
+            span_ok[bisect.bisect_right(spans, (row, count)) - 1] = False
+        good_rows = torch.ones(count, dtype=torch.bool)
+        for (a, b), ok in zip(spans, span_ok, strict=True):
+            if not ok:
+                good_rows[a:b] = False
+        good_spans = torch.tensor(span_ok)
         total, sumsq, low, high = self._fetch(
             [
                 torch.where(good_rows, row_sums, 0).sum(),
                 torch.where(good_rows, row_squares, 0).sum(),
-                torch.where(good, lows, math.inf).min(),
-                torch.where(good, highs, -math.inf).max(),
+                torch.where(good_spans, lows, math.inf).min(),
+                torch.where(good_spans, highs, -math.inf).max(),
             ]
         )
-        flags = [bool(v) for v in good.tolist()]
-        good_elements = sum(min(per_tile, count - start) for start, ok in zip(starts, flags, strict=True) if ok)
-        totals = _Totals(finite=good_elements * ROW_ELEMENTS, total=total, sumsq=sumsq, low=low, high=high)
-        for start, ok in zip(starts, flags, strict=True):
+        good_elements = sum(b - a for (a, b), ok in zip(spans, span_ok, strict=True) if ok) * ROW_ELEMENTS
+        totals = _Totals(finite=good_elements, total=total, sumsq=sumsq, low=low, high=high)
+        for (a, b), ok in zip(spans, span_ok, strict=True):
             if not ok:
-                end = min(start + per_tile, count)
-                tile = rows[start:end].reshape(-1)
-                _add(totals, self._repair(tile, row_sums[start:end], row_squares[start:end]))
+                _add(totals, self._repair(rows[a:b].reshape(-1), row_sums[a:b], row_squares[a:b]))
         return totals
 
     def _chunk_totals(self, chunks: list[Any]) -> _Totals:
