@@ -77,6 +77,9 @@ def render() -> str:
     out += [f"  {o.name}: {_literal(o.default)}," for o in protocol.LAUNCH_OPTIONS]
     out += ["};", ""]
 
+    out += ["/** A run's phase breakdown leaves its first step out once this many later steps are measured. */"]
+    out += [f"export const PHASE_STEPS_WITHOUT_THE_FIRST = {protocol.PHASE_STEPS_WITHOUT_THE_FIRST};", ""]
+
     for interface in protocol.INTERFACES:
         if interface.doc:
             out += [f"/** {interface.doc} */"]

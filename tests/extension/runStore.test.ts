@@ -39,9 +39,32 @@ test('phases accumulate and give shares; bad values ignored', () => {
   });
   const shares = phaseShares(run);
   assert.ok(shares);
-  assert.equal(run.phaseSteps, 2);
+  assert.equal(run.phaseSteps, 2); // step 0 and step 1: no later steps yet, so the first is counted
   assert.ok(Math.abs((shares?.data ?? 0) - 0.6) < 1e-9);
   assert.equal(shares?.other, 0);
+});
+
+test('the first step leaves the breakdown once three later steps are measured, as the lens and the summary count it', () => {
+  const run = emptyRun('s');
+  const step = (n: number, other: number) =>
+    applyEvent(run, { type: 'phases', step: n, seconds: { data: 0, forward: 0.1, backward: 0, optimizer: 0, other } });
+  step(1, 0.9); // worker start-up and lazy initialisation
+  assert.equal(run.phaseSteps, 1);
+  assert.ok(Math.abs((phaseShares(run)?.other ?? 0) - 0.9) < 1e-9);
+  step(2, 0.1);
+  step(3, 0.1);
+  assert.equal(run.phaseSteps, 3);
+  step(4, 0.1);
+  assert.equal(run.phaseSteps, 3);
+  assert.ok(Math.abs((phaseShares(run)?.other ?? 0) - 0.5) < 1e-9);
+  applyEvent(run, {
+    type: 'phase-summary',
+    steps: 9,
+    seconds: { data: 0.9, forward: 0.9, backward: 0, optimizer: 0, other: 0 },
+  });
+  step(10, 5);
+  assert.equal(run.phaseSteps, 9);
+  assert.ok(Math.abs((phaseShares(run)?.other ?? 1) - 0) < 1e-9);
 });
 
 test('histograms keep the latest per (kind, name) and reject malformed ones', () => {

@@ -4,7 +4,7 @@
  * memory, NaN/Inf stops, and the user's `tensorsight.Timer` measurements. Pure (no editor API): the training panel renders its snapshots, the status bar reads the
  * step, and tests/extension/runStore.test.ts pins the reduction.
  */
-import type { RunEvent } from '../server/protocol';
+import { PHASE_STEPS_WITHOUT_THE_FIRST, type RunEvent } from '../server/protocol';
 
 export const MAX_POINTS = 2000;
 export const PHASES = ['data', 'forward', 'backward', 'optimizer', 'other'] as const;
@@ -37,9 +37,14 @@ export interface RunSnapshot {
   sessionId: string;
   /** Scalar series keyed "split/name", e.g. "train/loss", "train/grad_norm/fc1.weight", "val/loss". */
   scalars: Record<string, Series>;
-  /** Seconds per phase summed over the recorded steps, and the number of steps they cover. */
+  /**
+   * The run's phase breakdown and the number of steps it covers: what the code lens shows too. The first step (worker
+   * start-up, lazy initialisation) is left out once PHASE_STEPS_WITHOUT_THE_FIRST later steps are measured, as the
+   * agent's `phase-summary` does, and that summary replaces the live tally when it arrives.
+   */
   phaseTotals: Record<Phase, number>;
   phaseSteps: number;
+  phaseTally: { first?: Record<Phase, number>; later: Record<Phase, number>; laterSteps: number; final: boolean };
   lastPhases?: { step: number; seconds: Record<Phase, number> };
   histograms: Record<string, Histogram>;
   memory: Series;
@@ -53,8 +58,9 @@ export function emptyRun(sessionId: string): RunSnapshot {
   return {
     sessionId,
     scalars: {},
-    phaseTotals: { data: 0, forward: 0, backward: 0, optimizer: 0, other: 0 },
+    phaseTotals: noPhases(),
     phaseSteps: 0,
+    phaseTally: { later: noPhases(), laterSteps: 0, final: false },
     histograms: {},
     memory: { steps: [], values: [] },
     nonfinite: [],
@@ -84,16 +90,29 @@ export function applyEvent(run: RunSnapshot, event: RunEvent): RunSnapshot {
       break;
     }
     case 'phases': {
-      const seconds = event.seconds;
-      if (!isRecord(seconds)) break;
-      const clean = { data: 0, forward: 0, backward: 0, optimizer: 0, other: 0 } as Record<Phase, number>;
-      for (const phase of PHASES) {
-        const value = finiteNumber(seconds[phase]);
-        if (value !== undefined && value >= 0) clean[phase] = value;
-        run.phaseTotals[phase] += clean[phase];
+      const tally = run.phaseTally;
+      if (!isRecord(event.seconds) || tally.final) break;
+      const clean = cleanPhases(event.seconds);
+      if (tally.first === undefined && (step === 1 || (step === undefined && tally.laterSteps === 0))) {
+        tally.first = clean;
+      } else {
+        for (const phase of PHASES) tally.later[phase] += clean[phase];
+        tally.laterSteps++;
       }
-      run.phaseSteps++;
+      const withFirst = tally.first !== undefined && tally.laterSteps < PHASE_STEPS_WITHOUT_THE_FIRST;
+      run.phaseTotals = noPhases();
+      for (const phase of PHASES)
+        run.phaseTotals[phase] = tally.later[phase] + (withFirst ? (tally.first?.[phase] ?? 0) : 0);
+      run.phaseSteps = tally.laterSteps + (withFirst ? 1 : 0);
       run.lastPhases = { step: step ?? run.phaseSteps, seconds: clean };
+      break;
+    }
+    case 'phase-summary': {
+      const steps = finiteNumber(event.steps);
+      if (!isRecord(event.seconds) || steps === undefined || steps < 1) break;
+      run.phaseTally.final = true;
+      run.phaseTotals = cleanPhases(event.seconds);
+      run.phaseSteps = Math.round(steps);
       break;
     }
     case 'histogram': {
@@ -134,6 +153,20 @@ export function applyEvent(run: RunSnapshot, event: RunEvent): RunSnapshot {
       break;
   }
   return run;
+}
+
+function noPhases(): Record<Phase, number> {
+  return { data: 0, forward: 0, backward: 0, optimizer: 0, other: 0 };
+}
+
+/** Seconds per phase from an event, a missing, negative or non-finite figure read as 0. */
+function cleanPhases(seconds: Record<string, unknown>): Record<Phase, number> {
+  const clean = noPhases();
+  for (const phase of PHASES) {
+    const value = finiteNumber(seconds[phase]);
+    if (value !== undefined && value >= 0) clean[phase] = value;
+  }
+  return clean;
 }
 
 /** Share of each phase in the recorded time (0..1), or undefined before the first phases event. */

@@ -123,6 +123,9 @@ export const LAUNCH_OPTION_DEFAULTS: Required<LaunchOptions> = {
   rankWaitAfter: 2.0,
 };
 
+/** A run's phase breakdown leaves its first step out once this many later steps are measured. */
+export const PHASE_STEPS_WITHOUT_THE_FIRST = 3;
+
 export interface StartSessionParams {
   sessionId: string;
 }

@@ -26,6 +26,38 @@ MIN_STEPS_FOR_VERDICT = 3
 MIN_DATA_MS_PER_STEP = 5.0
 
 
+@dataclass
+class PhaseTally:
+    """Seconds per phase of a run's steps, the first step kept apart: it pays for worker start-up and lazy
+    initialisation. The agent's run summary, the server's code lens and the training panel (``runStore.ts``, the same
+    rule in TypeScript) all read a run through ``breakdown``, so they show one breakdown for one run."""
+
+    first: dict[str, float] | None = None
+    later: dict[str, float] | None = None
+    later_steps: int = 0
+
+    def add(self, step: int | None, seconds: Mapping[str, float]) -> None:
+        """One step's seconds per phase; ``step`` 1 (or the first step of a run that numbers none) is kept apart."""
+        if self.first is None and (step == 1 or (step is None and not self.later_steps)):
+            self.first = dict(seconds)
+            return
+        later = self.later if self.later is not None else {}
+        for name, value in seconds.items():
+            later[name] = later.get(name, 0.0) + value
+        self.later = later
+        self.later_steps += 1
+
+    def breakdown(self) -> tuple[dict[str, float], int]:
+        """Seconds per phase and the steps they cover: the later steps once there are MIN_STEPS_FOR_VERDICT of
+        them, else every step measured, the first included."""
+        later = dict(self.later or {})
+        if self.later_steps >= MIN_STEPS_FOR_VERDICT or self.first is None:
+            return later, self.later_steps
+        for name, value in self.first.items():
+            later[name] = later.get(name, 0.0) + value
+        return later, self.later_steps + 1
+
+
 @dataclass(frozen=True)
 class LoaderSettings:
     """Where a DataLoader was built and the settings that decide how fast it delivers batches."""

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tensorsight.core.phases import DATA_DOMINANT_SHARE
+from tensorsight.core.phases import DATA_DOMINANT_SHARE, MIN_STEPS_FOR_VERDICT
 
 # ---------------------------------------------------------------------------------------------- environment
 ENV_HUB = "TENSORSIGHT_HUB"  # "127.0.0.1:PORT" of the session's hub listener (startSession's answer)
@@ -115,6 +115,10 @@ def option_default(name: str) -> Any:
     """The declared default of launch option ``name`` (KeyError for an undeclared one: a typo fails loudly)."""
     return OPTIONS_BY_NAME[name].default
 
+
+# A run's phase breakdown leaves its first step out once this many later steps are measured (core.phases.PhaseTally;
+# the training panel applies the same rule to the ``phases`` events it receives).
+PHASE_STEPS_WITHOUT_THE_FIRST = MIN_STEPS_FOR_VERDICT
 
 # ---------------------------------------------------------------------------------------------- hub handshake
 HUB_PROTOCOL = 1  # the hello's "protocol"

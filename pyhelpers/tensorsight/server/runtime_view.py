@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tensorsight.core.findings import Finding
+from tensorsight.core.phases import PhaseTally
 from tensorsight.core.ranks import RankState
 from tensorsight.server.rank_book import HANG_AFTER_SECONDS, RankBook, RankCheck
 
@@ -73,24 +74,29 @@ class TimerSeen:
 
 @dataclass
 class PhaseBreakdown:
-    """Seconds per phase summed over ``steps`` steps of one training loop (``final`` once the run summarised it)."""
+    """Seconds per phase of one training loop: the run's ``phases`` events in a ``PhaseTally`` (the first step apart,
+    as the agent's summary and the panel count it), then the ``phase-summary`` once the run sends it (``final``)."""
 
     file: str | None
     line: int | None
-    seconds: dict[str, float]
-    steps: int
+    tally: PhaseTally = field(default_factory=PhaseTally)
     last_step: int | None = None
-    final: bool = False
+    summary: tuple[dict[str, float], int] | None = None
+
+    @property
+    def final(self) -> bool:
+        return self.summary is not None
 
     def title(self) -> str:
-        total = sum(self.seconds.values())
-        if total <= 0 or self.steps <= 0:
+        seconds, steps = self.summary if self.summary is not None else self.tally.breakdown()
+        total = sum(seconds.values())
+        if total <= 0 or steps <= 0:
             return "TensorSight · training loop: no time measured yet"
-        parts = [f"{name} {100.0 * self.seconds.get(name, 0.0) / total:.0f}%" for name in PHASE_ORDER]
-        extra = sorted(set(self.seconds) - set(PHASE_ORDER))
-        parts += [f"{name} {100.0 * self.seconds[name] / total:.0f}%" for name in extra]
-        per_step = 1000.0 * total / self.steps
-        where = f"{self.steps} steps" if self.final else f"step {self.last_step}" if self.last_step else ""
+        parts = [f"{name} {100.0 * seconds.get(name, 0.0) / total:.0f}%" for name in PHASE_ORDER]
+        extra = sorted(set(seconds) - set(PHASE_ORDER))
+        parts += [f"{name} {100.0 * seconds[name] / total:.0f}%" for name in extra]
+        per_step = 1000.0 * total / steps
+        where = f"{steps} steps" if self.final else f"step {self.last_step}" if self.last_step else ""
         suffix = f" ({where})" if where else ""
         return f"TensorSight · {' · '.join(parts)} — {per_step:.1f} ms/step{suffix}"
 
@@ -346,26 +352,17 @@ class RuntimeView:
             location = (normalize_path(_str(event.get("file"), "file")), _line(event.get("line")))
             info.ranks.loop_at = (str(event["file"]), location[1])
         breakdown = self._phases.get(location)
+        if breakdown is None:
+            breakdown = PhaseBreakdown(location[0] if location else None, location[1] if location else None)
+            self._phases[location] = breakdown
         if final:
-            steps = max(1, _int(event.get("steps", 1), "steps"))
-            self._phases[location] = PhaseBreakdown(
-                location[0] if location else None, location[1] if location else None, clean, steps, final=True
-            )
-        elif breakdown is None or breakdown.final:
-            if breakdown is not None and breakdown.final:
-                return Update()
-            self._phases[location] = PhaseBreakdown(
-                location[0] if location else None,
-                location[1] if location else None,
-                clean,
-                1,
-                last_step=_optional_int(event.get("step")),
-            )
+            breakdown.summary = (clean, max(1, _int(event.get("steps", 1), "steps")))
+        elif breakdown.final:
+            return Update()
         else:
-            for name, value in clean.items():
-                breakdown.seconds[name] = breakdown.seconds.get(name, 0.0) + value
-            breakdown.steps += 1
-            breakdown.last_step = _optional_int(event.get("step"))
+            step = _optional_int(event.get("step"))
+            breakdown.tally.add(step, clean)
+            breakdown.last_step = step
         return Update(lenses=True)
 
     def _on_phase_summary(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:

@@ -51,7 +51,7 @@ from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
 from tensorsight.core.curves import Series, TrainingCurves, diagnose_curves
-from tensorsight.core.phases import DATA_DOMINANT_SHARE, MIN_STEPS_FOR_VERDICT, PHASES, phase_verdicts
+from tensorsight.core.phases import DATA_DOMINANT_SHARE, PHASES, PhaseTally, phase_verdicts
 from tensorsight.core.protocol import option_default
 
 
@@ -247,9 +247,7 @@ class Measurement:
         self.per_optimizer: dict[int, OptimizerCurves] = {}
         self.val_loss = Series()
         self.nonfinite_origin: dict[str, Any] | None = None  # the sentinel's first nonfinite finding
-        self.totals = dict.fromkeys(PHASES, 0.0)
-        self.first_step_seconds = dict.fromkeys(PHASES, 0.0)
-        self.measured_steps = 0
+        self.phase_tally = PhaseTally()
         self.finished = False
 
     def start(self) -> None:
@@ -326,12 +324,7 @@ class Measurement:
         events.emit("phases", **data)
         if self.writer is not None:
             self.writer.scalars(record.step, {f"time/{name}_ms": seconds[name] * 1000.0 for name in PHASES})
-        if record.step == 1:
-            self.first_step_seconds = dict(seconds)
-            return  # the first step pays for worker start-up and lazy initialisation: kept apart
-        for name in PHASES:
-            self.totals[name] += seconds[name]
-        self.measured_steps += 1
+        self.phase_tally.add(record.step, seconds)
 
     def _series_of(self, optimizer: Any) -> OptimizerCurves:
         series = self.per_optimizer.get(id(optimizer))
@@ -452,11 +445,9 @@ class Measurement:
             self.nonfinite_origin = finding
 
     def phase_totals(self) -> tuple[dict[str, float], int]:
-        """Phase seconds summed over the measured steps (the first step only when nothing else was measured)."""
-        if self.measured_steps >= MIN_STEPS_FOR_VERDICT:
-            return dict(self.totals), self.measured_steps
-        totals = {name: self.totals[name] + self.first_step_seconds[name] for name in PHASES}
-        return totals, self.measured_steps + (1 if any(self.first_step_seconds.values()) else 0)
+        """Phase seconds of the run and the steps they cover (``PhaseTally.breakdown``: the first step apart)."""
+        totals, steps = self.phase_tally.breakdown()
+        return {name: totals.get(name, 0.0) for name in PHASES}, steps
 
     @never_raise()
     def finish(self, error: str | None = None) -> None:
