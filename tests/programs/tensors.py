@@ -26,7 +26,8 @@ model[2].eval()
 optimizer = torch.optim.Adam(model.parameters(), lr=0.001)
 model(torch.ones(2, 4)).sum().backward()
 optimizer.step()
-loader = DataLoader(TensorDataset(torch.zeros(100, 4)), batch_size=16, shuffle=True)
+dataset = TensorDataset(torch.zeros(100, 4), torch.zeros(100, dtype=torch.long))
+loader = DataLoader(dataset, batch_size=16, shuffle=True)
 
 tensors = {"weights": weights, "scaled": scaled, "mixed": mixed, "grad": weights.grad, "array": array}
 versions = {name: t._version for name, t in tensors.items() if isinstance(t, torch.Tensor)}

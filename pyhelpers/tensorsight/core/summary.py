@@ -357,6 +357,35 @@ class LoaderFacts:
     extra: tuple[str, ...] = field(default_factory=tuple)
 
 
+@dataclass(frozen=True)
+class DatasetFacts:
+    """What a ``Dataset`` line says: its class, length (None when it has none), and what it is made of: the
+    per-sample shapes of a ``TensorDataset``, or the dataset a ``Subset`` picks from."""
+
+    name: str
+    length: int | None = None
+    samples: tuple[str, ...] = ()
+    of: str | None = None
+    of_length: int | None = None
+
+
+def dataset_line(facts: DatasetFacts, width: int = MAX_WIDTH) -> str:
+    """E.g. ``TensorDataset 60000 samples of f32[1, 28, 28], i64[]`` or ``Subset 10000 of MNIST (60000)``."""
+    parts: list[tuple[int, str]] = [(_ESSENTIAL, facts.name)]
+    if facts.length is not None:
+        count = format_count(facts.length)
+        if facts.of is not None:
+            whole = f" ({format_count(facts.of_length)})" if facts.of_length is not None else ""
+            parts.append((_ESSENTIAL, f"{count} of {facts.of}{whole}"))
+        else:
+            parts.append((_ESSENTIAL, f"{count} samples"))
+    elif facts.of is not None:
+        parts.append((_ESSENTIAL, f"of {facts.of}"))
+    if facts.samples:
+        parts.append((_STATS, ("of " if facts.length is not None else "samples ") + ", ".join(facts.samples)))
+    return assemble(parts, width)
+
+
 def loader_line(facts: LoaderFacts, width: int = MAX_WIDTH) -> str:
     """E.g. ``DataLoader batch_size=64 shuffle num_workers=0 ⚠ loads in main process 60000 samples 938 batches``."""
     parts: list[tuple[int, str]] = [(_ESSENTIAL, "DataLoader"), (_ESSENTIAL, f"batch_size={facts.batch_size}")]

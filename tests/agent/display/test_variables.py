@@ -9,7 +9,7 @@ import re
 
 import pytest
 import torch
-from torch.utils.data import DataLoader, IterableDataset, TensorDataset
+from torch.utils.data import ConcatDataset, DataLoader, Dataset, IterableDataset, Subset, TensorDataset
 
 from support.dap import DebugSession
 from support.paths import marked_lines, program
@@ -27,6 +27,7 @@ LINES = {
     "array": "f64[3, 4] ndarray μ=5.5 σ=3.61 [0, 11]",
     "optimizer": "Adam lr=0.001 betas=(0.9, 0.999) wd=0 step 1 (4 tensors)",
     "loader": "DataLoader batch_size=16 shuffle num_workers=0 ⚠ loads in main process 100 samples 7 batches",
+    "dataset": "TensorDataset 100 samples of f32[4], i64[]",
 }
 MODEL_LINE = re.compile(
     r"^Sequential train \(1 submodule eval\) 49 params \(all trainable\) cpu f32 grad norm=\d+(\.\d+)?$"
@@ -55,6 +56,12 @@ def test_value_lines_in_the_variables_view(paused):
         assert variables[name]["value"] == line, name
     assert MODEL_LINE.match(variables["model"]["value"]), variables["model"]["value"]
     assert all(variables[name]["variablesReference"] > 0 for name in (*LINES, "model"))
+
+
+def test_a_dataset_expands_to_its_own_attributes(paused):
+    """A dataset's line is ours, its children pydevd's: the attributes a user expands it for."""
+    session, _, variables = paused
+    assert "tensors" in session.children(variables["dataset"])
 
 
 def test_tensor_children_are_curated_and_lazy(paused):
@@ -175,6 +182,29 @@ def test_module_optimizer_loader_edge_cases_in_process():
     )
     workers = DataLoader(TensorDataset(torch.zeros(10, 1)), batch_size=4, num_workers=2, drop_last=True)
     assert summarize(workers) == "DataLoader batch_size=4 no shuffle num_workers=2 drop_last 10 samples 2 batches"
+
+
+def test_dataset_lines_never_index_the_dataset():
+    """A Dataset's line says its class, length and what it holds, without running its ``__getitem__`` (user code)."""
+
+    class Images(Dataset):
+        def __len__(self):
+            return 7
+
+        def __getitem__(self, index):
+            raise AssertionError("the summary ran the dataset's __getitem__")
+
+    class NoLength(Dataset):
+        def __getitem__(self, index):
+            raise AssertionError("the summary ran the dataset's __getitem__")
+
+    images = Images()
+    assert summarize(images) == "Images 7 samples"
+    assert summarize(NoLength()) == "NoLength"
+    pairs = TensorDataset(torch.zeros(60, 1, 28, 28), torch.zeros(60, dtype=torch.long))
+    assert summarize(pairs) == "TensorDataset 60 samples of f32[1, 28, 28], i64[]"
+    assert summarize(Subset(pairs, range(10))) == "Subset 10 of TensorDataset (60)"
+    assert summarize(ConcatDataset([images, images])) == "ConcatDataset 14 samples"
 
 
 def test_grad_norm_row_says_no_grads_yet_before_backward_and_inf_for_nan_grads():

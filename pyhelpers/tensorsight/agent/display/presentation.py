@@ -51,10 +51,12 @@ from tensorsight.core.stats import (
 )
 from tensorsight.core.summary import (
     SMALL,
+    DatasetFacts,
     LoaderFacts,
     ModuleFacts,
     OptimizerFacts,
     TensorFacts,
+    dataset_line,
     format_count,
     format_number,
     loader_line,
@@ -119,6 +121,7 @@ def _kind_of_type(type_object: Any) -> str | None:
             ("torch.nn.modules.module", "Module", "module"),
             ("torch.optim.optimizer", "Optimizer", "optimizer"),
             ("torch.utils.data.dataloader", "DataLoader", "loader"),
+            ("torch.utils.data.dataset", "Dataset", "dataset"),
         ):
             cls = getattr(sys.modules.get(module_name), class_name, None)
             if isinstance(cls, type) and issubclass(type_object, cls):
@@ -140,9 +143,10 @@ def can_present(type_object: Any, type_name: str = "") -> bool:
 
 
 def can_expand(type_object: Any, type_name: str = "") -> bool:
-    """Whether we give the children of this type (everything we present except plain-text facts)."""
+    """Whether we give the children of this type: everything we present except plain-text facts, and datasets,
+    whose own attributes (pydevd's listing) are what a user expands one for."""
     try:
-        return _kind_of_type(type_object) not in (None, "info")
+        return _kind_of_type(type_object) not in (None, "info", "dataset")
     except Exception:  # noqa: BLE001
         return False
 
@@ -201,6 +205,8 @@ def _summary_line(value: Any, kind: str | None) -> str:
         return optimizer_line(optimizer_facts(value))
     if kind == "loader":
         return loader_line(loader_facts(value))
+    if kind == "dataset":
+        return dataset_line(dataset_facts(value))
     return _plain(value)
 
 
@@ -736,6 +742,31 @@ def _length(value: Any) -> int | None:
         return len(value)
     except Exception:  # noqa: BLE001 - iterable datasets have no length
         return None
+
+
+def dataset_facts(dataset: Any) -> DatasetFacts:
+    """A dataset's class and length; the per-sample shapes of a ``TensorDataset`` (read from its tensors, never by
+    indexing: ``__getitem__`` is user code) and what a ``Subset`` picks from."""
+    name = _type_name(dataset)
+    data = sys.modules.get("torch.utils.data")
+    length = _length(dataset) if callable(getattr(type(dataset), "__len__", None)) else None
+    if data is not None and isinstance(dataset, data.TensorDataset):
+        tensors = getattr(dataset, "tensors", ())
+        samples = tuple(_sample_text(t) for t in tensors[:MAX_DATASET_FIELDS])
+        return DatasetFacts(name, length, samples + (("…",) if len(tensors) > MAX_DATASET_FIELDS else ()))
+    if data is not None and isinstance(dataset, data.Subset):
+        base = dataset.dataset
+        base_length = _length(base) if callable(getattr(type(base), "__len__", None)) else None
+        return DatasetFacts(name, _length(dataset.indices), of=_type_name(base), of_length=base_length)
+    return DatasetFacts(name, length)
+
+
+MAX_DATASET_FIELDS = 4  # a TensorDataset line names the sample shapes of its first tensors only
+
+
+def _sample_text(tensor: Any) -> str:
+    """``f32[1, 28, 28]``: dtype and shape of one sample of a TensorDataset's tensor (its first dimension dropped)."""
+    return f"{short_dtype(tensor.dtype)}[{', '.join(str(int(d)) for d in tuple(tensor.shape)[1:])}]"
 
 
 def loader_facts(loader: Any) -> LoaderFacts:
