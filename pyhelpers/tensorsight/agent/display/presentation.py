@@ -105,13 +105,16 @@ class Group:
 
 
 def _kind_of_type(type_object: Any) -> str | None:
-    """``tensor``, ``array``, ``module``, ``optimizer``, ``loader``, ``info``, ``group`` or None; imports nothing."""
+    """``tensor``, ``array``, ``module``, ``optimizer``, ``loader``, ``dataset``, ``info``, ``group``, ``record`` (our
+    own records, e.g. the sentinel's ``(nonfinite)`` entry) or None; imports nothing."""
     if not isinstance(type_object, type):
         return None
     if issubclass(type_object, Info):
         return "info"
     if issubclass(type_object, Group):
         return "group"
+    if callable(type_object.__dict__.get("__tensorsight_rows__")):
+        return "record"
     torch = sys.modules.get("torch")
     if torch is not None:
         tensor_type = getattr(torch, "Tensor", None)
@@ -193,8 +196,8 @@ def summarize(value: Any) -> str:
 def _summary_line(value: Any, kind: str | None) -> str:
     if kind == "info":
         return str.__str__(value)
-    if kind == "group":
-        return str(value.label)
+    if kind in ("group", "record"):
+        return str(value.label) if kind == "group" else repr(value)
     if kind == "tensor":
         return tensor_line(tensor_facts(value))
     if kind == "array":
@@ -813,6 +816,8 @@ def child_entries(value: Any) -> list[Entry]:
 def _child_entries(value: Any, kind: str | None) -> list[Entry]:
     if kind == "group":
         return list(value.entries())
+    if kind == "record":
+        return _record_children(value)
     if kind == "tensor":
         return _tensor_children(value)
     if kind == "array":
@@ -1091,6 +1096,24 @@ def _optimizer_children(optimizer: Any) -> list[Entry]:
         ("raw attributes", _raw_group(optimizer), ""),
     ]
     return entries
+
+
+def _record_children(record: Any) -> list[Entry]:
+    """The rows of one of our own records (``__tensorsight_rows__``: name, value), a tuple of tensors as one row that
+    names their shapes and expands to them, instead of the tuple's repr with every value printed."""
+    entries: list[Entry] = []
+    for name, value in record.__tensorsight_rows__():
+        if isinstance(value, tuple) and value and all(_kind(v) == "tensor" for v in value):
+            shapes = ", ".join(tensor_line(tensor_facts(v), width=24).split(" ")[0] for v in value[:4])
+            label = f"{len(value)} tensor{'s' if len(value) != 1 else ''}: {shapes}{', …' if len(value) > 4 else ''}"
+            entries.append((name, Group(label, functools.partial(_tuple_entries, value, f".{name}")), None))
+        else:
+            entries.append((name, value, f".{name}"))
+    return entries
+
+
+def _tuple_entries(values: tuple[Any, ...], suffix: str) -> list[Entry]:
+    return [(str(index), value, f"{suffix}[{index}]") for index, value in enumerate(values)]
 
 
 def _loader_children(loader: Any) -> list[Entry]:

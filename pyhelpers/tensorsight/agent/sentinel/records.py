@@ -49,6 +49,22 @@ class NonFiniteRecord:
     def __repr__(self) -> str:
         return f"<{self.title}: {self.message}>"
 
+    def __tensorsight_rows__(self) -> list[tuple[str, Any]]:
+        """What its Variables entry lists (the agent's presentation): the facts, then the tensors involved."""
+        rows: list[tuple[str, Any]] = [
+            (name, getattr(self, name))
+            for name in ("title", "message", "phase", "op", "module", "node", "file", "line", "step", "rank")
+            if getattr(self, name) is not None
+        ]
+        rows += [("nan", self.nan), ("posinf", self.posinf), ("neginf", self.neginf), ("elements", self.elements)]
+        for name in ("inputs", "output", "incoming_grads", "produced_grads"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, tuple) and not value):
+                rows.append((name, value))
+        return rows + [
+            (name, value) for name, value in (("stopped_at", self.stopped_at), ("details", self.details)) if value
+        ]
+
     def event(self) -> dict[str, Any]:
         """The ``nonfinite`` event (design schema plus ``module``/``node``/``rank``/``title`` when known)."""
         data: dict[str, Any] = {
