@@ -36,12 +36,43 @@
     return node;
   }
 
-  function axes() {
+  // Tick labels: bytes in binary units, other values with enough significant digits that two ticks never read alike
+  // (a log axis of gradient norms spans 1e-6..1e2, where uPlot's default rounding prints "0" twice).
+  const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  function formatBytes(value) {
+    let unit = 0;
+    let scaled = Math.abs(value);
+    while (scaled >= 1024 && unit < BYTE_UNITS.length - 1) {
+      scaled /= 1024;
+      unit++;
+    }
+    return (
+      (value < 0 ? '-' : '') + (unit ? scaled.toFixed(scaled < 10 ? 1 : 0) : String(scaled)) + ' ' + BYTE_UNITS[unit]
+    );
+  }
+  function formatTick(value) {
+    if (value === 0) return '0';
+    const magnitude = Math.abs(value);
+    if (magnitude >= 1e6 || magnitude < 1e-3) return value.toExponential(1).replace('e+', 'e').replace('.0e', 'e');
+    return String(Number(value.toPrecision(4)));
+  }
+  // Linear ticks get as many decimals as their spacing needs (2.3005 and 2.3010 must not both read 2.3).
+  function formatTicks(splits, log) {
+    if (log || splits.length < 2) return splits.map(formatTick);
+    const spacing = Math.abs(splits[1] - splits[0]);
+    const largest = Math.max(...splits.map(Math.abs));
+    if (!(spacing > 0) || largest >= 1e6 || largest < 1e-3) return splits.map(formatTick);
+    const decimals = Math.min(10, Math.max(0, Math.ceil(-Math.log10(spacing) - 1e-9)));
+    return splits.map((v) => (v === 0 ? '0' : v.toFixed(decimals)));
+  }
+
+  function axes(kind, log) {
     const stroke = foreground();
     const grid = { stroke: gridColour(), width: 1 };
+    const values = (_, splits) => (kind === 'bytes' ? splits.map(formatBytes) : formatTicks(splits, log));
     return [
       { stroke, grid, ticks: grid },
-      { stroke, grid, ticks: grid, size: 60 },
+      { stroke, grid, ticks: grid, size: kind === 'bytes' ? 80 : 70, values },
     ];
   }
 
@@ -60,7 +91,7 @@
     return [steps, ...columns];
   }
 
-  function lineChart(id, container, title, entries, log) {
+  function lineChart(id, container, title, entries, log, kind) {
     const width = Math.max(300, container.clientWidth - 20);
     const data = align(entries.map((e) => e.series));
     const key = id + ':' + entries.map((e) => e.label).join('|') + ':' + document.body.className;
@@ -76,9 +107,15 @@
       width,
       height: 220,
       scales: { x: { time: false }, y: log ? { distr: 3 } : {} },
-      axes: axes(),
+      axes: axes(kind, log),
       series: [{ label: strings.step }].concat(
-        entries.map((e, i) => ({ label: e.label, stroke: colour(i), width: 1.5, spanGaps: false })),
+        entries.map((e, i) => ({
+          label: e.label,
+          stroke: colour(i),
+          width: 1.5,
+          spanGaps: false,
+          value: (_, v) => (v == null ? '—' : kind === 'bytes' ? formatBytes(v) : formatTick(v)),
+        })),
       ),
     };
     charts.set(id, { key, chart: new uPlot(options, data, container) });
@@ -222,7 +259,7 @@
     if (lr.length) lineChart('lr', layout.lr, '', lr, false);
     if (grad.length) lineChart('grad', layout.grad, '', grad, true);
     if (run.memory.steps.length)
-      lineChart('memory', layout.memory, 'bytes', [{ label: 'memory', series: run.memory }], false);
+      lineChart('memory', layout.memory, '', [{ label: strings.memory, series: run.memory }], false, 'bytes');
     renderPhases(layout.phases);
     renderHistograms(layout.histograms);
     renderTimers(layout.timers);

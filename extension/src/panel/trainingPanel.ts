@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import type { ExtensionPaths } from '../common/paths';
 import { env, l10n, Selection, Uri, ViewColumn, type WebviewPanel, window } from '../common/vscodeapi';
-import type { RunEventParams } from '../server/protocol';
+import { LAUNCH_OPTION_DEFAULTS, type RunEventParams } from '../server/protocol';
 import { renderPage } from './html';
 import { applyEvent, emptyRun, type RunSnapshot } from './runStore';
 
@@ -114,8 +114,11 @@ function panelStrings(): Record<string, string> {
     nonfinite: l10n.t('NaN/Inf stops'),
     timers: l10n.t('Timers (tensorsight.Timer)'),
     timerRow: l10n.t('{0}: last {1} ms, mean {2} ms over {3} calls'),
-    noHistogram: l10n.t('No histogram yet (recorded every N steps while measuring).'),
-    noPhases: l10n.t('No phase timing yet (enable the "measure" option).'),
+    noHistogram: l10n.t(
+      'No histogram yet: one is recorded every {0} steps (launch option "histogramEvery").',
+      String(LAUNCH_OPTION_DEFAULTS.histogramEvery),
+    ),
+    noPhases: l10n.t('No phase timing yet: it appears after the first optimizer step of a measured run.'),
     steps: l10n.t('steps'),
   };
 }
