@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tensorsight.core.findings import Finding
+from tensorsight.core.phases import MIN_STEPS_FOR_VERDICT
 from tensorsight.core.ranks import RankState
 from tensorsight.server.rank_book import HANG_AFTER_SECONDS, RankBook, RankCheck
 
@@ -73,7 +74,11 @@ class TimerSeen:
 
 @dataclass
 class PhaseBreakdown:
-    """Seconds per phase summed over ``steps`` steps of one training loop (``final`` once the run summarised it)."""
+    """Seconds per phase summed over ``steps`` steps of one training loop (``final`` once the run summarised it).
+
+    While the run goes on, its first step (``first``: start-up, lazy initialisation, worker launch) is kept apart as the
+    agent's summary keeps it, and left out once ``MIN_STEPS_FOR_VERDICT`` later steps are in: otherwise the lens said
+    "other 95%" for the first steps of every run, and until long after."""
 
     file: str | None
     line: int | None
@@ -81,16 +86,21 @@ class PhaseBreakdown:
     steps: int
     last_step: int | None = None
     final: bool = False
+    first: dict[str, float] | None = None
 
     def title(self) -> str:
-        total = sum(self.seconds.values())
-        if total <= 0 or self.steps <= 0:
+        seconds, steps = self.seconds, self.steps
+        if not self.final and self.first is not None and steps < MIN_STEPS_FOR_VERDICT:
+            seconds = {k: seconds.get(k, 0.0) + self.first.get(k, 0.0) for k in {*seconds, *self.first}}
+            steps += 1
+        total = sum(seconds.values())
+        if total <= 0 or steps <= 0:
             return "TensorSight · training loop: no time measured yet"
-        parts = [f"{name} {100.0 * self.seconds.get(name, 0.0) / total:.0f}%" for name in PHASE_ORDER]
-        extra = sorted(set(self.seconds) - set(PHASE_ORDER))
-        parts += [f"{name} {100.0 * self.seconds[name] / total:.0f}%" for name in extra]
-        per_step = 1000.0 * total / self.steps
-        where = f"{self.steps} steps" if self.final else f"step {self.last_step}" if self.last_step else ""
+        parts = [f"{name} {100.0 * seconds.get(name, 0.0) / total:.0f}%" for name in PHASE_ORDER]
+        extra = sorted(set(seconds) - set(PHASE_ORDER))
+        parts += [f"{name} {100.0 * seconds[name] / total:.0f}%" for name in extra]
+        per_step = 1000.0 * total / steps
+        where = f"{steps} steps" if self.final else f"step {self.last_step}" if self.last_step else ""
         suffix = f" ({where})" if where else ""
         return f"TensorSight · {' · '.join(parts)} — {per_step:.1f} ms/step{suffix}"
 
@@ -353,21 +363,21 @@ class RuntimeView:
             self._phases[location] = PhaseBreakdown(
                 location[0] if location else None, location[1] if location else None, clean, steps, final=True
             )
-        elif breakdown is None or breakdown.final:
-            if breakdown is not None and breakdown.final:
-                return Update()
-            self._phases[location] = PhaseBreakdown(
-                location[0] if location else None,
-                location[1] if location else None,
-                clean,
-                1,
-                last_step=_optional_int(event.get("step")),
-            )
+        elif breakdown is not None and breakdown.final:
+            return Update()
         else:
-            for name, value in clean.items():
-                breakdown.seconds[name] = breakdown.seconds.get(name, 0.0) + value
-            breakdown.steps += 1
-            breakdown.last_step = _optional_int(event.get("step"))
+            if breakdown is None:
+                breakdown = self._phases[location] = PhaseBreakdown(
+                    location[0] if location else None, location[1] if location else None, {}, 0
+                )
+            step = _optional_int(event.get("step"))
+            if step == 1 and breakdown.first is None and breakdown.steps == 0:
+                breakdown.first = clean  # the agent's first step: kept apart (see PhaseBreakdown)
+            else:
+                for name, value in clean.items():
+                    breakdown.seconds[name] = breakdown.seconds.get(name, 0.0) + value
+                breakdown.steps += 1
+            breakdown.last_step = step
         return Update(lenses=True)
 
     def _on_phase_summary(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
