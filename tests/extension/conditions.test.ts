@@ -29,6 +29,9 @@ test('on a method the line calls, expressionAt offers its receiver, never the me
   assert.equal(expressionAt('y = self.encoder.proj(x)', 18), 'self.encoder');
   assert.equal(expressionAt('g = model.fc1.weight.grad', 22), 'model.fc1.weight.grad', 'not called: kept');
   assert.equal(expressionAt('out = model(x)', 8), 'model', 'a called plain name is left to the server');
+  assert.equal(expressionAt('    loss.mean().backward()', 18), undefined, 'a method of a call result: nothing');
+  assert.equal(expressionAt('    loss.mean().backward()', 13), 'loss', 'on "mean": its receiver');
+  assert.equal(expressionAt('g = x[0].grad', 10), undefined, 'an attribute of a subscript: no name to test');
 });
 
 test('the never-stops warning says it once', () => {

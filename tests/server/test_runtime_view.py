@@ -141,3 +141,22 @@ def test_a_new_run_replaces_the_last_one_but_not_a_live_one():
 def test_json_safe_makes_non_finite_numbers_strings():
     value = {"loss": math.nan, "values": [math.inf, -math.inf, 1.5], "n": 3}
     assert json_safe(value) == {"loss": "NaN", "values": ["Infinity", "-Infinity", 1.5], "n": 3}
+
+
+def test_the_live_lens_leaves_the_first_step_out_once_three_more_are_in():
+    """The first step pays for start-up (seconds of "other"): like the run's summary, the lens of a run in progress
+    leaves it out once three later steps are measured, instead of saying "other 95%" for most of the run."""
+    view = RuntimeView()
+    view.start_session("s")
+    loop = [(10, 20)]
+    start_up = {"data": 0.0, "forward": 0.1, "backward": 0.1, "optimizer": 0.0, "other": 5.8}
+    steady = {"data": 0.0, "forward": 0.05, "backward": 0.05, "optimizer": 0.0, "other": 0.0}
+    titles = []
+    for step in (1, 2, 3, 4):
+        seconds = start_up if step == 1 else steady
+        view.apply("s", {"type": "phases", "step": step, "file": FILE, "line": 12, "seconds": seconds})
+        titles.append(view.code_lenses(FILE, loop)[0][1])
+    assert "6000.0 ms/step (step 1)" in titles[0] and "other 97%" in titles[0]
+    assert "3050.0 ms/step (step 2)" in titles[1]  # too few steps yet: the first one still counts
+    assert "2066.7 ms/step (step 3)" in titles[2]
+    assert "other 0%" in titles[3] and "forward 50%" in titles[3] and "100.0 ms/step (step 4)" in titles[3]

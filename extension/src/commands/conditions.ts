@@ -13,16 +13,20 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 /**
  * The value a condition can test at the cursor: the dotted name up to the end of the word the cursor is in
  * (`model.fc1.weight` on "weight", `loss` on "loss" in `loss.backward()`), except that a method the line calls is
- * never a value, so on "backward" in `loss.backward()` it is the receiver `loss`. Undefined on keywords, numbers and
- * punctuation. A plain called name (`model(x)`, `print(x)`) is kept: only the source tells a module from a function,
- * and the language server's `suggestConditions` (core `condition_target`) decides.
+ * never a value, so on "backward" in `loss.backward()` it is the receiver `loss`. Undefined on keywords, numbers,
+ * punctuation and an attribute of an expression that is no dotted name (`backward` in `loss.mean().backward()`). A
+ * plain called name (`model(x)`, `print(x)`) is kept: only the source tells a module from a function, and the
+ * language server's `suggestConditions` (core `condition_target`) decides.
  */
 export function expressionAt(lineText: string, character: number): string | undefined {
   let start = Math.min(character, lineText.length);
   let end = start;
   while (start > 0 && IDENTIFIER_CHAR.test(lineText.charAt(start - 1))) start--;
   while (end < lineText.length && WORD_CHAR.test(lineText.charAt(end))) end++;
-  let text = lineText.slice(start, end).replace(/^\.+|\.+$/g, '');
+  // `.backward` of `loss.mean().backward()`, `.grad` of `x[0].grad`: an attribute of a call's or a subscript's
+  // result, no name a condition can test (the bare attribute would name the method, or nothing at all)
+  if (lineText.charAt(start) === '.') return undefined;
+  let text = lineText.slice(start, end).replace(/\.+$/g, '');
   const called = /^\s*\(/.test(lineText.slice(end));
   if (called && text.includes('.')) text = text.slice(0, text.lastIndexOf('.'));
   return IDENTIFIER.test(text) && !PYTHON_KEYWORDS.has(text) ? text : undefined;

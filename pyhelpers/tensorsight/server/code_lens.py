@@ -2,8 +2,8 @@
 
 ``server`` answers the request with ``code_lenses``: label-only lenses (``command: ""``) above every outermost loop
 that calls ``backward()`` and an optimizer step (``core.rules.training_loops``), titled by ``RuntimeView.code_lenses``
-(the run's breakdown, or a hint that no run measured it yet). ``TrainingLoops`` caches the loops per document
-version, so a refresh after each run event does not re-parse the file.
+(the run's breakdown, that a live run of the file waits for its first step, or a hint that no run measured it yet).
+``TrainingLoops`` caches the loops per document version, so a refresh after each run event does not re-parse the file.
 """
 
 from __future__ import annotations

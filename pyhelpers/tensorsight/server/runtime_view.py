@@ -102,6 +102,8 @@ class PhaseBreakdown:
 
 
 NO_RUN_TITLE = "TensorSight · training loop — run it with Debug Training to see where each step's time goes"
+# while a live session runs the file and no step has been measured yet (the hello came, the first phases not)
+WAITING_TITLE = "TensorSight · training loop — measuring… waiting for the first step"
 
 
 @dataclass
@@ -247,7 +249,7 @@ class RuntimeView:
             info.processes[pid]["finished"] = True
         if event.get("type") == "bye" and isinstance(event.get("dropped"), int):
             info.dropped = max(info.dropped, int(event["dropped"]))
-        return Update(status=True)
+        return Update(status=True, lenses=True)  # a lens waiting for this script's first step says so no more
 
     def _on_dropped(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
         info.dropped += max(0, _int(event.get("count"), "count"))
@@ -447,9 +449,20 @@ class RuntimeView:
             elif unlocated is not None:
                 lenses.append((first, unlocated.title()))
             else:
-                lenses.append((first, NO_RUN_TITLE))
+                lenses.append((first, WAITING_TITLE if self._running(key) else NO_RUN_TITLE))
         lenses.extend((line, b.title()) for line, b in located.items() if line not in used)
         return sorted(lenses)
+
+    def _running(self, path: str) -> bool:
+        """A live session has a process, not finished, that runs the script at (normalised) ``path``."""
+        return any(
+            isinstance(process.get("script"), str)
+            and process["script"]
+            and not process.get("finished")
+            and normalize_path(process["script"]) == path
+            for session in self.active_sessions()
+            for process in session.processes.values()
+        )
 
     def check_ranks(self, session_id: str, now: float) -> RankCheck:
         """Classify the session's ranks at ``now`` (epoch seconds) and look for a diverging rank or a hang; a new

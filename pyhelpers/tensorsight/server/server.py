@@ -358,6 +358,8 @@ class TensorSightServer(LanguageServer):
         self.run_events.forget(session_id)
         ended = await self.hub.end_session(session_id)
         ended = self.view.end_session(session_id) or ended
+        self._refresh_lenses = True  # a lens waiting for this session's first step goes back to its hint
+        self._schedule_refresh()
         self.send_status()
         return ended
 

@@ -40,6 +40,11 @@ export interface StartOptions {
   examples?: string[];
   /** false: no .vscode/launch.json (a folder as a new user opens it: plain F5, "create a launch.json file"). */
   launchJson?: boolean;
+  /**
+   * true: workspace trust on, as VS Code ships it (no --disable-workspace-trust): the folder opens untrusted, in
+   * Restricted Mode, and the test trusts it through the UI as a user would. Default false: trust disabled.
+   */
+  workspaceTrust?: boolean;
 }
 
 export function freePort(): Promise<number> {
@@ -102,7 +107,7 @@ export async function startWorkbench(name: string, options: StartOptions = {}): 
     'workbench.startupEditor': 'none',
     'workbench.tips.enabled': false,
     'workbench.enableExperiments': false,
-    'security.workspace.trust.enabled': false,
+    'security.workspace.trust.enabled': options.workspaceTrust === true,
     'extensions.autoCheckUpdates': false,
     'extensions.autoUpdate': false,
     'telemetry.telemetryLevel': 'off',
@@ -210,7 +215,7 @@ export async function startWorkbench(name: string, options: StartOptions = {}): 
     extensionsDir,
     '--disable-telemetry',
     '--disable-update-check',
-    '--disable-workspace-trust',
+    ...(options.workspaceTrust === true ? [] : ['--disable-workspace-trust']),
     '--disable-getting-started-override',
     ...(options.locale ? ['--locale', options.locale] : []),
     workspace,
