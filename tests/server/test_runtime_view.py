@@ -95,22 +95,6 @@ def test_phases_accumulate_then_the_summary_replaces_them():
     assert view.code_lenses(FILE, loop)[0][1] == title  # the run's own summary is final
 
 
-def test_the_lens_leaves_the_first_step_out_as_the_run_summary_and_the_panel_do():
-    """The agent's phase-summary and the training panel (runStore.ts) drop step 1 once 3 later steps exist: the
-    live lens counts the same way, so lens and panel agree during the run and after it."""
-    view = RuntimeView()
-    view.start_session("s")
-    loop = [(10, 20)]
-    heavy = {"data": 0.0, "forward": 0.1, "backward": 0.0, "optimizer": 0.0, "other": 0.9}  # start-up in step 1
-    usual = {"data": 0.0, "forward": 0.1, "backward": 0.0, "optimizer": 0.0, "other": 0.1}
-    for step, seconds in ((1, heavy), (2, usual), (3, usual)):
-        view.apply("s", {"type": "phases", "step": step, "file": FILE, "line": 12, "seconds": seconds})
-    assert "other 79%" in view.code_lenses(FILE, loop)[0][1]  # 1.1 s of 1.4 s: too few steps to leave step 1 out
-    view.apply("s", {"type": "phases", "step": 4, "file": FILE, "line": 12, "seconds": usual})
-    title = view.code_lenses(FILE, loop)[0][1]
-    assert "other 50%" in title and "200.0 ms/step (step 4)" in title
-
-
 def test_phases_without_a_location_belong_to_the_run_script():
     view = RuntimeView()
     view.start_session("s")
@@ -145,7 +129,8 @@ def test_json_safe_makes_non_finite_numbers_strings():
 
 def test_the_live_lens_leaves_the_first_step_out_once_three_more_are_in():
     """The first step pays for start-up (seconds of "other"): like the run's summary, the lens of a run in progress
-    leaves it out once three later steps are measured, instead of saying "other 95%" for most of the run."""
+    leaves it out once three later steps are measured, instead of saying "other 95%" for most of the run. The
+    training panel counts the same way (runStore.ts, core.phases.PhaseTally), so lens and panel agree."""
     view = RuntimeView()
     view.start_session("s")
     loop = [(10, 20)]
