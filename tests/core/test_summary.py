@@ -139,11 +139,11 @@ def test_counts_and_values():
 
 def test_module_line():
     model = ModuleFacts("MLP", True, params=12810, trainable=12810, devices=("cpu",), dtypes=("f32",), grad_norm=0.531)
-    assert module_line(model) == "MLP train 12.8K params (all trainable) cpu f32 grad norm=0.531"
+    assert module_line(model) == "MLP cpu f32 train 12.8K params (all trainable) grad norm=0.531"
     frozen = ModuleFacts("Net", False, modes_differ=1, params=10, trainable=0, devices=("cpu", "cuda:0"))
-    assert module_line(frozen) == "Net eval (1 submodule train) 10 params (frozen) cpu,cuda:0"
+    assert module_line(frozen) == "Net cpu,cuda:0 eval (1 submodule train) 10 params (frozen)"
     broken = ModuleFacts("Net", True, params=10, trainable=4, nonfinite_grads=("fc.weight", "fc.bias"), grad_norm=1.0)
-    assert module_line(broken) == "Net train 10 params (4 trainable) ⚠ NaN/Inf in grads: fc.weight (+1)"
+    assert module_line(broken) == "Net ⚠ NaN/Inf in grads: fc.weight (+1) train 10 params (4 trainable)"
     lazy = ModuleFacts("LazyLinear", True, lazy=True)
     assert module_line(lazy) == "LazyLinear train ? params (lazy: sized by the first forward)"
 

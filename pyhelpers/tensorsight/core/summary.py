@@ -262,13 +262,26 @@ class ModuleFacts:
 
 
 def module_line(facts: ModuleFacts, width: int = MAX_WIDTH) -> str:
-    """E.g. ``MLP train 12.8K params (all trainable) cpu f32 grad norm=0.53``."""
+    """E.g. ``MLP cpu f32 train 12.8K params (all trainable) grad norm=0.53``; an alarm right after the dtype."""
     mode = "train" if facts.training else "eval"
     if facts.modes_differ:
         other = "eval" if facts.training else "train"
         plural = "s" if facts.modes_differ > 1 else ""
         mode += f" ({facts.modes_differ} submodule{plural} {other})"
-    parts: list[tuple[int, str]] = [(_ESSENTIAL, facts.name), (_ESSENTIAL, mode)]
+    # what a narrow Variables view must still show comes first: the class, where it lives and any alarm
+    parts: list[tuple[int, str]] = [(_ESSENTIAL, facts.name)]
+    parts.append((_STATS, ",".join(facts.devices)))
+    parts.append((_STATS, ",".join(facts.dtypes)))
+    for label, names in (("weights", facts.nonfinite_params), ("grads", facts.nonfinite_grads)):
+        if names:
+            more = f" (+{len(names) - 1})" if len(names) > 1 else ""
+            parts.append((_ALARM, f"⚠ NaN/Inf in {label}: {names[0]}{more}"))
+    if facts.scanned is not None:  # partial, and said as loudly as an alarm: silence would read as "no NaN"
+        done, total = facts.scanned
+        parts.append(
+            (_ALARM, f"(scanned {format_count(done)} of {format_count(total)} tensors for NaN/Inf, rest on expand)")
+        )
+    parts.append((_ESSENTIAL, mode))
     if facts.lazy:
         known = f"{format_count(facts.params)} + " if facts.params else ""
         parts.append((_ESSENTIAL, f"{known}? params (lazy: sized by the first forward)"))
@@ -283,17 +296,6 @@ def module_line(facts: ModuleFacts, width: int = MAX_WIDTH) -> str:
         parts.append((_STATS, trainable))
     else:
         parts.append((_ESSENTIAL, "no params"))
-    parts.append((_STATS, ",".join(facts.devices)))
-    parts.append((_STATS, ",".join(facts.dtypes)))
-    for label, names in (("weights", facts.nonfinite_params), ("grads", facts.nonfinite_grads)):
-        if names:
-            more = f" (+{len(names) - 1})" if len(names) > 1 else ""
-            parts.append((_ALARM, f"⚠ NaN/Inf in {label}: {names[0]}{more}"))
-    if facts.scanned is not None:  # partial, and said as loudly as an alarm: silence would read as "no NaN"
-        done, total = facts.scanned
-        parts.append(
-            (_ALARM, f"(scanned {format_count(done)} of {format_count(total)} tensors for NaN/Inf, rest on expand)")
-        )
     if facts.grad_norm is not None and not facts.nonfinite_grads:
         parts.append((_GRAD, f"grad norm={format_number(facts.grad_norm)}"))
     if facts.note:

@@ -96,12 +96,12 @@ def test_a_module_scan_stops_at_the_budget_and_says_how_far_it_got(monkeypatch):
     with torch.no_grad():
         model[1999][0] = float("nan")
     full = presentation.summarize(model)  # outside a request: no budget, the whole scan
-    assert full == "ParameterList train 6000 params (all trainable) cpu f32 ⚠ NaN/Inf in weights: 1999 grad norm=77.5"
+    assert full == "ParameterList cpu f32 ⚠ NaN/Inf in weights: 1999 train 6000 params (all trainable) grad norm=77.5"
     with torch.no_grad():
         model[0][0] = 1.0  # an in-place write: the last scan no longer holds
     monkeypatch.setattr(CLOCK, "budget_s", 0.0)
     line = presentation.present(model)
-    assert line.startswith("ParameterList train 6000 params (all trainable) cpu f32"), line
+    assert line.startswith("ParameterList cpu f32"), line
     assert "(scanned 512 of 2000 tensors for NaN/Inf, rest on expand)" in line
     assert "grad norm" not in line  # a norm of a quarter of the grads would read as the whole
     ok = torch.nn.ParameterList(torch.nn.Parameter(torch.ones(3)) for _ in range(4))
@@ -109,7 +109,7 @@ def test_a_module_scan_stops_at_the_budget_and_says_how_far_it_got(monkeypatch):
         p.grad = torch.ones(3)
     monkeypatch.setattr(CLOCK, "budget_s", 1.0)
     CLOCK.new_request()
-    assert presentation.present(ok) == "ParameterList train 12 params (all trainable) cpu f32 grad norm=3.46"
+    assert presentation.present(ok) == "ParameterList cpu f32 train 12 params (all trainable) grad norm=3.46"
 
 
 def test_an_expanded_module_lists_at_most_500_members():
@@ -153,14 +153,14 @@ def test_a_stopped_module_scan_goes_on_at_the_next_view_and_a_finished_one_is_re
     lines = [presentation.present(model) for _ in range(3)]  # each view scans one more batch of 512
     assert "(scanned 512 of 1500 tensors for NaN/Inf, rest on expand)" in lines[0]
     assert "(scanned 1024 of 1500 tensors for NaN/Inf, rest on expand)" in lines[1]
-    assert lines[2] == "ParameterList train 4500 params (all trainable) cpu f32 ⚠ NaN/Inf in weights: 1400"
+    assert lines[2] == "ParameterList cpu f32 ⚠ NaN/Inf in weights: 1400 train 4500 params (all trainable)"
     calls = []
     monkeypatch.setattr(presentation, "_norms", lambda *args: calls.append(args) or [])
     assert presentation.present(model) == lines[2] and not calls  # unchanged parameters: the scan is reused
     monkeypatch.undo()
     with torch.no_grad():
         model[1400][1] = 0.0  # an in-place write bumps _version: scanned again
-    assert presentation.summarize(model) == "ParameterList train 4500 params (all trainable) cpu f32"
+    assert presentation.summarize(model) == "ParameterList cpu f32 train 4500 params (all trainable)"
 
 
 def test_a_line_over_its_glance_budget_gives_the_alarm_and_mean_and_the_expand_gives_the_rest(monkeypatch):

@@ -54,7 +54,7 @@ def test_heavy_frames_answer_with_right_or_marked_lines():
         frame_id = session.top_frame_id(stop)
         model = session.locals(frame_id)["model"]
         line = model["value"]
-        assert line.startswith("ParameterList train 640K params (all trainable) cpu f32"), line
+        assert line.startswith("ParameterList cpu f32"), line
         assert "⚠" not in line
         assert re.search(r" grad norm=\d", line) or re.search(r"scanned [\d.K]+ of 10K tensors", line), line
         children = session.children(model)

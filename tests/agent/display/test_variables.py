@@ -30,7 +30,7 @@ LINES = {
     "dataset": "TensorDataset 100 samples of f32[4], i64[]",
 }
 MODEL_LINE = re.compile(
-    r"^Sequential train \(1 submodule eval\) 49 params \(all trainable\) cpu f32 grad norm=\d+(\.\d+)?$"
+    r"^Sequential cpu f32 train \(1 submodule eval\) 49 params \(all trainable\) grad norm=\d+(\.\d+)?$"
 )
 
 
@@ -124,9 +124,9 @@ def test_module_optimizer_loader_children(paused):
     model = session.children(variables["model"])
     assert model["(params)"]["value"] == "49" and model["(trainable)"]["value"] == "49"
     assert model["(mode)"]["value"] == "train" and model["(devices)"]["value"] == "cpu"
-    assert re.match(r"^Linear train 40 params \(all trainable\) cpu f32 grad norm=", model["0"]["value"])
+    assert re.match(r"^Linear cpu f32 train 40 params \(all trainable\) grad norm=", model["0"]["value"])
     assert model["0"]["evaluateName"] == "model[0]"
-    assert re.match(r"^Linear eval 9 params", model["2"]["value"])
+    assert re.match(r"^Linear cpu f32 eval 9 params", model["2"]["value"])
     layer = session.children(model["0"])
     assert re.match(r"^f32\[8, 4\] cpu μ=.* grad norm=", layer["weight"]["value"])
     assert layer["weight"]["evaluateName"] == "model[0].weight"
@@ -163,10 +163,14 @@ def test_module_optimizer_loader_edge_cases_in_process():
         model[1].weight[0, 0] = float("nan")
     model(torch.ones(3, 2)).sum().backward()
     line = summarize(model)
-    assert line.startswith("Sequential train 9 params (all trainable) cpu f32 ⚠ NaN/Inf in weights: 1.weight")
-    assert "⚠ NaN/Inf in grads: 0.weight (+" in line and "grad norm" not in line
+    assert line.startswith("Sequential cpu f32 ⚠ NaN/Inf in weights: 1.weight ⚠ NaN/Inf in grads: 0.weight (+")
+    assert line.endswith(" train 9 params (all trainable)") and "grad norm" not in line
     model[0].requires_grad_(False)
-    assert summarize(model.eval()).startswith("Sequential eval 9 params (3 trainable)")
+    frozen = summarize(model.eval())
+    assert (
+        frozen.startswith("Sequential cpu f32 ⚠ NaN/Inf in weights: 1.weight")
+        and "eval 9 params (3 trainable)" in frozen
+    )
 
     plain_sgd = torch.optim.SGD(model.parameters(), lr=0.1)
     assert summarize(plain_sgd) == "SGD lr=0.1 momentum=0 wd=0 step ? (4 tensors)"
