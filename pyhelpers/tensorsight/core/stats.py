@@ -438,7 +438,10 @@ class _TorchStats:
             span = rows[start:end]
             torch.sum(span, 1, out=sums[start:end])
             torch.linalg.vector_norm(span, dim=1, out=norms[start:end])
-            torch.aminmax(span, out=(lows[len(spans)], highs[len(spans)]))
+            if tiling or bool(torch.isfinite(sums[start:end]).all() & torch.isfinite(norms[start:end]).all()):
+                torch.aminmax(span, out=(lows[len(spans)], highs[len(spans)]))
+            else:  # a span of most of the tensor holding NaN/Inf: ``_repair`` takes the range of its clean rows
+                lows[len(spans)] = highs[len(spans)] = math.nan
             tiling = tiling and time.perf_counter() - began < slow
             spans.append((start, end))
             start = end
