@@ -44,6 +44,7 @@ from typing import Any
 from tensorsight.agent.measurement.relay_importlib_bootstrap import Nesting, observing_relay
 from tensorsight.agent.runtime import events, steps
 from tensorsight.agent.runtime.guard import never_raise
+from tensorsight.agent.runtime.patches import Patches
 from tensorsight.agent.runtime.user_code import PACKAGE_ROOT, is_user_file
 from tensorsight.agent.shapes.shape_map import tensors_in
 from tensorsight.core.findings import Finding
@@ -145,7 +146,7 @@ class EvaluationWatch:
         # training mode by design, and its "scores" of those samples are no evaluation of a trained model
         self._adversarial_parameters = adversarial_parameters
         self._nesting = Nesting()
-        self._relays: list[tuple[Any, str, Any, Any]] = []
+        self._patches = Patches("loss_relay")
         self._layers: weakref.WeakKeyDictionary[Any, list[tuple[str, Any, str]]] = weakref.WeakKeyDictionary()
         self._trained: weakref.WeakSet[Any] = weakref.WeakSet()
         self._trained_loaders: set[LoaderSettings] = set()
@@ -162,22 +163,16 @@ class EvaluationWatch:
     def install(self) -> None:
         functional = self._torch.nn.functional
         for name in FUNCTIONAL_LOSSES:
-            original = getattr(functional, name, None)
-            if original is None or getattr(original, "__tensorsight_relay__", False):
-                continue
-            relay = observing_relay(original, self._clock.functional_loss_returned, self._nesting, self._looks_away)
-            relay.__tensorsight_relay__ = True  # type: ignore[attr-defined]
-            setattr(functional, name, relay)
-            self._relays.append((functional, name, original, relay))
+            self._patches.replace(functional, name, self._relay)
         self._clock.model_pass_listeners.append(self._on_model_pass)
         self._clock.loss_listeners.append(self._on_loss)
 
+    def _relay(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        return observing_relay(original, self._clock.functional_loss_returned, self._nesting, self._looks_away)
+
     def uninstall(self) -> None:
         """Put every original back (the benchmark compares armed and unarmed steps in one process)."""
-        for owner, name, original, relay in reversed(self._relays):
-            if getattr(owner, name, None) is relay:
-                setattr(owner, name, original)
-        self._relays.clear()
+        self._patches.restore()
         for listeners, listener in (
             (self._clock.model_pass_listeners, self._on_model_pass),
             (self._clock.loss_listeners, self._on_loss),

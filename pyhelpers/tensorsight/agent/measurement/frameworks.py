@@ -26,7 +26,6 @@ hands what it saw to the curve diagnosis (``core.curves``: ``TrainingCurves.extr
 
 from __future__ import annotations
 
-import functools
 import math
 import sys
 from collections.abc import Callable, Mapping
@@ -34,6 +33,7 @@ from typing import Any
 
 from tensorsight.agent.measurement.scalars import learning_rate
 from tensorsight.agent.runtime import op_calls
+from tensorsight.agent.runtime.patches import Patches
 
 
 def _scalar_loss(torch: Any, value: Any) -> float | None:
@@ -127,7 +127,7 @@ class ClipWatch:
 
     def __init__(self, torch: Any) -> None:
         self._torch = torch
-        self._wrapped: list[tuple[Any, Callable[..., Any], Callable[..., Any]]] = []
+        self._patches = Patches("clip_watch")
         self.calls = 0
         self.peak: float | None = None  # the largest finite norm seen
         self.peak_clip: float | None = None  # the max_norm of the call that saw it
@@ -135,23 +135,13 @@ class ClipWatch:
     def install(self) -> None:
         import torch.nn.utils.clip_grad as clip_grad
 
-        original = clip_grad.clip_grad_norm_
-        if self._wrapped or getattr(original, "__tensorsight_wrapped__", False):
+        if self._patches:
             return
-        wrapper = functools.wraps(original)(self._wrapper(original))
-        setattr(wrapper, "__tensorsight_wrapped__", True)
         # torch.nn.utils re-exports the function: both names lead to the wrapper (programs call either)
-        owners: tuple[Any, ...] = (clip_grad, self._torch.nn.utils)
-        for owner in owners:
-            if getattr(owner, "clip_grad_norm_", None) is original:
-                setattr(owner, "clip_grad_norm_", wrapper)
-                self._wrapped.append((owner, original, wrapper))
+        self._patches.replace((clip_grad, self._torch.nn.utils), "clip_grad_norm_", self._wrapper)
 
     def uninstall(self) -> None:
-        for owner, original, wrapper in reversed(self._wrapped):
-            if getattr(owner, "clip_grad_norm_", None) is wrapper:
-                setattr(owner, "clip_grad_norm_", original)
-        self._wrapped.clear()
+        self._patches.restore()
 
     def _wrapper(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def clip_grad_norm_(*args: Any, **kwargs: Any) -> Any:

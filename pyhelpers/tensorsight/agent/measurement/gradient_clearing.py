@@ -28,7 +28,6 @@ Read-only: ``_version``, object identity and weak references; no tensor is touch
 
 from __future__ import annotations
 
-import functools
 import linecache
 import weakref
 from collections.abc import Callable
@@ -36,13 +35,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from tensorsight.agent.runtime.guard import never_raise
+from tensorsight.agent.runtime.patches import Patches
 from tensorsight.core.findings import Finding
 
 UNCLEARED_STEPS = 2  # consecutive steps on uncleared gradients before the finding (one could be a warm-up trick)
 GRADLESS_STEPS = 2  # consecutive steps with no gradient on any trainable parameter (after a backward)
 CUT_SCAN_LINES = 40  # how far above a step the graph cut is looked for
 _GRAPH_CUTS = (".detach()", ".item()", "no_grad()", ".numpy()", ".data")
-_WRAPPED_MARK = "__tensorsight_clearing__"
 
 
 @dataclass
@@ -77,7 +76,7 @@ class ClearingWatch:
         self.reported: set[int] = set()  # ids of the optimizers found stepping on uncleared gradients
         self._gradless: dict[int, tuple[int, int]] = {}  # optimizer id -> (steps in a row with no gradient, backwards)
         self._gradless_reported: set[int] = set()
-        self._wrapped: list[tuple[Any, str, Any, Any]] = []
+        self._patches = Patches("gradient_clearing")
 
     # ---------------------------------------------------------------------------------------------- installation
     def install(self) -> None:
@@ -86,31 +85,22 @@ class ClearingWatch:
         self._wrap(torch.nn.Module, "zero_grad", self._module_cleared)
         import torch.nn.utils.clip_grad as clip_grad
 
-        for owner in (torch.nn.utils, clip_grad):
-            for name in ("clip_grad_norm_", "clip_grad_value_"):
-                if hasattr(owner, name):
-                    self._wrap(owner, name, self._clipped)
+        for name in ("clip_grad_norm_", "clip_grad_value_"):  # torch.nn.utils re-exports both: one wrapper each
+            self._wrap((clip_grad, torch.nn.utils), name, self._clipped)
 
     def uninstall(self) -> None:
-        for owner, name, original, wrapper in reversed(self._wrapped):
-            if getattr(owner, name, None) is wrapper:
-                setattr(owner, name, original)
-        self._wrapped.clear()
+        self._patches.restore()
 
-    def _wrap(self, owner: Any, name: str, after: Callable[[Any], None]) -> None:
-        original = getattr(owner, name)
-        if getattr(original, _WRAPPED_MARK, False):
-            return
+    def _wrap(self, owners: Any, name: str, after: Callable[[Any], None]) -> None:
+        def make(original: Callable[..., Any]) -> Callable[..., Any]:
+            def observing(*args: Any, **kwargs: Any) -> Any:
+                result = original(*args, **kwargs)
+                after(args[0] if args else None)
+                return result
 
-        def observing(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            after(args[0] if args else None)
-            return result
+            return observing
 
-        wrapper = functools.wraps(original)(observing)
-        setattr(wrapper, _WRAPPED_MARK, True)
-        setattr(owner, name, wrapper)
-        self._wrapped.append((owner, name, original, wrapper))
+        self._patches.replace(owners, name, make)
 
     # --------------------------------------------------------------------------------------------------- clearing
     def _clipped(self, _parameters: Any) -> None:

@@ -34,7 +34,6 @@ first-class and re-raises what it raises; the clock's own work is guarded so it 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import sys
 import threading
@@ -48,11 +47,11 @@ from tensorsight.agent.debugger.holds import program_clock
 from tensorsight.agent.measurement import frameworks
 from tensorsight.agent.runtime import steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.agent.runtime.patches import Patches
 from tensorsight.agent.runtime.user_code import is_user_file
 from tensorsight.core.phases import PHASES, LoaderSettings
 
 Location = tuple[str, int]
-_WRAPPED_MARK = "__tensorsight_wrapped__"
 _After = Callable[[tuple[Any, ...], dict[str, Any], Any], None]  # (args, kwargs, result) of a wrapped call
 
 
@@ -215,7 +214,7 @@ class PhaseClock:
         self._reached: set[int] = set()
         self._reach_samples = REACH_SAMPLES
         self._handles: list[Any] = []
-        self._wrapped: list[tuple[Any, str, Any, Any]] = []
+        self._patches = Patches("phase_clock")
         self._installed = False
 
     # ----------------------------------------------------------------------------------------------- installation
@@ -242,13 +241,7 @@ class PhaseClock:
 
     def _wrap(self, owner: Any, name: str, after: _After, timing: _Timing | None = None) -> None:
         """Replace ``owner.name`` by ``_wrapper(original, after, timing)``, once, remembering how to undo it."""
-        original = getattr(owner, name)
-        if getattr(original, _WRAPPED_MARK, False):
-            return
-        wrapper = functools.wraps(original)(self._wrapper(original, after, timing))
-        setattr(wrapper, _WRAPPED_MARK, True)
-        setattr(owner, name, wrapper)
-        self._wrapped.append((owner, name, original, wrapper))
+        self._patches.replace(owner, name, lambda original: self._wrapper(original, after, timing))
 
     def _wrapper(self, original: Callable[..., Any], after: _After, timing: _Timing | None) -> Callable[..., Any]:
         """The one shape of every wrapper: call ``original`` unchanged and re-raise what it raises, then hand
@@ -289,10 +282,7 @@ class PhaseClock:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
-        for owner, name, original, wrapper in reversed(self._wrapped):
-            if getattr(owner, name, None) is wrapper:
-                setattr(owner, name, original)
-        self._wrapped.clear()
+        self._patches.restore()
         self._installed = False  # the shared step counter has no removal: our listener stays but does nothing
 
     # ------------------------------------------------------------------------------------------------------ timing
