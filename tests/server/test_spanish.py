@@ -1,6 +1,7 @@
 """The real language server over stdio in Spanish: initialized with the editor's locale (what vscode-languageclient
 sends from vscode.env.language), its diagnostics, quick-fix titles and code lenses are Spanish; with the locale only in
-its environment (TENSORSIGHT_LOCALE, as the extension also sets it) too; without either they stay English."""
+its environment (TENSORSIGHT_LOCALE, as the extension also sets it) too; without either they stay English. The
+condition checks of "Add Tensor Breakpoint…" (validateCondition, suggestConditions) follow the same language."""
 
 from __future__ import annotations
 
@@ -78,6 +79,16 @@ async def test_initialized_in_spanish_the_diagnostics_fixes_and_code_lenses_are_
     assert "Poner a cero los gradientes tras cada paso: optimizer.zero_grad() (TS101)" in titles
     (lens,) = await lens_titles(spanish_client, uri)
     assert lens.startswith(SPANISH_LENS), lens
+    # a tensor breakpoint's condition that names an undefined variable is explained in Spanish too
+    result = await spanish_client.protocol.send_request_async(
+        "tensorsight/validateCondition", {"uri": uri, "line": 0, "condition": "tensorsight.nan(lose)"}
+    )
+    assert "`lose` no está definido en la línea 1" in result.message, result.message
+    assert "debugpy trataría la condición como falsa y nunca se detendría" in result.message
+    suggestions = await spanish_client.protocol.send_request_async(
+        "tensorsight/suggestConditions", {"name": "loss", "uri": uri, "line": 0}
+    )
+    assert "parar cuando pase a NaN o Inf" in [s["description"] for s in suggestions]
     close(spanish_client, uri)
 
 
