@@ -54,11 +54,13 @@ def render() -> str:
         protocol.ENV_TOKEN: "token",
         protocol.ENV_OPTIONS: "options",
         protocol.ENV_SESSION: "session",
+        protocol.ENV_LOCALE: "locale",
     }
     out += [f"  {names[env]}: '{env}'," for env in protocol.AGENT_ENVIRONMENT]
     out += ["} as const;", ""]
     out += ["/** The language server's own environment. */", "export const ServerEnvironment = {"]
     out += [f"  bundledLibs: '{protocol.ENV_BUNDLED_LIBS}',", f"  logLevel: '{protocol.ENV_LOG_LEVEL}',"]
+    out += [f"  locale: '{protocol.ENV_LOCALE}',"]
     out += ["} as const;", ""]
 
     forwarded = sorted(protocol.FORWARDED_EVENT_TYPES | {e.name for e in protocol.SERVER_EVENTS})

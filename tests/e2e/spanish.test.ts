@@ -1,10 +1,12 @@
 /**
  * End-to-end (6): with VS Code's display language set to Spanish on a fresh profile, TensorSight's manifest strings
- * (command palette) and runtime strings (status bar) are Spanish.
+ * (command palette), runtime strings (status bar) and the language server's words (a silent-bug diagnostic in
+ * Problems, the code lens above the training loop: the extension passes vscode.env.language to the server) are
+ * Spanish.
  */
 import { after, before, describe, test, type TestContext } from 'node:test';
 import { startWorkbench, withScreenshotOnFailure, type Workbench } from './support/codeServer';
-import { openFile, statusItem, TIMEOUT } from './support/workbench';
+import { openFile, runCommand, statusItem, TIMEOUT } from './support/workbench';
 
 let workbench: Workbench;
 
@@ -13,7 +15,7 @@ const step = (t: TestContext, body: () => Promise<void>): Promise<void> =>
 
 describe('TensorSight in Spanish', { timeout: 10 * 60_000 }, () => {
   before(async () => {
-    workbench = await startWorkbench('spanish', { locale: 'es' });
+    workbench = await startWorkbench('spanish', { locale: 'es', examples: ['retained_graph.py'] });
   });
   after(async () => {
     await workbench?.close();
@@ -53,6 +55,27 @@ describe('TensorSight in Spanish', { timeout: 10 * 60_000 }, () => {
         if (Date.now() > deadline) throw new Error(`not in the Spanish command palette: ${missing.join(', ')}`);
         await page.waitForTimeout(1000);
       }
+    });
+  });
+
+  test('6c. the language server speaks Spanish: a diagnostic in Problems and the training-loop code lens', async (t) => {
+    await step(t, async () => {
+      const page = workbench.page;
+      await openFile(page, 'retained_graph.py');
+      // TS104 (total_loss += loss), written by the Python server in the editor's language
+      await page
+        .locator('.view-lines .codelens-decoration, .contentWidgets .codelens-decoration', {
+          hasText: /TensorSight · bucle de entrenamiento/,
+        })
+        .first()
+        .waitFor({ timeout: 2 * TIMEOUT });
+      await runCommand(page, 'View: Focus Problems'); // VS Code's own strings: the stub language pack leaves them English
+      await page
+        .locator('.markers-panel .monaco-list-row', {
+          hasText: /loss se acumula en total_loss a lo largo de los pasos de entrenamiento con su grafo de autograd/,
+        })
+        .first()
+        .waitFor({ timeout: TIMEOUT });
     });
   });
 });

@@ -10,6 +10,7 @@ import {
   type TensorSightLaunchConfig,
   toDebugpyLaunch,
 } from '../../extension/src/debug/launchConfig';
+import { AgentEnvironment } from '../../extension/src/server/protocol';
 
 const context = {
   pyhelpers: '/ext/pyhelpers',
@@ -79,6 +80,13 @@ describe('agentEnvironment', () => {
     const env = agentEnvironment({ PYTHONPATH: '/a:/ext/pyhelpers:/b', FOO: 'x' }, {}, context);
     assert.equal(env.PYTHONPATH, '/ext/pyhelpers:/a:/b');
     assert.equal(env.FOO, 'x');
+  });
+
+  test("the editor's display language reaches the agent, unless the configuration sets it", () => {
+    assert.equal(agentEnvironment({}, {}, { ...context, locale: 'es' })[AgentEnvironment.locale], 'es');
+    const own = agentEnvironment({ [AgentEnvironment.locale]: 'en' }, {}, { ...context, locale: 'es' });
+    assert.equal(own[AgentEnvironment.locale], 'en');
+    assert.equal(AgentEnvironment.locale in agentEnvironment({}, {}, context), false);
   });
 
   test('a null PYTHONPATH in the config drops the inherited one', () => {

@@ -34,6 +34,7 @@ test('the .vsix holds everything an offline install needs', () => {
     'extension/pyhelpers/tensorsight/__init__.py',
     'extension/pyhelpers/tensorsight/launch.py',
     'extension/pyhelpers/tensorsight/cli/doctor.py',
+    'extension/pyhelpers/tensorsight/l10n/es.json',
     'extension/extension/bundled/libs/debugpy/__init__.py',
     'extension/extension/bundled/libs/debugpy/adapter/__main__.py',
     'extension/extension/bundled/libs/pygls/__init__.py',

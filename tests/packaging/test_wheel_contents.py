@@ -24,6 +24,7 @@ def test_wheel_holds_the_plugin_as_a_pkgutil_namespace_beside_the_package(wheel:
         inits = {name: archive.read(name).decode() for name in names if name.startswith("pydevd_plugins/")}
     assert "pydevd_plugins/extensions/pydevd_plugin_tensorsight.py" in names
     assert "tensorsight/agent/runtime/install.py" in names and "tensorsight/cli/doctor.py" in names
+    assert "tensorsight/l10n/es.json" in names  # the Python side's Spanish (core/l10n)
     # the same declaration as pydevd's own pydevd_plugins/__init__.py: every distribution's portion stays visible
     for package in ("pydevd_plugins/__init__.py", "pydevd_plugins/extensions/__init__.py"):
         assert NAMESPACE_LINE in inits[package], inits[package]

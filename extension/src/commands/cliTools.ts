@@ -10,8 +10,18 @@ import type { InterpreterService } from '../common/interpreterService';
 import type { ExtensionPaths } from '../common/paths';
 import { runProcess } from '../common/process';
 import { toolLaunch } from '../common/pythonLaunch';
-import { commands, l10n, type LogOutputChannel, ProgressLocation, Uri, window, workspace } from '../common/vscodeapi';
+import {
+  commands,
+  env,
+  l10n,
+  type LogOutputChannel,
+  ProgressLocation,
+  Uri,
+  window,
+  workspace,
+} from '../common/vscodeapi';
 import type { ResultsView } from '../panel/resultsView';
+import { AgentEnvironment } from '../server/protocol';
 import { type Finding, isMissingSubcommand, parseToolOutput, readReport } from './cliResults';
 import type { ToolProblems } from './toolProblems';
 
@@ -52,7 +62,9 @@ export class CliTools {
     const python = await this.interpreters.require();
     if (!python) return undefined;
     const cwd = workspace.getWorkspaceFolder(Uri.file(target))?.uri.fsPath ?? path.dirname(target);
-    const launch = toolLaunch(python, this.paths, tool, target, cwd, process.env);
+    // The tool's findings and messages come back in the display language (and so do its child's, the agent's).
+    const toolEnv = { ...process.env, [AgentEnvironment.locale]: env.language() };
+    const launch = toolLaunch(python, this.paths, tool, target, cwd, toolEnv);
     this.log.info(`${launch.command} ${launch.args.join(' ')}`);
     const title = this.title(tool);
     const result = await window.withProgress(

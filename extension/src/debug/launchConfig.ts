@@ -43,6 +43,8 @@ export interface AgentContext {
   baseEnv: Readonly<Record<string, string | undefined>>;
   sessionId: string;
   hub?: Hub;
+  /** The editor's display language (vscode.env.language): the agent's stop reasons and messages are in it. */
+  locale?: string;
 }
 
 /** The options object the agent reads (camelCase keys); the top-level `breakOnNonFinite` wins over `options`. */
@@ -70,6 +72,7 @@ export function agentEnvironment(
   env.PYTHONPATH = parts.join(context.separator);
   env[AgentEnvironment.options] = JSON.stringify(options);
   env[AgentEnvironment.session] = context.sessionId;
+  if (context.locale && !(AgentEnvironment.locale in env)) env[AgentEnvironment.locale] = context.locale;
   if (context.hub) {
     env[AgentEnvironment.hub] = context.hub.address;
     env[AgentEnvironment.token] = context.hub.token;

@@ -19,6 +19,7 @@ import {
   type DebugConfiguration,
   type DebugConfigurationProvider,
   type DebugSession,
+  env,
   l10n,
   type LogOutputChannel,
   window,
@@ -173,6 +174,7 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
       baseEnv: process.env,
       sessionId,
       hub,
+      locale: env.language(),
     });
     this.log.info(`Debug Training: ${resolved.program ?? resolved.module ?? ''} (session ${sessionId})`);
     return resolved;
@@ -244,6 +246,7 @@ export class PythonDebuggerInjection implements DebugConfigurationProvider {
         baseEnv: process.env,
         sessionId,
         hub,
+        locale: env.language(),
       }),
       [SESSION_ID_KEY]: sessionId,
     };

@@ -20,8 +20,8 @@ import type { Resolution } from '../common/interpreter';
 import type { ExtensionPaths } from '../common/paths';
 import { SERVER_MODULE, serverLaunch } from '../common/pythonLaunch';
 import { readSettings } from '../common/settings';
-import { EventEmitter, type LogOutputChannel, workspace } from '../common/vscodeapi';
-import { type GpuParams, Methods, type RunEventParams, type StatusParams } from './protocol';
+import { env, EventEmitter, type LogOutputChannel, workspace } from '../common/vscodeapi';
+import { type GpuParams, Methods, type RunEventParams, ServerEnvironment, type StatusParams } from './protocol';
 import { ServerRestarts } from './restarts';
 import { runEventsOf } from './runEvents';
 
@@ -166,7 +166,12 @@ export class LanguageServer {
       this.setState('failed');
       return;
     }
-    const launch = serverLaunch(resolution.command, this.paths, process.env);
+    // The server's words (diagnostics, code lenses, hovers) follow the display language: the initialize request's
+    // locale says it, and the environment too, for what the server says before that.
+    const launch = serverLaunch(resolution.command, this.paths, {
+      ...process.env,
+      [ServerEnvironment.locale]: env.language(),
+    });
     this.log.info(`starting language server: ${launch.command} ${launch.args.join(' ')} (${resolution.source})`);
     const serverOptions: ServerOptions = {
       command: launch.command,

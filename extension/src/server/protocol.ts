@@ -23,12 +23,14 @@ export const AgentEnvironment = {
   token: 'TENSORSIGHT_TOKEN',
   options: 'TENSORSIGHT_OPTIONS',
   session: 'TENSORSIGHT_SESSION',
+  locale: 'TENSORSIGHT_LOCALE',
 } as const;
 
 /** The language server's own environment. */
 export const ServerEnvironment = {
   bundledLibs: 'TENSORSIGHT_BUNDLED_LIBS',
   logLevel: 'TENSORSIGHT_LOG_LEVEL',
+  locale: 'TENSORSIGHT_LOCALE',
 } as const;
 
 /** The `type` of every run event the server sends as `tensorsight/runEvent` (agents' and its own). */

@@ -27,6 +27,7 @@ from typing import IO, Any
 from tensorsight.cli import prelude, script_runner
 from tensorsight.cli.script_runner import Limits, ScriptOutcome
 from tensorsight.core.findings import Finding, findings_document, format_finding
+from tensorsight.core.l10n import t
 
 # Launch options the doctor arms by default: everything that observes without stopping.
 DOCTOR_OPTIONS: dict[str, Any] = {
@@ -153,11 +154,11 @@ def build_document(
 def _partial(outcome: ScriptOutcome, limits: Limits) -> dict[str, Any]:
     if outcome.limit == "timeout":
         limit: float | int | None = limits.timeout
-        why = f"stopped after {limits.timeout:g} s (--timeout), at step {outcome.steps}"
+        why = t("stopped after {0} s (--timeout), at step {1}", f"{limits.timeout:g}", outcome.steps)
     else:
         limit = limits.max_steps
-        why = f"stopped after {outcome.steps} optimizer step(s) (--max-steps)"
-    message = f"partial report: the script was {why}; the findings cover only what ran until then"
+        why = t("stopped after {0} optimizer step(s) (--max-steps)", outcome.steps)
+    message = t("partial report: the script was {0}; the findings cover only what ran until then", why)
     return {"reason": outcome.limit, "limit": limit, "steps": outcome.steps, "message": message}
 
 
@@ -201,18 +202,18 @@ def print_report(document: dict[str, Any], stream: IO[str] | None = None) -> Non
     out = stream if stream is not None else sys.stdout
     findings = [Finding.from_dict(f) for f in document["findings"]]
     partial = document.get("partial")
-    print(f"TensorSight doctor: {len(findings)} finding(s){' (PARTIAL)' if partial else ''}", file=out)
+    print(t("TensorSight doctor: {0} finding(s)", len(findings)) + (t(" (PARTIAL)") if partial else ""), file=out)
     if partial:
         print(f"  {partial['message']}", file=out)
     for finding in findings:
         print("  " + format_finding(finding), file=out)
     if document.get("error"):
-        print(f"  the script stopped with: {document['error']}", file=out)
+        print("  " + t("the script stopped with: {0}", document["error"]), file=out)
     shape_map = document.get("shapeMap")
     if shape_map and shape_map.get("rows"):
         from tensorsight.core.shapes import ShapeRow, format_shape_table
 
         rows = [ShapeRow(**row) for row in shape_map["rows"]]
-        title = f"Shape map of {shape_map.get('model', 'the model')} (first forward)"
+        title = t("Shape map of {0} (first forward)", shape_map.get("model", t("the model")))
         print(file=out)
         print(format_shape_table(rows, title=title), file=out)

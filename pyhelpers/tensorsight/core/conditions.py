@@ -29,6 +29,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tensorsight.core.l10n import t
+
 BUILTIN_NAME = "tensorsight"
 
 MODULE_DUNDERS = frozenset(
@@ -114,18 +116,23 @@ class ConditionCheck:
     def message(self, line: int) -> str:
         """One sentence for the editor's warning (empty when the condition is fine)."""
         if self.syntax_error is not None:
-            return f"The condition is not a valid Python expression: {self.syntax_error}."
+            return t("The condition is not a valid Python expression: {0}.", self.syntax_error)
         parts: list[str] = []
         if self.undefined:
             names = ", ".join(f"`{n}`" for n in self.undefined)
-            verb = "is" if len(self.undefined) == 1 else "are"
-            parts.append(f"{names} {verb} not defined at line {line}")
+            if len(self.undefined) == 1:
+                parts.append(t("{0} is not defined at line {1}", names, line))
+            else:
+                parts.append(t("{0} are not defined at line {1}", names, line))
         if self.unknown_helpers:
             names = ", ".join(f"`{n}`" for n in self.unknown_helpers)
-            parts.append(f"{names} {'is' if len(self.unknown_helpers) == 1 else 'are'} not a TensorSight helper")
+            if len(self.unknown_helpers) == 1:
+                parts.append(t("{0} is not a TensorSight helper", names))
+            else:
+                parts.append(t("{0} are not a TensorSight helper", names))
         if not parts:
             return ""
-        return "; ".join(parts) + ": debugpy would treat the condition as false and never stop."
+        return "; ".join(parts) + t(": debugpy would treat the condition as false and never stop.")
 
 
 def check_condition(
@@ -581,34 +588,34 @@ def suggest_conditions(name: str, kind_hint: str | None = None, shape: list[int]
             out.append((condition, description))
 
     if kind in ("scalar", "number"):
-        add(f"{ts}.nonfinite({expr})", "stop when it becomes NaN or Inf")
-        add(f"{ts}.spike({expr}, 3)", "stop when it jumps above 3× its running level")
-        add(f"{ts}.nan({expr})", "stop when it becomes NaN")
-        add(f"{ts}.step() >= 100 and {ts}.nonfinite({expr})", "NaN/Inf, from step 100 on")
-        add(f"{ts}.changed({expr}) is False", "stop when it stops changing")
+        add(f"{ts}.nonfinite({expr})", t("stop when it becomes NaN or Inf"))
+        add(f"{ts}.spike({expr}, 3)", t("stop when it jumps above 3× its running level"))
+        add(f"{ts}.nan({expr})", t("stop when it becomes NaN"))
+        add(f"{ts}.step() >= 100 and {ts}.nonfinite({expr})", t("NaN/Inf, from step 100 on"))
+        add(f"{ts}.changed({expr}) is False", t("stop when it stops changing"))
     elif kind == "module":
-        add(f"{ts}.nonfinite({expr})", "stop when a parameter or gradient holds NaN/Inf")
-        add(f"{ts}.grad_norm({expr}) > 1e3", "exploding gradients (total L2 norm above 1000)")
-        add(f"{ts}.grad_norm({expr}) < 1e-7", "vanishing gradients (total L2 norm below 1e-7)")
-        add(f"{ts}.grad_missing({expr})", "a trainable parameter got no gradient (detached graph, no backward)")
-        add(f"{ts}.wrong_device({expr})", "its parameters are not all on one device")
-        add(f"not {ts}.changed({expr})", "its parameters did not change since the last stop (frozen, lr 0)")
+        add(f"{ts}.nonfinite({expr})", t("stop when a parameter or gradient holds NaN/Inf"))
+        add(f"{ts}.grad_norm({expr}) > 1e3", t("exploding gradients (total L2 norm above 1000)"))
+        add(f"{ts}.grad_norm({expr}) < 1e-7", t("vanishing gradients (total L2 norm below 1e-7)"))
+        add(f"{ts}.grad_missing({expr})", t("a trainable parameter got no gradient (detached graph, no backward)"))
+        add(f"{ts}.wrong_device({expr})", t("its parameters are not all on one device"))
+        add(f"not {ts}.changed({expr})", t("its parameters did not change since the last stop (frozen, lr 0)"))
     elif kind == "optimizer":
-        add(f"{ts}.nonfinite({expr})", "a parameter or gradient it updates holds NaN/Inf")
-        add(f"{ts}.grad_norm({expr}) > 1e3", "exploding gradients in its parameter groups")
-        add(f"{ts}.grad_missing({expr})", "one of its parameters got no gradient")
+        add(f"{ts}.nonfinite({expr})", t("a parameter or gradient it updates holds NaN/Inf"))
+        add(f"{ts}.grad_norm({expr}) > 1e3", t("exploding gradients in its parameter groups"))
+        add(f"{ts}.grad_missing({expr})", t("one of its parameters got no gradient"))
     else:  # tensor, array, sequence
-        add(f"{ts}.nonfinite({expr})", "stop when it holds NaN or Inf")
-        add(f"{ts}.nan({expr})", "stop when it holds NaN")
+        add(f"{ts}.nonfinite({expr})", t("stop when it holds NaN or Inf"))
+        add(f"{ts}.nan({expr})", t("stop when it holds NaN"))
         if shape:
             wildcard = ["None", *(str(int(d)) for d in shape[1:])] if len(shape) > 1 else [str(int(shape[0]))]
             text = "(" + ", ".join(wildcard) + ("," if len(wildcard) == 1 else "") + ")"
-            add(f"not {ts}.shape_is({expr}, {text})", f"its shape is not {text.replace('None', 'any')}")
+            add(f"not {ts}.shape_is({expr}, {text})", t("its shape is not {0}", text.replace("None", "any")))
         else:
-            add(f"not {ts}.shape_is({expr}, (None, 10))", "its shape is not (any, 10): edit the expected shape")
-        add(f"{ts}.exploding({expr}, 1e4)", "some |value| exceeds 1e4")
-        add(f"{ts}.zero({expr})", "it is all zeros")
-        add(f"{ts}.spike({expr}, 3)", "its magnitude jumps above 3× its running level")
-        add(f"{ts}.wrong_device({expr}, device='cuda')", "it is not on the GPU")
-    add(f"{ts}.on_rank(0) and {ts}.nonfinite({expr})", "NaN/Inf, on rank 0 only (torch.distributed)")
+            add(f"not {ts}.shape_is({expr}, (None, 10))", t("its shape is not (any, 10): edit the expected shape"))
+        add(f"{ts}.exploding({expr}, 1e4)", t("some |value| exceeds 1e4"))
+        add(f"{ts}.zero({expr})", t("it is all zeros"))
+        add(f"{ts}.spike({expr}, 3)", t("its magnitude jumps above 3× its running level"))
+        add(f"{ts}.wrong_device({expr}, device='cuda')", t("it is not on the GPU"))
+    add(f"{ts}.on_rank(0) and {ts}.nonfinite({expr})", t("NaN/Inf, on rank 0 only (torch.distributed)"))
     return [{"label": condition, "condition": condition, "description": description} for condition, description in out]

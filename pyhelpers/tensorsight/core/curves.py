@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 
 Location = tuple[str, int]
 
@@ -214,7 +215,7 @@ def nonfinite_cause(origin: dict[str, Any] | None) -> str:
 def _origin_text(origin: dict[str, Any]) -> str:
     op = (origin.get("details") or {}).get("op")
     where = f"{os.path.basename(str(origin.get('file')))}:{origin.get('line')}"
-    return f"`{op}` at {where}" if op else where
+    return t("`{0}` at {1}", op, where) if op else where
 
 
 def _nonfinite_loss(curves: TrainingCurves, where: Location, subject: str) -> list[Finding]:
@@ -226,47 +227,54 @@ def _nonfinite_loss(curves: TrainingCurves, where: Location, subject: str) -> li
         cause = "before-any-update"  # the first loss was already NaN: no learning rate could have done it
     details: dict[str, Any] = {"diagnosis": "diverging", "nonfinite_step": step, "lr": curves.lr, "cause": cause}
     if cause == "before-any-update":
-        seen = f" (see {_origin_text(origin)})" if origin is not None else ""
-        message = (
-            f"{subject} was NaN/Inf from its first step, before any update{seen}: the learning rate is not the cause; "
-            "look at the inputs, the initial weights and the loss computation"
+        seen = t(" (see {0})", _origin_text(origin)) if origin is not None else ""
+        message = t(
+            "{subject} was NaN/Inf from its first step, before any update{seen}: the learning rate is not the cause; "
+            "look at the inputs, the initial weights and the loss computation",
+            subject=subject,
+            seen=seen,
         )
         return [Finding("dynamics", "warning", message, *where, step=step, details=details)]
     if origin is not None and cause in ("data", "domain"):
         details["origin"] = {"file": origin.get("file"), "line": origin.get("line"), "op": origin["details"].get("op")}
         if cause == "data":
-            advice = (
-                f"the NaN/Inf came in with the data ({_origin_text(origin)}), not from the learning rate: clean or "
-                "filter the data where it is loaded (drop or impute missing values, check with torch.isfinite)"
+            advice = t(
+                "the NaN/Inf came in with the data ({0}), not from the learning rate: clean or "
+                "filter the data where it is loaded (drop or impute missing values, check with torch.isfinite)",
+                _origin_text(origin),
             )
         else:
-            advice = (
-                f"it was born in {_origin_text(origin)} from finite inputs (a log of 0, a division by 0 or the root of "
+            advice = t(
+                "it was born in {0} from finite inputs (a log of 0, a division by 0 or the root of "
                 "a negative number), not from the learning rate: guard that op (clamp its input with an eps) or use "
-                "the stable form (F.binary_cross_entropy_with_logits, log_softmax)"
+                "the stable form (F.binary_cross_entropy_with_logits, log_softmax)",
+                _origin_text(origin),
             )
-        message = f"{subject} became NaN/Inf at step {step}: {advice}"
+        message = t("{subject} became NaN/Inf at step {step}: {advice}", subject=subject, step=step, advice=advice)
         # the sentinel's error at the origin is the bug; this says what it did to the curve and that the lr is not it
         return [Finding("dynamics", "info", message, *where, step=step, details=details)]
-    message = (
-        f"{subject} diverged to NaN/Inf at step {step}{_lr_text(curves.lr)}: the "
-        "learning rate is probably too high; lower it (e.g. 10×), add gradient clipping or a warm-up"
+    message = t(
+        "{subject} diverged to NaN/Inf at step {step}{lr}: the "
+        "learning rate is probably too high; lower it (e.g. 10×), add gradient clipping or a warm-up",
+        subject=subject,
+        step=step,
+        lr=_lr_text(curves.lr),
     )
     return [Finding("dynamics", "warning", message, *where, step=step, details=details)]
 
 
 def _subject(curves: TrainingCurves) -> str:
-    return f"training loss of `{curves.optimizer_name}`" if curves.optimizer_name else "training loss"
+    return t("training loss of `{0}`", curves.optimizer_name) if curves.optimizer_name else t("training loss")
 
 
 def _lr_advice(curves: TrainingCurves) -> str:
     if curves.hand_written:
-        return "the step size of the hand-written parameter update is probably too high; lower it"
-    return "the learning rate is probably too high; lower it"
+        return t("the step size of the hand-written parameter update is probably too high; lower it")
+    return t("the learning rate is probably too high; lower it")
 
 
 def _confidence_text(confidence: float) -> str:
-    return f"confidence {confidence * 100:.0f}%"
+    return t("confidence {0}%", f"{confidence * 100:.0f}")
 
 
 def diagnose_loss(curves: TrainingCurves) -> list[Finding]:
@@ -284,7 +292,7 @@ def diagnose_loss(curves: TrainingCurves) -> list[Finding]:
     trend = loss_trend(curves.train_loss)
     if trend is None:
         return []
-    span = f"steps {steps[0]}–{steps[-1]}" if steps else f"{trend.steps} steps"
+    span = t("steps {0}–{1}", steps[0], steps[-1]) if steps else t("{0} steps", trend.steps)
     evidence: dict[str, Any] = {
         "loss_start": round(trend.start, 6),
         "loss_end": round(trend.end, 6),
@@ -300,11 +308,20 @@ def diagnose_loss(curves: TrainingCurves) -> list[Finding]:
     if climbed and not trend.ratio > DIVERGING_RATIO:
         rise = min(trend.level, trend.end) / first
         confidence = min(0.99, 0.5 + 0.5 * math.log10(rise / CLIMBED_FROM_FIRST) + 0.2 * trend.flips)
-        message = (
-            f"{subject} climbed from {_fmt(first)} at its first step to around {_fmt(trend.level)} and stays there "
-            f"({_fmt(trend.end)} at the end, {span}){_lr_text(lr)}, typical step-to-step change "
-            f"{trend.swing * 100:.0f}% of its level ({_confidence_text(confidence)}): the first updates overshot, "
-            f"{_lr_advice(curves)} (e.g. 10×) or add a warm-up"
+        message = t(
+            "{subject} climbed from {first} at its first step to around {level} and stays there "
+            "({end} at the end, {span}){lr}, typical step-to-step change "
+            "{swing}% of its level ({confidence}): the first updates overshot, "
+            "{advice} (e.g. 10×) or add a warm-up",
+            subject=subject,
+            first=_fmt(first),
+            level=_fmt(trend.level),
+            end=_fmt(trend.end),
+            span=span,
+            lr=_lr_text(lr),
+            swing=f"{trend.swing * 100:.0f}",
+            confidence=_confidence_text(confidence),
+            advice=_lr_advice(curves),
         )
         details = {
             "diagnosis": "diverging",
@@ -315,31 +332,53 @@ def diagnose_loss(curves: TrainingCurves) -> list[Finding]:
         return [Finding("dynamics", "warning", message, *where, details=details)]
     if trend.start > 0 and trend.ratio > DIVERGING_RATIO:
         confidence = min(0.99, 0.5 + 0.5 * math.log10(trend.ratio / DIVERGING_RATIO))
-        message = (
-            f"{subject} is diverging: it rose from {_fmt(trend.start)} to {_fmt(trend.end)} over {span}"
-            f"{_lr_text(lr)}, typical step-to-step change {trend.swing * 100:.0f}% of its level "
-            f"({_confidence_text(confidence)}): {_lr_advice(curves)} (e.g. 10×) or add a warm-up"
+        message = t(
+            "{subject} is diverging: it rose from {start} to {end} over {span}"
+            "{lr}, typical step-to-step change {swing}% of its level "
+            "({confidence}): {advice} (e.g. 10×) or add a warm-up",
+            subject=subject,
+            start=_fmt(trend.start),
+            end=_fmt(trend.end),
+            span=span,
+            lr=_lr_text(lr),
+            swing=f"{trend.swing * 100:.0f}",
+            confidence=_confidence_text(confidence),
+            advice=_lr_advice(curves),
         )
         details = {"diagnosis": "diverging", "confidence": round(confidence, 2), **evidence}
         return [Finding("dynamics", "warning", message, *where, details=details)]
     if trend.swing > OSCILLATION_SWING and trend.flips > OSCILLATION_FLIPS and trend.ratio > OSCILLATION_PROGRESS:
         confidence = min(0.99, 0.5 * min(1.0, trend.swing) + 0.5 * trend.flips)
-        message = (
-            f"{subject} oscillates without converging: typical step-to-step change {trend.swing * 100:.0f}% of "
-            f"its level ({_fmt(trend.level)}), direction flips on {trend.flips * 100:.0f}% of steps, "
-            f"{_fmt(trend.start)} → {_fmt(trend.end)} over {span}{_lr_text(lr)} ({_confidence_text(confidence)}): "
-            f"{_lr_advice(curves)}"
+        message = t(
+            "{subject} oscillates without converging: typical step-to-step change {swing}% of "
+            "its level ({level}), direction flips on {flips}% of steps, "
+            "{start} → {end} over {span}{lr} ({confidence}): "
+            "{advice}",
+            subject=subject,
+            swing=f"{trend.swing * 100:.0f}",
+            level=_fmt(trend.level),
+            flips=f"{trend.flips * 100:.0f}",
+            start=_fmt(trend.start),
+            end=_fmt(trend.end),
+            span=span,
+            lr=_lr_text(lr),
+            confidence=_confidence_text(confidence),
+            advice=_lr_advice(curves),
         )
         details = {"diagnosis": "oscillating", "confidence": round(confidence, 2), **evidence}
         return [Finding("dynamics", "warning", message, *where, details=details)]
     if first > DECREASED_FROM_FIRST * trend.end:
         return []  # it fell fast at the very start (a closure optimizer, a tiny problem) and stayed there
     if trend.start > 1e-8 and trend.ratio >= NOT_DECREASING_RATIO:
-        message = (
-            f"training loss is not decreasing: {_fmt(trend.start)} → {_fmt(trend.end)} over {span}"
-            f"{_lr_text(lr)}. Either the learning rate is too low (raise it 10×), or a bug stops learning: "
+        message = t(
+            "training loss is not decreasing: {start} → {end} over {span}"
+            "{lr}. Either the learning rate is too low (raise it 10×), or a bug stops learning: "
             "check that optimizer.step() runs, that zero_grad() is called each step, that the optimizer holds the "
-            "model's parameters, and that nothing detaches the loss from them"
+            "model's parameters, and that nothing detaches the loss from them",
+            start=_fmt(trend.start),
+            end=_fmt(trend.end),
+            span=span,
+            lr=_lr_text(lr),
         )
         return [Finding("dynamics", "warning", message, *where, details={"diagnosis": "not-decreasing", **evidence})]
     return []
@@ -371,12 +410,18 @@ def diagnose_chance_level(curves: TrainingCurves) -> list[Finding]:
     before_clip, clip = curves.extra.get("grad_norm_before_clipping"), curves.extra.get("clip_norm")
     clipped = ""
     if before_clip is not None and clip is not None and before_clip > clip:
-        clipped = f"; gradient norms reached {_fmt(before_clip)} before clipping to {_fmt(clip)}"
-    message = (
-        f"training loss sits at {_fmt(level)}, {_fmt(level / chance)}× the chance level of a cross-entropy over "
-        f"{classes} classes (ln {classes} = {chance:.3g}, what a uniform guess scores){_lr_text(lr)}{clipped}: the "
+        clipped = t("; gradient norms reached {0} before clipping to {1}", _fmt(before_clip), _fmt(clip))
+    message = t(
+        "training loss sits at {level}, {ratio}× the chance level of a cross-entropy over "
+        "{classes} classes (ln {classes} = {chance}, what a uniform guess scores){lr}{clipped}: the "
         "logits have blown up and the model is confidently wrong; the learning rate is probably far too high: "
-        "lower it (e.g. 100×) or add a warm-up"
+        "lower it (e.g. 100×) or add a warm-up",
+        level=_fmt(level),
+        ratio=_fmt(level / chance),
+        classes=classes,
+        chance=f"{chance:.3g}",
+        lr=_lr_text(lr),
+        clipped=clipped,
     )
     details = {
         "diagnosis": "above-chance",
@@ -412,11 +457,17 @@ def diagnose_overfitting(curves: TrainingCurves) -> list[Finding]:
     train_last = _value_near(curves.train_steps, curves.train_loss, last_step)
     if train_at_best is None or train_last is None or not train_last < train_at_best * 0.95:
         return []  # training loss is not falling: not the overfitting signature
-    message = (
-        f"overfitting: validation loss rose from its best {_fmt(val[best_index])} (step {best_step}) to "
-        f"{_fmt(val[-1])} (step {last_step}) while training loss kept falling ({_fmt(train_at_best)} → "
-        f"{_fmt(train_last)}): stop early around step {best_step}, or add regularisation (weight decay, dropout, "
-        "data augmentation) or more data"
+    message = t(
+        "overfitting: validation loss rose from its best {best} (step {best_step}) to "
+        "{last} (step {last_step}) while training loss kept falling ({train_best} → "
+        "{train_last}): stop early around step {best_step}, or add regularisation (weight decay, dropout, "
+        "data augmentation) or more data",
+        best=_fmt(val[best_index]),
+        best_step=best_step,
+        last=_fmt(val[-1]),
+        last_step=last_step,
+        train_best=_fmt(train_at_best),
+        train_last=_fmt(train_last),
     )
     details = {
         "diagnosis": "overfitting",
@@ -454,11 +505,17 @@ def diagnose_vanishing(curves: TrainingCurves) -> list[Finding]:
     if ratio >= VANISHING_RATIO:
         return []
     early_median, late_median = median([p[0] for p in pairs]), median([p[1] for p in pairs])
-    message = (
-        f"gradients vanish before they reach the first layers: `{curves.early_layer}` gets a gradient norm of "
-        f"{early_median:.2g} vs {late_median:.2g} at `{curves.late_layer}` (ratio {ratio:.1g}, median over "
-        f"{len(pairs)} steps), so the early layers barely learn: use ReLU/GELU instead of sigmoid/tanh, add residual "
-        "connections or normalisation (BatchNorm/LayerNorm), or a Kaiming/Xavier initialisation"
+    message = t(
+        "gradients vanish before they reach the first layers: `{early_layer}` gets a gradient norm of "
+        "{early} vs {late} at `{late_layer}` (ratio {ratio}, median over "
+        "{steps} steps), so the early layers barely learn: use ReLU/GELU instead of sigmoid/tanh, add residual "
+        "connections or normalisation (BatchNorm/LayerNorm), or a Kaiming/Xavier initialisation",
+        early_layer=curves.early_layer,
+        early=f"{early_median:.2g}",
+        late=f"{late_median:.2g}",
+        late_layer=curves.late_layer,
+        ratio=f"{ratio:.1g}",
+        steps=len(pairs),
     )
     details = {
         "diagnosis": "vanishing-gradients",
@@ -478,14 +535,14 @@ def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
     norms, steps = list(curves.grad_norm), list(curves.grad_steps)
     if where is None or not norms or len(norms) != len(steps):
         return []
-    advice = (
+    advice = t(
         "clip them with torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0) between loss.backward() "
         "and optimizer.step(), and/or lower the learning rate"
     )
     if curves.first_nonfinite_grad_step is not None:
         if nonfinite_cause(curves.nonfinite_origin) in ("data", "domain"):
             return []  # the loss finding names the origin; clipping would not help
-        message = f"gradients exploded to NaN/Inf at step {curves.first_nonfinite_grad_step}: {advice}"
+        message = t("gradients exploded to NaN/Inf at step {0}: {1}", curves.first_nonfinite_grad_step, advice)
         details = {"diagnosis": "exploding-gradients", "nonfinite_step": curves.first_nonfinite_grad_step}
         return [Finding("dynamics", "warning", message, *where, step=curves.first_nonfinite_grad_step, details=details)]
     finite = [(s, n) for s, n in zip(steps, norms, strict=True) if math.isfinite(n)]
@@ -502,10 +559,15 @@ def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
         huge = peak > EXPLODING_NORM
     if not huge and not grew:
         return []
-    scale_text = f", {peak / loss_scale:.3g}× the loss scale {loss_scale:.3g}" if loss_scale else ""
-    message = (
-        f"gradients explode: the total gradient norm reached {peak:.3g} at step {peak_step} "
-        f"(median {early:.3g} at the start of the run{scale_text}): {advice}"
+    scale_text = t(", {0}× the loss scale {1}", f"{peak / loss_scale:.3g}", f"{loss_scale:.3g}") if loss_scale else ""
+    message = t(
+        "gradients explode: the total gradient norm reached {peak} at step {step} "
+        "(median {early} at the start of the run{scale}): {advice}",
+        peak=f"{peak:.3g}",
+        step=peak_step,
+        early=f"{early:.3g}",
+        scale=scale_text,
+        advice=advice,
     )
     details = {
         "diagnosis": "exploding-gradients",

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tensorsight.core.l10n import t
+
 
 def normalize_device(device: Any, current_index: int = 0) -> str:
     """``"cuda"`` -> ``"cuda:0"`` (the current index), ``torch.device("cpu")`` -> ``"cpu"``."""
@@ -76,8 +78,13 @@ def device_issues(
                 "meta",
                 None,
                 "error",
-                f"{model_name} has {len(names)} parameter(s)/buffer(s) on the meta device ({', '.join(names[:3])}): "
-                "they have no data; materialise the model (e.g. to_empty() then load weights) before training",
+                t(
+                    "{0} has {1} parameter(s)/buffer(s) on the meta device ({2}): "
+                    "they have no data; materialise the model (e.g. to_empty() then load weights) before training",
+                    model_name,
+                    len(names),
+                    ", ".join(names[:3]),
+                ),
             )
         )
     if len(by_device) > 1:
@@ -87,8 +94,12 @@ def device_issues(
                 ",".join(sorted(by_device)),
                 expected,
                 "warning",
-                f"{model_name}'s parameters and buffers are split across devices: {_describe_counts(by_device)} "
-                "(unless this is deliberate model parallelism, a .to(device) was missed)",
+                t(
+                    "{0}'s parameters and buffers are split across devices: {1} "
+                    "(unless this is deliberate model parallelism, a .to(device) was missed)",
+                    model_name,
+                    _describe_counts(by_device),
+                ),
             )
         )
     input_list = list(inputs)
@@ -102,8 +113,14 @@ def device_issues(
                     device,
                     expected,
                     "error",
-                    f"{name} is on {device} but {model_name}'s weights are on the meta device (no data): materialise "
-                    f"the model (e.g. .to_empty(device={device!r}) then load its weights) before calling it",
+                    t(
+                        "{name} is on {device} but {model}'s weights are on the meta device (no data): materialise "
+                        "the model (e.g. .to_empty(device={quoted}) then load its weights) before calling it",
+                        name=name,
+                        device=device,
+                        model=model_name,
+                        quoted=repr(device),
+                    ),
                 )
             )
         elif expected is not None and device != expected:
@@ -113,8 +130,15 @@ def device_issues(
                     device,
                     expected,
                     "error",
-                    f"{name} is on {device} but {model_name} is on {expected}: move it with .to({expected!r}) "
-                    "(or move the model) before the call",
+                    t(
+                        "{name} is on {device} but {model} is on {expected}: move it with .to({quoted}) "
+                        "(or move the model) before the call",
+                        name=name,
+                        device=device,
+                        model=model_name,
+                        expected=expected,
+                        quoted=repr(expected),
+                    ),
                 )
             )
     return issues
@@ -147,16 +171,16 @@ def parse_device_error(message: str) -> DeviceError | None:
     match = _SAME_DEVICE.search(message)
     if match:
         a, b = match["a"], match["b"]
-        return DeviceError((a, b), f"tensors on two devices met in one operation: {a} and {b}", match["arg"])
+        return DeviceError((a, b), t("tensors on two devices met in one operation: {0} and {1}", a, b), match["arg"])
     match = _NOT_EXPECTED.search(message)
     if match:
         a, b = match["a"], match["b"]
-        return DeviceError((a, b), f"a tensor on {a} met tensors on {b}")
+        return DeviceError((a, b), t("a tensor on {0} met tensors on {1}", a, b))
     match = _TYPE_MISMATCH.search(message)
     if match:
         a, b = _device_of_type(match["a"]), _device_of_type(match["b"])
         if a != b:
-            return DeviceError((a, b), f"the input is on {a} but the layer's weights are on {b}")
+            return DeviceError((a, b), t("the input is on {0} but the layer's weights are on {1}", a, b))
     return None
 
 
@@ -204,16 +228,28 @@ class TransferLog:
 def repeated_transfer_message(info: Mapping[str, Any], human_size: str) -> str:
     """The finding text for the same data moved at every step (truthful about whether it copies here)."""
     single = info.get("tensors", 1) == 1
-    what = "the same tensor" if single else f"the same {info['tensors']} tensors"
     if info.get("copies"):
-        cost = f"each call copies {human_size} from {info['src']} to {info['dst']}"
+        cost = t("each call copies {0} from {1} to {2}", human_size, info["src"], info["dst"])
     else:
-        cost = (
-            f"here it is a no-op ({info['src']} to {info['dst']}), but on an accelerator each call copies "
-            f"{human_size} per step"
+        cost = t(
+            "here it is a no-op ({0} to {1}), but on an accelerator each call copies {2} per step",
+            info["src"],
+            info["dst"],
+            human_size,
         )
-    return (
-        f"{what} ({human_size}) {'is' if single else 'are'} moved with .to()/.cuda() at every training step "
-        f"({info['steps']} steps seen): "
-        f"{cost}; move it once, before the loop"
+    if single:
+        return t(
+            "the same tensor ({size}) is moved with .to()/.cuda() at every training step ({steps} steps seen): "
+            "{cost}; move it once, before the loop",
+            size=human_size,
+            steps=info["steps"],
+            cost=cost,
+        )
+    return t(
+        "the same {count} tensors ({size}) are moved with .to()/.cuda() at every training step ({steps} steps seen): "
+        "{cost}; move it once, before the loop",
+        count=info["tensors"],
+        size=human_size,
+        steps=info["steps"],
+        cost=cost,
     )

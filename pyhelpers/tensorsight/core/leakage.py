@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tensorsight.core.l10n import t
+
 MAX_ROWS = 5_000_000
 MAX_HASH_WORDS = 64
 LABEL_SAMPLE_ROWS = 200_000
@@ -303,7 +305,7 @@ def _plain(value: Any) -> Any:
 
 
 def _share(count: int, total: int) -> str:
-    return f"{count:,} of {total:,}" + (f" ({100.0 * count / total:.1f}%)" if total else "")
+    return t("{0} of {1}", f"{count:,}", f"{total:,}") + (f" ({100.0 * count / total:.1f}%)" if total else "")
 
 
 def _overlap_severity(count: int, total: int) -> str:
@@ -374,13 +376,21 @@ def check_id_overlap(a: SplitData, b: SplitData) -> LeakageIssue | None:
     examples = tuple(_plain(v) for v in shown_b[np.nonzero(mask)[0][:EXAMPLES]])
     shown = ", ".join(map(str, examples))
     if what == "rows":
-        message = (
-            f"{_share(count, len(ids_b))} {b.name} samples are the same rows of one array as {a.name} samples "
-            f"(rows {shown}...): the splits were sliced or indexed out of one dataset with "
-            "overlapping ranges; make the ranges disjoint (or use random_split)"
+        message = t(
+            "{share} {b} samples are the same rows of one array as {a} samples "
+            "(rows {shown}...): the splits were sliced or indexed out of one dataset with "
+            "overlapping ranges; make the ranges disjoint (or use random_split)",
+            share=_share(count, len(ids_b)),
+            b=b.name,
+            a=a.name,
+            shown=shown,
         )
+    elif what == "ids":
+        message = t("{0} {1} ids also appear in {2} (e.g. {3})", _share(count, len(ids_b)), b.name, a.name, shown)
     else:
-        message = f"{_share(count, len(ids_b))} {b.name} {what} also appear in {a.name} (e.g. {shown})"
+        message = t(
+            "{0} {1} dataset indices also appear in {2} (e.g. {3})", _share(count, len(ids_b)), b.name, a.name, shown
+        )
     return LeakageIssue(
         "id-overlap",
         _overlap_severity(count, len(ids_b)),
@@ -433,7 +443,7 @@ def check_duplicates(a: SplitData, b: SplitData) -> LeakageIssue | None:
     return LeakageIssue(
         "duplicates",
         _overlap_severity(count, total),
-        f"{_share(count, total)} {b.name} samples are exact copies of {a.name} samples (e.g. {shown})",
+        t("{0} {1} samples are exact copies of {2} samples (e.g. {3})", _share(count, total), b.name, a.name, shown),
         (a.name, b.name),
         count,
         total,
@@ -461,8 +471,14 @@ def check_temporal(train: SplitData, other: SplitData) -> LeakageIssue | None:
     return LeakageIssue(
         "temporal",
         "warning",
-        f"{_share(earlier, len(t_other))} {other.name} samples are dated before the latest {train.name} sample "
-        f"({_plain(latest)}): the model trains on the future of what it is evaluated on; split by time instead",
+        t(
+            "{share} {other} samples are dated before the latest {train} sample "
+            "({latest}): the model trains on the future of what it is evaluated on; split by time instead",
+            share=_share(earlier, len(t_other)),
+            other=other.name,
+            train=train.name,
+            latest=_plain(latest),
+        ),
         (train.name, other.name),
         earlier,
         len(t_other),
@@ -528,7 +544,7 @@ def check_label_columns(split: SplitData) -> list[LeakageIssue]:
                 LeakageIssue(
                     "label-copy",
                     "error",
-                    f"feature {name} of {split.name} is identical to the label: the model can read the answer",
+                    t("feature {0} of {1} is identical to the label: the model can read the answer", name, split.name),
                     (split.name,),
                     n,
                     n,
@@ -545,8 +561,13 @@ def check_label_columns(split: SplitData) -> list[LeakageIssue]:
                         LeakageIssue(
                             "label-linear",
                             "error",
-                            f"feature {name} of {split.name} is an exact linear function of the label "
-                            f"(correlation {r:+.5f}): it was probably computed from the label",
+                            t(
+                                "feature {0} of {1} is an exact linear function of the label "
+                                "(correlation {2}): it was probably computed from the label",
+                                name,
+                                split.name,
+                                f"{r:+.5f}",
+                            ),
                             (split.name,),
                             n,
                             n,
@@ -566,8 +587,13 @@ def check_label_columns(split: SplitData) -> list[LeakageIssue]:
                 LeakageIssue(
                     "label-predictor",
                     "warning",
-                    f"feature {name} of {split.name} determines the label: each of its {x_values} values always "
-                    "comes with the same label (a proxy of the target?)",
+                    t(
+                        "feature {0} of {1} determines the label: each of its {2} values always "
+                        "comes with the same label (a proxy of the target?)",
+                        name,
+                        split.name,
+                        x_values,
+                    ),
                     (split.name,),
                     len(sample),
                     len(sample),

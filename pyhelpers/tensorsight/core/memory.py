@@ -18,6 +18,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from tensorsight.core.l10n import t
 from tensorsight.core.notation import format_bytes
 
 _UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4}
@@ -71,25 +72,31 @@ def rank_oom_remedies(facts: OomFacts) -> list[Remedy]:
     if facts.retained_graph_name:
         remedies.append(
             Remedy(
-                f"stop keeping autograd graphs alive: accumulate `{facts.retained_graph_name}` with loss.item()",
-                f"`{facts.retained_graph_name}` holds the graph of every step",
+                t("stop keeping autograd graphs alive: accumulate `{0}` with loss.item()", facts.retained_graph_name),
+                t("`{0}` holds the graph of every step", facts.retained_graph_name),
                 100.0,
             )
         )
     if facts.growth_per_step and facts.growth_per_step > 0 and facts.steps_completed >= 2:
         remedies.append(
             Remedy(
-                "free what each step leaves behind: log with .item(), del large tensors, don't append outputs to lists",
-                f"allocated memory grew by {format_bytes(facts.growth_per_step)} per step over "
-                f"{facts.steps_completed} steps",
+                t(
+                    "free what each step leaves behind: log with .item(), del large tensors, "
+                    "don't append outputs to lists"
+                ),
+                t(
+                    "allocated memory grew by {0} per step over {1} steps",
+                    format_bytes(facts.growth_per_step),
+                    facts.steps_completed,
+                ),
                 90.0,
             )
         )
     if facts.in_eval_with_grad:
         remedies.append(
             Remedy(
-                "wrap evaluation in torch.no_grad() (or torch.inference_mode())",
-                "the error happened in an eval-mode forward that was recording an autograd graph",
+                t("wrap evaluation in torch.no_grad() (or torch.inference_mode())"),
+                t("the error happened in an eval-mode forward that was recording an autograd graph"),
                 95.0,
             )
         )
@@ -97,45 +104,48 @@ def rank_oom_remedies(facts: OomFacts) -> list[Remedy]:
     if (capacity and unallocated > 0.1 * capacity) or (facts.requested and unallocated > facts.requested):
         remedies.append(
             Remedy(
-                "reduce fragmentation: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before starting",
-                f"{format_bytes(unallocated)} is reserved by PyTorch but unallocated",
+                t("reduce fragmentation: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before starting"),
+                t("{0} is reserved by PyTorch but unallocated", format_bytes(unallocated)),
                 80.0 if capacity and unallocated > 0.2 * capacity else 40.0,
             )
         )
     model_heavy = bool(facts.parameter_bytes and capacity and facts.parameter_bytes * 4 > 0.5 * capacity)
     first_step = facts.steps_completed == 0
     batch_why = (
-        "the first step did not fit"
+        t("the first step did not fit")
         if first_step
-        else f"the error came after {facts.steps_completed} steps without steady growth: a larger batch/sequence"
+        else t("the error came after {0} steps without steady growth: a larger batch/sequence", facts.steps_completed)
     )
     remedies.append(
         Remedy(
-            "reduce the batch size (keep the effective batch with gradient accumulation)",
+            t("reduce the batch size (keep the effective batch with gradient accumulation)"),
             batch_why,
             70.0 if not model_heavy else 50.0,
         )
     )
     remedies.append(
         Remedy(
-            'use mixed precision: with torch.autocast("cuda", dtype=torch.bfloat16): (halves activations)',
-            f"parameters, gradients and optimizer state need about {format_bytes((facts.parameter_bytes or 0) * 4)}"
+            t('use mixed precision: with torch.autocast("cuda", dtype=torch.bfloat16): (halves activations)'),
+            t(
+                "parameters, gradients and optimizer state need about {0}",
+                format_bytes((facts.parameter_bytes or 0) * 4),
+            )
             if facts.parameter_bytes
-            else "activations and weights in 16-bit take half the memory",
+            else t("activations and weights in 16-bit take half the memory"),
             65.0 if model_heavy else 60.0,
         )
     )
     remedies.append(
         Remedy(
-            "trade compute for memory with gradient checkpointing (torch.utils.checkpoint.checkpoint)",
-            "activations of the checkpointed blocks are recomputed in backward instead of stored",
+            t("trade compute for memory with gradient checkpointing (torch.utils.checkpoint.checkpoint)"),
+            t("activations of the checkpointed blocks are recomputed in backward instead of stored"),
             55.0,
         )
     )
     remedies.append(
         Remedy(
-            "call torch.cuda.empty_cache() only between phases (it does not free live tensors)",
-            "returns cached blocks to the driver for other processes",
+            t("call torch.cuda.empty_cache() only between phases (it does not free live tensors)"),
+            t("returns cached blocks to the driver for other processes"),
             10.0,
         )
     )
@@ -146,13 +156,13 @@ def oom_summary(facts: OomFacts) -> str:
     """One line with the figures of an OOM error."""
     parts = []
     if facts.requested is not None:
-        parts.append(f"tried to allocate {format_bytes(facts.requested)}")
+        parts.append(t("tried to allocate {0}", format_bytes(facts.requested)))
     if facts.allocated is not None:
-        parts.append(f"{format_bytes(facts.allocated)} allocated by PyTorch")
+        parts.append(t("{0} allocated by PyTorch", format_bytes(facts.allocated)))
     if facts.reserved_unallocated is not None:
-        parts.append(f"{format_bytes(facts.reserved_unallocated)} reserved but unallocated")
+        parts.append(t("{0} reserved but unallocated", format_bytes(facts.reserved_unallocated)))
     if facts.capacity is not None:
-        parts.append(f"capacity {format_bytes(facts.capacity)}")
+        parts.append(t("capacity {0}", format_bytes(facts.capacity)))
     return ", ".join(parts)
 
 

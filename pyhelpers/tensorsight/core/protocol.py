@@ -30,6 +30,10 @@ ENV_HUB = "TENSORSIGHT_HUB"  # "127.0.0.1:PORT" of the session's hub listener (s
 ENV_TOKEN = "TENSORSIGHT_TOKEN"  # the session's secret, sent in the hello
 ENV_OPTIONS = "TENSORSIGHT_OPTIONS"  # JSON object of launch options (LAUNCH_OPTIONS)
 ENV_SESSION = "TENSORSIGHT_SESSION"  # the editor's session id (set by the extension; informational for the agent)
+# the editor's display language (vscode.env.language, e.g. "es"): the words the agent, the CLI tools and the server
+# write (core/l10n); the extension sets it for the debuggee, the tools and the server (which prefers the LSP
+# initialize request's locale)
+ENV_LOCALE = "TENSORSIGHT_LOCALE"
 # torchrun's contract, read by the agent to know its rank without importing torch
 ENV_RANK = "RANK"
 ENV_WORLD_SIZE = "WORLD_SIZE"
@@ -40,9 +44,9 @@ ENV_LOCAL_RANK = "LOCAL_RANK"
 ENV_BUNDLED_LIBS = "TENSORSIGHT_BUNDLED_LIBS"
 ENV_LOG_LEVEL = "TENSORSIGHT_LOG_LEVEL"  # the server's stderr logging level, e.g. "INFO"
 
-AGENT_ENVIRONMENT = (ENV_HUB, ENV_TOKEN, ENV_OPTIONS, ENV_SESSION)
+AGENT_ENVIRONMENT = (ENV_HUB, ENV_TOKEN, ENV_OPTIONS, ENV_SESSION, ENV_LOCALE)
 LAUNCHER_ENVIRONMENT = (ENV_RANK, ENV_WORLD_SIZE, ENV_LOCAL_RANK)
-SERVER_ENVIRONMENT = (ENV_BUNDLED_LIBS, ENV_LOG_LEVEL)
+SERVER_ENVIRONMENT = (ENV_BUNDLED_LIBS, ENV_LOG_LEVEL, ENV_LOCALE)
 
 
 # ---------------------------------------------------------------------------------------------- launch options

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 
 RANK_STATES = ("running", "stopped", "waiting")
 VERDICTS = ("running", "stopped", "waiting", "hung", "silent")
@@ -125,15 +126,21 @@ def classify_ranks(states: Mapping[int, RankState], now: float, *, hang_after: f
     verdicts: dict[int, RankVerdict] = {}
     for rank, state in sorted(states.items()):
         where = state.where()
-        at = f" at {where}" if where else ""
+        at = t(" at {0}", where) if where else ""
         if rank in silent:
             verdicts[rank] = RankVerdict(
-                rank, "silent", f"rank {rank} has sent no report for {now - state.seen:.0f} s: exited, killed or frozen"
+                rank,
+                "silent",
+                t(
+                    "rank {0} has sent no report for {1} s: exited, killed or frozen",
+                    rank,
+                    f"{now - state.seen:.0f}",
+                ),
             )
         elif state.state == "stopped":
-            verdicts[rank] = RankVerdict(rank, "stopped", f"rank {rank} is stopped in the debugger{at}")
+            verdicts[rank] = RankVerdict(rank, "stopped", t("rank {0} is stopped in the debugger{1}", rank, at))
         elif state.state == "running":
-            verdicts[rank] = RankVerdict(rank, "running", f"rank {rank} is running")
+            verdicts[rank] = RankVerdict(rank, "running", t("rank {0} is running", rank))
         else:
             verdicts[rank] = _waiting_verdict(
                 state, now, at, [r for r in stopped if r != rank], sorted(silent), running, hang_after
@@ -152,34 +159,51 @@ def _waiting_verdict(
 ) -> RankVerdict:
     rank = state.rank
     waited = max(0.0, now - state.since)
-    inside = f" in {state.blocked_in}" if state.blocked_in else " in a collective"
+    inside = t(" in {0}", state.blocked_in) if state.blocked_in else t(" in a collective")
     if stopped:
         who = _rank_list(stopped)
-        verb = "is" if len(stopped) == 1 else "are"
-        return RankVerdict(
-            rank,
-            "waiting",
-            f"rank {rank} is waiting{inside}{at} for {who}, which {verb} stopped in the debugger (not hung)",
-            tuple(stopped),
+        waiting = (
+            t("rank {0} is waiting{1}{2} for {3}, which is stopped in the debugger (not hung)", rank, inside, at, who)
+            if len(stopped) == 1
+            else t(
+                "rank {0} is waiting{1}{2} for {3}, which are stopped in the debugger (not hung)", rank, inside, at, who
+            )
         )
+        return RankVerdict(rank, "waiting", waiting, tuple(stopped))
     if silent:
         return RankVerdict(
             rank,
             "hung",
-            f"rank {rank} has waited {waited:.0f} s{inside}{at} for {_rank_list(silent)}, which stopped reporting",
+            t(
+                "rank {0} has waited {1} s{2}{3} for {4}, which stopped reporting",
+                rank,
+                f"{waited:.0f}",
+                inside,
+                at,
+                _rank_list(silent),
+            ),
             tuple(silent),
         )
     if waited >= hang_after:
-        suspects = f"; {_rank_list(running)} never joined it" if running else ""
+        suspects = t("; {0} never joined it", _rank_list(running)) if running else ""
         return RankVerdict(
             rank,
             "hung",
-            f"rank {rank} has waited {waited:.0f} s{inside}{at} and no rank is stopped in the debugger: "
-            f"the job looks hung{suspects}",
+            t(
+                "rank {0} has waited {1} s{2}{3} and no rank is stopped in the debugger: the job looks hung{4}",
+                rank,
+                f"{waited:.0f}",
+                inside,
+                at,
+                suspects,
+            ),
             tuple(running),
         )
     return RankVerdict(
-        rank, "waiting", f"rank {rank} is waiting{inside}{at} for the other ranks ({waited:.0f} s)", tuple(running)
+        rank,
+        "waiting",
+        t("rank {0} is waiting{1}{2} for the other ranks ({3} s)", rank, inside, at, f"{waited:.0f}"),
+        tuple(running),
     )
 
 
@@ -206,7 +230,8 @@ def hang_findings(verdicts: Mapping[int, RankVerdict], states: Mapping[int, Rank
 
 
 def _rank_list(ranks: Sequence[int]) -> str:
-    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(str(r) for r in ranks)
+    listed = ", ".join(str(r) for r in ranks)
+    return t("rank {0}", listed) if len(ranks) == 1 else t("ranks {0}", listed)
 
 
 # ---- divergence ---------------------------------------------------------------------------------------------------
@@ -284,10 +309,15 @@ def _nonfinite_divergence(
             return Finding(
                 kind="dynamics",
                 severity="error",
-                message=(
-                    f"rank {rank}'s {metric} became {_describe(series[rank][step])} at step {step} while "
-                    f"{_rank_list(good)} stayed finite: the problem starts on rank {rank} "
-                    "(its data shard or its own computation)"
+                message=t(
+                    "rank {rank}'s {metric} became {value} at step {step} while "
+                    "{good} stayed finite: the problem starts on rank {rank} "
+                    "(its data shard or its own computation)",
+                    rank=rank,
+                    metric=metric,
+                    value=_describe(series[rank][step]),
+                    step=step,
+                    good=_rank_list(good),
                 ),
                 file=file,
                 line=line,
@@ -342,13 +372,18 @@ def _drift_finding(
     others = [r for r in ranks if r != culprit]
     mine = statistics.median(series[culprit][s] for s in recent)
     theirs = statistics.median(series[r][s] for r in others for s in recent)
-    span = f"step {recent[0]}" if len(recent) == 1 else f"steps {recent[0]}–{recent[-1]}"
+    span = t("step {0}", recent[0]) if len(recent) == 1 else t("steps {0}–{1}", recent[0], recent[-1])
     return Finding(
         kind="dynamics",
         severity="warning",
-        message=(
-            f"rank {culprit}'s {metric} diverges from the other ranks: {mine:.4g} against {theirs:.4g} "
-            f"({'median of ' if len(others) > 1 else ''}{_rank_list(others)}) over {span}"
+        message=t(
+            "rank {rank}'s {metric} diverges from the other ranks: {mine} against {theirs} ({others}) over {span}",
+            rank=culprit,
+            metric=metric,
+            mine=f"{mine:.4g}",
+            theirs=f"{theirs:.4g}",
+            others=t("median of {0}", _rank_list(others)) if len(others) > 1 else _rank_list(others),
+            span=span,
         ),
         file=file,
         line=line,

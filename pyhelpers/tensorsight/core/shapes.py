@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tensorsight.core.l10n import t
 from tensorsight.core.notation import format_bytes, shape_text
 
 Shape = tuple[int, ...]
@@ -162,10 +163,10 @@ class BroadcastProblem:
 
 def _fix_hint(first: Shape, second: Shape) -> str:
     if len(first) == len(second) + 1 and first[-1] == 1 and tuple(first[:-1]) == tuple(second):
-        return "use .squeeze(-1) on the first operand (or .unsqueeze(-1) on the second) so both shapes match"
+        return t("use .squeeze(-1) on the first operand (or .unsqueeze(-1) on the second) so both shapes match")
     if len(second) == len(first) + 1 and second[-1] == 1 and tuple(second[:-1]) == tuple(first):
-        return "use .squeeze(-1) on the second operand (or .unsqueeze(-1) on the first) so both shapes match"
-    return "make both shapes equal before the operation"
+        return t("use .squeeze(-1) on the second operand (or .unsqueeze(-1) on the first) so both shapes match")
+    return t("make both shapes equal before the operation")
 
 
 def loss_broadcast_problem(input_shape: Sequence[int], target_shape: Sequence[int]) -> BroadcastProblem | None:
@@ -185,9 +186,16 @@ def loss_broadcast_problem(input_shape: Sequence[int], target_shape: Sequence[in
         first,
         second,
         result,
-        f"prediction {list(first)} and target {list(second)} broadcast to {list(result)}: "
-        f"the loss compares every prediction with every target ({numel(result):,} pairs instead of "
-        f"{max(numel(first), numel(second)):,}); {_fix_hint(first, second)}",
+        t(
+            "prediction {first} and target {second} broadcast to {result}: "
+            "the loss compares every prediction with every target ({pairs} pairs instead of {expected}); {hint}",
+            first=list(first),
+            second=list(second),
+            result=list(result),
+            pairs=f"{numel(result):,}",
+            expected=f"{max(numel(first), numel(second)):,}",
+            hint=_fix_hint(first, second),
+        ),
     )
 
 
@@ -207,8 +215,15 @@ def elementwise_broadcast_problem(a: Sequence[int], b: Sequence[int]) -> Broadca
         first,
         second,
         result,
-        f"operands {list(first)} and {list(second)} silently broadcast to {list(result)} "
-        f"({numel(result):,} elements from {max(numel(first), numel(second)):,}); {_fix_hint(first, second)}",
+        t(
+            "operands {first} and {second} silently broadcast to {result} ({elements} elements from {largest}); {hint}",
+            first=list(first),
+            second=list(second),
+            result=list(result),
+            elements=f"{numel(result):,}",
+            largest=f"{max(numel(first), numel(second)):,}",
+            hint=_fix_hint(first, second),
+        ),
     )
 
 
@@ -243,10 +258,19 @@ def reduction_broadcast_problem(
         reduced_shape,
         other_shape,
         result,
-        f"{list(reduced_shape)} is the {reduction} of a {list(source_shape)} tensor over dim {where} without "
-        f"keepdim, so broadcasting lines it up with the last dims of {list(other_shape)} instead of the dims it came "
-        f"from (result {list(result)}); reduce with keepdim=True (or .unsqueeze({dropped[0]}) it) so each value meets "
-        "its own row",
+        t(
+            "{reduced} is the {reduction} of a {source} tensor over dim {dims} without "
+            "keepdim, so broadcasting lines it up with the last dims of {other} instead of the dims it came "
+            "from (result {result}); reduce with keepdim=True (or .unsqueeze({dim}) it) so each value meets "
+            "its own row",
+            reduced=list(reduced_shape),
+            reduction=reduction,
+            source=list(source_shape),
+            dims=where,
+            other=list(other_shape),
+            result=list(result),
+            dim=dropped[0],
+        ),
     )
 
 
@@ -272,18 +296,18 @@ def _parse_matmul(m: re.Match[str]) -> ShapeError:
     b = (int(m["b0"]), int(m["b1"]))
     return ShapeError(
         "matmul",
-        f"a matrix product got {a[0]}x{a[1]} and {b[0]}x{b[1]}: the inner sizes {a[1]} and {b[0]} differ",
+        t("a matrix product got {0}x{1} and {2}x{3}: the inner sizes {1} and {2} differ", a[0], a[1], b[0], b[1]),
         {"mat1": a, "mat2": b},
-        f"the input's last dimension is {a[1]} but the layer expects {b[0]}",
+        t("the input's last dimension is {0} but the layer expects {1}", a[1], b[0]),
     )
 
 
 def _parse_broadcast(m: re.Match[str]) -> ShapeError:
     return ShapeError(
         "broadcast",
-        f"elementwise operands disagree at dimension {m['dim']}: {m['a']} vs {m['b']}",
+        t("elementwise operands disagree at dimension {0}: {1} vs {2}", m["dim"], m["a"], m["b"]),
         {},
-        "make the operands' shapes equal (or 1) in that dimension",
+        t("make the operands' shapes equal (or 1) in that dimension"),
     )
 
 
@@ -292,9 +316,9 @@ def _parse_conv_channels(m: re.Match[str]) -> ShapeError:
     given = _dims(m["input"])
     return ShapeError(
         "conv-channels",
-        f"the convolution expects {m['want']} input channels but got {m['got']} (input {list(given)})",
+        t("the convolution expects {0} input channels but got {1} (input {2})", m["want"], m["got"], list(given)),
         {"weight": weight, "input": given},
-        "set in_channels to the data's channel count, or check the input layout is [N, C, H, W]",
+        t("set in_channels to the data's channel count, or check the input layout is [N, C, H, W]"),
     )
 
 
@@ -302,9 +326,9 @@ def _parse_conv_rank(m: re.Match[str]) -> ShapeError:
     given = _dims(m["input"])
     return ShapeError(
         "conv-input-rank",
-        f"{m['op']} expects {m['want']} input but got shape {list(given)}",
+        t("{0} expects {1} input but got shape {2}", m["op"], m["want"], list(given)),
         {"input": given},
-        "reshape the input to [N, C, ...] (e.g. x.view(N, C, H, W)) before the convolution",
+        t("reshape the input to [N, C, ...] (e.g. x.view(N, C, H, W)) before the convolution"),
     )
 
 
@@ -314,27 +338,27 @@ def _parse_view(m: re.Match[str]) -> ShapeError:
     known = numel(d for d in target if d != -1)
     return ShapeError(
         "view",
-        f"cannot view {size:,} elements as {list(target)} ({known:,} elements)",
+        t("cannot view {0} elements as {1} ({2} elements)", f"{size:,}", list(target), f"{known:,}"),
         {"target": target},
-        "check the batch size and feature sizes; use -1 for the dimension to infer (e.g. x.view(x.size(0), -1))",
+        t("check the batch size and feature sizes; use -1 for the dimension to infer (e.g. x.view(x.size(0), -1))"),
     )
 
 
 def _parse_view_stride(m: re.Match[str]) -> ShapeError:
     return ShapeError(
         "view-stride",
-        "view() on a non-contiguous tensor (after transpose/permute)",
+        t("view() on a non-contiguous tensor (after transpose/permute)"),
         {},
-        "use .reshape(...) or call .contiguous() before .view(...)",
+        t("use .reshape(...) or call .contiguous() before .view(...)"),
     )
 
 
 def _parse_batch(m: re.Match[str]) -> ShapeError:
     return ShapeError(
         "batch-size",
-        f"the prediction has batch size {m['a']} but the target has {m['b']}",
+        t("the prediction has batch size {0} but the target has {1}", m["a"], m["b"]),
         {},
-        "the model output and the labels must come from the same batch (check reshapes that fold the batch)",
+        t("the model output and the labels must come from the same batch (check reshapes that fold the batch)"),
     )
 
 
@@ -342,7 +366,7 @@ def _parse_target_size(m: re.Match[str]) -> ShapeError:
     target, given = _dims(m["target"]), _dims(m["input"])
     return ShapeError(
         "target-size",
-        f"the loss got prediction {list(given)} and target {list(target)}",
+        t("the loss got prediction {0} and target {1}", list(given), list(target)),
         {"input": given, "target": target},
         _fix_hint(given, target),
     )
@@ -351,16 +375,24 @@ def _parse_target_size(m: re.Match[str]) -> ShapeError:
 def _parse_cat(m: re.Match[str]) -> ShapeError:
     return ShapeError(
         "cat",
-        f"tensors to concatenate differ outside dimension {m['dim']}: size {m['want']} vs {m['got']} "
-        f"(tensor number {m['index']} in the list)",
+        t(
+            "tensors to concatenate differ outside dimension {0}: size {1} vs {2} (tensor number {3} in the list)",
+            m["dim"],
+            m["want"],
+            m["got"],
+            m["index"],
+        ),
         {},
-        "only the concatenation dimension may differ",
+        t("only the concatenation dimension may differ"),
     )
 
 
 def _parse_cat_rank(m: re.Match[str]) -> ShapeError:
     return ShapeError(
-        "cat-rank", f"tensors to concatenate have {m['a']} and {m['b']} dimensions", {}, "unsqueeze/reshape first"
+        "cat-rank",
+        t("tensors to concatenate have {0} and {1} dimensions", m["a"], m["b"]),
+        {},
+        t("unsqueeze/reshape first"),
     )
 
 
@@ -368,18 +400,18 @@ def _parse_layernorm(m: re.Match[str]) -> ShapeError:
     norm, given = _dims(m["norm"]), _dims(m["input"])
     return ShapeError(
         "layernorm",
-        f"LayerNorm normalises over {list(norm)} but the input is {list(given)}",
+        t("LayerNorm normalises over {0} but the input is {1}", list(norm), list(given)),
         {"normalized_shape": norm, "input": given},
-        "normalized_shape must equal the input's last dimensions",
+        t("normalized_shape must equal the input's last dimensions"),
     )
 
 
 def _parse_batchnorm(m: re.Match[str]) -> ShapeError:
     return ShapeError(
         "batchnorm",
-        f"BatchNorm has {m['want']} features but the input has {m['got']} channels",
+        t("BatchNorm has {0} features but the input has {1} channels", m["want"], m["got"]),
         {},
-        "num_features must equal the input's channel dimension (dim 1)",
+        t("num_features must equal the input's channel dimension (dim 1)"),
     )
 
 
@@ -387,18 +419,18 @@ def _parse_expand(m: re.Match[str]) -> ShapeError:
     target, given = _dims(m["target"]), _dims(m["given"])
     return ShapeError(
         "expand",
-        f"cannot expand {list(given)} to {list(target)}",
+        t("cannot expand {0} to {1}", list(given), list(target)),
         {"target": target, "tensor": given},
-        "only size-1 dimensions can be expanded",
+        t("only size-1 dimensions can be expanded"),
     )
 
 
 def _parse_rnn(m: re.Match[str]) -> ShapeError:
     return ShapeError(
         "rnn-input",
-        f"the recurrent layer expects {m['want']} input features but got {m['got']}",
+        t("the recurrent layer expects {0} input features but got {1}", m["want"], m["got"]),
         {},
-        "input_size must equal the last dimension; check batch_first",
+        t("input_size must equal the last dimension; check batch_first"),
     )
 
 
@@ -406,27 +438,27 @@ def _parse_bmm(m: re.Match[str]) -> ShapeError:
     want, got = _dims(m["want"]), _dims(m["got"])
     return ShapeError(
         "matmul",
-        f"a batched matrix product expected the second operand to start with {list(want)} but got {list(got)}",
+        t("a batched matrix product expected the second operand to start with {0} but got {1}", list(want), list(got)),
         {"expected": want, "got": got},
-        "the batch sizes must match and the inner sizes must agree",
+        t("the batch sizes must match and the inner sizes must agree"),
     )
 
 
 def _parse_mv(m: re.Match[str]) -> ShapeError:
     return ShapeError(
         "matmul",
-        f"matrix-vector product: matrix {m['mat']} and vector ({m['vec']})",
+        t("matrix-vector product: matrix {0} and vector ({1})", m["mat"], m["vec"]),
         {},
-        "the vector's length must equal the matrix's columns",
+        t("the vector's length must equal the matrix's columns"),
     )
 
 
 def _parse_kernel(m: re.Match[str]) -> ShapeError:
     return ShapeError(
         "kernel-size",
-        f"the input ({m['input']}) is smaller than the kernel ({m['kernel']})",
+        t("the input ({0}) is smaller than the kernel ({1})", m["input"], m["kernel"]),
         {},
-        "the image shrank too much before this layer: pad, use a smaller kernel, or fewer poolings",
+        t("the image shrank too much before this layer: pad, use a smaller kernel, or fewer poolings"),
     )
 
 

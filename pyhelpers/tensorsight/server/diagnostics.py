@@ -19,6 +19,7 @@ from lsprotocol import types
 
 from tensorsight.core import rules
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 from tensorsight.server.runtime_view import normalize_path
 
 SOURCE_STATIC = "TensorSight"
@@ -82,8 +83,8 @@ def to_diagnostic(finding: Finding, lines: Sequence[str], source: str, units: Un
     extras = [
         text
         for text in (
-            f"step {finding.step}" if finding.step is not None else "",
-            f"rank {finding.rank}" if finding.rank is not None else "",
+            t("step {0}", finding.step) if finding.step is not None else "",
+            t("rank {0}", finding.rank) if finding.rank is not None else "",
         )
         if text and text not in message  # the producer may have said it already
     ]

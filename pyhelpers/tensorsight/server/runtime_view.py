@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import mark, t
 from tensorsight.core.phases import PhaseTally
 from tensorsight.core.ranks import RankState
 from tensorsight.server.rank_book import HANG_AFTER_SECONDS, RankBook, RankCheck
@@ -69,7 +70,13 @@ class TimerSeen:
 
     def text(self) -> str:
         mean = self.total / self.calls
-        return f"`{self.name}` last {_milliseconds(self.last)}, mean {_milliseconds(mean)} over {self.calls} call(s)"
+        return t(
+            "`{name}` last {last}, mean {mean} over {calls} call(s)",
+            name=self.name,
+            last=_milliseconds(self.last),
+            mean=_milliseconds(mean),
+            calls=self.calls,
+        )
 
 
 @dataclass
@@ -91,19 +98,19 @@ class PhaseBreakdown:
         seconds, steps = self.summary if self.summary is not None else self.tally.breakdown()
         total = sum(seconds.values())
         if total <= 0 or steps <= 0:
-            return "TensorSight · training loop: no time measured yet"
+            return t("TensorSight · training loop: no time measured yet")
         parts = [f"{name} {100.0 * seconds.get(name, 0.0) / total:.0f}%" for name in PHASE_ORDER]
         extra = sorted(set(seconds) - set(PHASE_ORDER))
         parts += [f"{name} {100.0 * seconds[name] / total:.0f}%" for name in extra]
         per_step = 1000.0 * total / steps
-        where = f"{steps} steps" if self.final else f"step {self.last_step}" if self.last_step else ""
+        where = t("{0} steps", steps) if self.final else t("step {0}", self.last_step) if self.last_step else ""
         suffix = f" ({where})" if where else ""
-        return f"TensorSight · {' · '.join(parts)} — {per_step:.1f} ms/step{suffix}"
+        return t("TensorSight · {phases} — {ms} ms/step", phases=" · ".join(parts), ms=f"{per_step:.1f}") + suffix
 
 
-NO_RUN_TITLE = "TensorSight · training loop — run it with Debug Training to see where each step's time goes"
+NO_RUN_TITLE = mark("TensorSight · training loop — run it with Debug Training to see where each step's time goes")
 # while a live session runs the file and no step has been measured yet (the hello came, the first phases not)
-WAITING_TITLE = "TensorSight · training loop — measuring… waiting for the first step"
+WAITING_TITLE = mark("TensorSight · training loop — measuring… waiting for the first step")
 
 
 @dataclass
@@ -301,14 +308,14 @@ class RuntimeView:
     def _on_nonfinite(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
         path = _str(event.get("file"), "file")
         line = _line(event.get("line"))
-        op = _optional_str(event.get("op")) or "an operation"
+        op = _optional_str(event.get("op")) or t("an operation")
         counts = ", ".join(
             f"{_int(event.get(key), key)} {label}"
             for key, label in (("nan", "NaN"), ("posinf", "+Inf"), ("neginf", "-Inf"))
             if event.get(key)
         )
         message = _optional_str(event.get("message")) or (
-            f"first non-finite value produced here by {op}" + (f" ({counts})" if counts else "")
+            t("first non-finite value produced here by {0}", op) + (f" ({counts})" if counts else "")
         )
         details: dict[str, Any] = {"code": "nonfinite"}
         for key in ("op", "module", "phase", "nan", "posinf", "neginf"):
@@ -412,25 +419,25 @@ class RuntimeView:
             named = [s for s in shapes if s.name == word] or one_of
             shapes = named or ([s for s in shapes if s.name is None] if len(shapes) == 1 else [])
         for seen in shapes[:3]:
-            label = f"`{seen.name}`" if seen.name else "this line"
-            where = f" at step {seen.step}" if seen.step is not None else ""
-            parts.append(f"**TensorSight** · last observed {label}{where}: `{seen.text}`")
+            label = f"`{seen.name}`" if seen.name else t("this line")
+            where = t(" at step {0}", seen.step) if seen.step is not None else ""
+            parts.append(t("**TensorSight** · last observed {0}{1}: `{2}`", label, where, seen.text))
             facts = [f for f in (seen.dtype, seen.device) if f]
             if facts:
                 parts.append(" · ".join(facts))
             if seen.summary:
                 parts.append(f"`{seen.summary}`")
             if len(seen.texts) > 1:
-                parts.append("shapes seen here: " + ", ".join(f"`{t}`" for t in seen.texts))
+                parts.append(t("shapes seen here: {0}", ", ".join(f"`{text}`" for text in seen.texts)))
         for timer in list(self._timers.get(key, {}).get(line, {}).values())[:3]:
-            parts.append(f"**TensorSight** · timer {timer.text()}")
+            parts.append(t("**TensorSight** · timer {0}", timer.text()))
         origin = self._nonfinite.get(key, {}).get(line)
         if origin is not None:
             step = origin.get("step")
             parts.append(
-                "**TensorSight** · first NaN/Inf of the run produced here"
-                + (f" at step {step}" if step is not None else "")
-                + (f" by `{origin.get('op')}`" if origin.get("op") else "")
+                t("**TensorSight** · first NaN/Inf of the run produced here")
+                + (t(" at step {0}", step) if step is not None else "")
+                + (t(" by `{0}`", origin.get("op")) if origin.get("op") else "")
             )
         return "\n\n".join(parts) if parts else None
 
@@ -449,7 +456,7 @@ class RuntimeView:
             elif unlocated is not None:
                 lenses.append((first, unlocated.title()))
             else:
-                lenses.append((first, WAITING_TITLE if self._running(key) else NO_RUN_TITLE))
+                lenses.append((first, t(WAITING_TITLE if self._running(key) else NO_RUN_TITLE)))
         lenses.extend((line, b.title()) for line, b in located.items() if line not in used)
         return sorted(lenses)
 

@@ -37,7 +37,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from tensorsight import __version__
-from tensorsight.core import protocol
+from tensorsight.core import l10n, protocol
 from tensorsight.core.findings import Finding
 from tensorsight.core.problems import finding_from_report, one_per_bug, sourced
 from tensorsight.core.protocol import json_safe
@@ -386,6 +386,9 @@ server = TensorSightServer()
 def initialize(ls: TensorSightServer, params: types.InitializeParams) -> None:
     options = params.initialization_options
     ls.trusted = isinstance(options, dict) and options.get("trusted") is True
+    # the editor's display language (vscode-languageclient sends vscode.env.language): diagnostics, code lenses and
+    # hovers are written in it; a client that sends none leaves the environment's (protocol.ENV_LOCALE) or English
+    l10n.set_language(params.locale or os.environ.get(protocol.ENV_LOCALE))
 
 
 @server.feature(types.INITIALIZED)

@@ -47,6 +47,7 @@ from tensorsight.agent.runtime.tensor_walk import (
 )
 from tensorsight.agent.runtime.user_code import is_user_file
 from tensorsight.agent.runtime.user_libs import is_module, is_optimizer, is_tensor, loaded_numpy, loaded_torch
+from tensorsight.core.l10n import t
 from tensorsight.core.nonfinite import NONE_FOUND, NonFiniteCounts
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -121,7 +122,7 @@ def _misuse(predicate: str, problem: str) -> None:
         return
     if len(_reported_misuse) < 10 * MAX_SITES:
         _reported_misuse.add(key)
-    message = f"{expression} at {label}: {problem}; the condition is False"
+    message = t("{0} at {1}: {2}; the condition is False", expression, label, problem)
     report_once(key, message)
     events.emit("condition-error", expression=expression, message=message, location=label)
 
@@ -163,7 +164,7 @@ def _predicate(fallback: Any) -> Callable[[F], F]:
                 with _torch_functions_off():
                     return fn(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - the contract: never raise into debugpy's condition eval
-                _misuse(fn.__name__, f"failed ({type(exc).__name__}: {exc})")
+                _misuse(fn.__name__, t("failed ({0}: {1})", type(exc).__name__, exc))
                 return fallback
 
         return wrapper  # type: ignore[return-value]
@@ -279,10 +280,10 @@ def spike(x: Any, factor: float = DEFAULT_SPIKE_FACTOR, warmup: int = DEFAULT_SP
     """
     key, _ = _call_site()
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor > 0 or math.isinf(factor):
-        _misuse("spike", f"factor must be a positive number, got {factor!r}")
+        _misuse("spike", t("factor must be a positive number, got {0}", repr(factor)))
         return False
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
-        _misuse("spike", f"warmup must be a positive integer, got {warmup!r}")
+        _misuse("spike", t("warmup must be a positive integer, got {0}", repr(warmup)))
         return False
     value = _magnitude("spike", x)
     if value is None:
@@ -355,7 +356,7 @@ def grad_norm(model_or_params: Any) -> float:
 def exploding(x: Any, limit: float = 1e4) -> bool:
     """True when some element of ``x`` exceeds ``limit`` in absolute value, or is NaN/Inf."""
     if isinstance(limit, bool) or not isinstance(limit, (int, float)) or math.isnan(limit) or limit < 0:
-        _misuse("exploding", f"limit must be a non-negative number, got {limit!r}")
+        _misuse("exploding", t("limit must be a non-negative number, got {0}", repr(limit)))
         return False
     found = _gathered("exploding", x)
     if found is None:
@@ -366,10 +367,15 @@ def exploding(x: Any, limit: float = 1e4) -> bool:
         return True
     torch = loaded_torch()
     with _no_grad():
-        for t in found.tensors:
-            if t.numel() == 0 or t.device.type == "meta" or t.dtype == torch.bool or t.layout != torch.strided:
+        for tensor in found.tensors:
+            if (
+                tensor.numel() == 0
+                or tensor.device.type == "meta"
+                or tensor.dtype == torch.bool
+                or tensor.layout != torch.strided
+            ):
                 continue
-            values = t.detach()
+            values = tensor.detach()
             if values.is_complex():
                 if float(values.abs().amax()) > limit:
                     return True
@@ -481,7 +487,7 @@ def grad_missing(model_or_params: Any) -> bool:
         elif hasattr(item, "__next__"):
             params.extend(p for p in item if is_tensor(p))
         else:
-            _misuse("grad_missing", f"expected a module, optimizer or parameters; got {type_name(item)}")
+            _misuse("grad_missing", t("expected a module, optimizer or parameters; got {0}", type_name(item)))
             return False
     return any(p.requires_grad and p.is_leaf and p.grad is None for p in params)
 
@@ -497,19 +503,19 @@ def shape_is(x: Any, shape: Any) -> bool:
     """
     actual = getattr(x, "shape", None)
     if actual is None or is_module(x) or isinstance(x, (str, bytes)):
-        _misuse("shape_is", f"expected a tensor or array (something with .shape); got {type_name(x)}")
+        _misuse("shape_is", t("expected a tensor or array (something with .shape); got {0}", type_name(x)))
         return False
     if isinstance(shape, int) and not isinstance(shape, bool):
         shape = (shape,)
     if not isinstance(shape, (tuple, list)):
-        _misuse("shape_is", f"expected the shape as a tuple such as (None, 10); got {type_name(shape)}")
+        _misuse("shape_is", t("expected the shape as a tuple such as (None, 10); got {0}", type_name(shape)))
         return False
     pattern = list(shape)
     valid = all(
         p is None or p is Ellipsis or (isinstance(p, int) and not isinstance(p, bool) and p >= -1) for p in pattern
     )
     if not valid or sum(p is Ellipsis for p in pattern) > 1:
-        _misuse("shape_is", f"shape entries must be sizes, None/-1 (any) or one ...; got {tuple(pattern)!r}")
+        _misuse("shape_is", t("shape entries must be sizes, None/-1 (any) or one ...; got {0}", repr(tuple(pattern))))
         return False
     dims = [int(d) for d in actual]
     if Ellipsis in pattern:
@@ -548,7 +554,7 @@ def wrong_device(*tensors_or_modules: Any, device: Any = None) -> bool:
     try:
         wanted = torch.device(device) if torch is not None else None
     except (RuntimeError, TypeError, ValueError):
-        _misuse("wrong_device", f"device={device!r} is not a device name such as 'cuda' or 'cpu'")
+        _misuse("wrong_device", t("device={0} is not a device name such as 'cuda' or 'cpu'", repr(device)))
         return False
     if wanted is None:
         return False
@@ -596,7 +602,7 @@ def on_rank(*ranks: int) -> bool:
     for r in wanted:
         flat.extend(r if isinstance(r, (list, tuple, set, range)) else [r])
     if not all(isinstance(r, int) and not isinstance(r, bool) for r in flat):
-        _misuse("on_rank", f"ranks must be integers, got {ranks!r}")
+        _misuse("on_rank", t("ranks must be integers, got {0}", repr(ranks)))
         return False
     return rank() in flat
 

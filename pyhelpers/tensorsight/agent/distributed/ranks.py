@@ -40,6 +40,7 @@ from tensorsight.agent.runtime.identity import RankInfo
 from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
 from tensorsight.agent.runtime.user_code import user_frame
+from tensorsight.core.l10n import t
 
 POLL_SECONDS = 0.5
 DEFAULT_HEARTBEAT_SECONDS = 5.0
@@ -279,11 +280,15 @@ class RankWatchdog:
         sample = self.tracker.sample
         where = ""
         if sample is not None and sample.user_file is not None:
-            where = f" at {os.path.basename(sample.user_file)}:{sample.user_line}"
-        _write_console(
-            f"[tensorsight] rank {self.info.rank} is waiting in {sample.collective if sample else 'a collective'}"
-            f"{where}: another rank has not reached it yet (stopped in the debugger, still computing, or hung)\n"
+            where = t(" at {0}", f"{os.path.basename(sample.user_file)}:{sample.user_line}")
+        message = t(
+            "rank {rank} is waiting in {collective}{where}: another rank has not reached it yet (stopped in the "
+            "debugger, still computing, or hung)",
+            rank=self.info.rank,
+            collective=sample.collective if sample else t("a collective"),
+            where=where,
         )
+        _write_console(f"[tensorsight] {message}\n")
 
 
 def _write_console(text: str) -> None:

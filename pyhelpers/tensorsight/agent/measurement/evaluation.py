@@ -48,6 +48,7 @@ from tensorsight.agent.runtime.patches import Patches
 from tensorsight.agent.runtime.user_code import PACKAGE_ROOT, is_user_file
 from tensorsight.agent.shapes.shape_map import tensors_in
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import mark, t
 from tensorsight.core.phases import LoaderSettings
 
 Location = tuple[str, int]
@@ -62,17 +63,18 @@ CHECK = "train-mode-evaluation"
 MAX_PENDING = 256  # passes whose graph is still alive (outputs kept in a list): the oldest are let go
 MAX_LAYERS_LISTED = 6
 
-_EFFECTS = {
-    "dropout": "dropout zeroes random activations",
-    "batch norm": "batch norm normalises with each batch's own statistics and updates its running statistics "
-    "from this data",
-    "instance norm": "instance norm updates its running statistics from this data",
-    "training-dependent forward": "the forward takes its training path (it reads self.training)",
+_EFFECTS = {  # translated where the message is made (l10n.t)
+    "dropout": mark("dropout zeroes random activations"),
+    "batch norm": mark(
+        "batch norm normalises with each batch's own statistics and updates its running statistics from this data"
+    ),
+    "instance norm": mark("instance norm updates its running statistics from this data"),
+    "training-dependent forward": mark("the forward takes its training path (it reads self.training)"),
 }
 _EVIDENCE = {
-    "no_grad": "it runs under torch.no_grad()",
-    "inference_mode": "it runs under torch.inference_mode()",
-    "never-backpropagated": "its output is never backpropagated",
+    "no_grad": mark("it runs under torch.no_grad()"),
+    "inference_mode": mark("it runs under torch.inference_mode()"),
+    "never-backpropagated": mark("its output is never backpropagated"),
 }
 _SKIP, _USER, _OTHER = 0, 1, 2
 
@@ -304,17 +306,24 @@ class EvaluationWatch:
         kinds = list(dict.fromkeys(kind for _, kind in record.layers))
         names = [name for name, _ in record.layers]
         shown = ", ".join(names[:MAX_LAYERS_LISTED]) + (
-            f" and {len(names) - MAX_LAYERS_LISTED} more" if len(names) > MAX_LAYERS_LISTED else ""
+            t(" and {0} more", len(names) - MAX_LAYERS_LISTED) if len(names) > MAX_LAYERS_LISTED else ""
         )
         if held_out.get("file") is not None:
-            data = f"batches of the loader built at {os.path.basename(held_out['file'])}:{held_out['line']}"
+            data = t("batches of the loader built at {0}", f"{os.path.basename(held_out['file'])}:{held_out['line']}")
         else:
-            data = "tensors scored by a loss"
-        message = (
-            f"{model_class} is evaluated in training mode here ({_EVIDENCE[evidence]}, on {data}): {shown} "
-            f"{'is' if len(names) == 1 else 'are'} still in training mode, so {'; '.join(_EFFECTS[k] for k in kinds)}"
+            data = t("tensors scored by a loss")
+        still = (
+            t("{0} is still in training mode", shown) if len(names) == 1 else t("{0} are still in training mode", shown)
+        )
+        message = t(
+            "{model} is evaluated in training mode here ({evidence}, on {data}): {still}, so {effects}"
             ": the evaluation does not measure the model as it will be used. Call model.eval() before evaluating "
-            "and model.train() after"
+            "and model.train() after",
+            model=model_class,
+            evidence=t(_EVIDENCE[evidence]),
+            data=data,
+            still=still,
+            effects="; ".join(t(_EFFECTS[k]) for k in kinds),
         )
         details: dict[str, Any] = {
             "check": CHECK,

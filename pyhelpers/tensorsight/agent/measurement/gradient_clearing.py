@@ -37,6 +37,7 @@ from typing import Any
 from tensorsight.agent.runtime.guard import never_raise
 from tensorsight.agent.runtime.patches import Patches
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 
 UNCLEARED_STEPS = 2  # consecutive steps on uncleared gradients before the finding (one could be a warm-up trick)
 GRADLESS_STEPS = 2  # consecutive steps with no gradient on any trainable parameter (after a backward)
@@ -167,11 +168,13 @@ class ClearingWatch:
             return
         name = self._names.get(id(optimizer)) or "optimizer"
         others = [n for key, n in self._names.items() if key != id(optimizer)]
-        other_text = f" (clearing the gradients of {', '.join(others)} does not clear these)" if others else ""
-        message = (
-            f"{name}.step() applies gradients that were never cleared since its previous step{other_text}: backward() "
-            f"adds into .grad, so each step uses the sum of every earlier step's gradients; call {name}.zero_grad() "
-            "(or zero_grad() on its model) once per step"
+        other_text = t(" (clearing the gradients of {0} does not clear these)", ", ".join(others)) if others else ""
+        message = t(
+            "{name}.step() applies gradients that were never cleared since its previous step{others}: backward() "
+            "adds into .grad, so each step uses the sum of every earlier step's gradients; call {name}.zero_grad() "
+            "(or zero_grad() on its model) once per step",
+            name=name,
+            others=other_text,
         )
         details = {"check": "gradients-never-cleared", "optimizer": name, "steps": UNCLEARED_STEPS}
         self._report(Finding("training-logic", "warning", message, where[0], where[1], details=details))
@@ -195,11 +198,13 @@ class ClearingWatch:
         name = self._names.get(key) or "optimizer"
         cut = graph_cut_above(where[0], where[1])
         at = cut if cut is not None else where
-        because = f": the graph is cut here (`{linecache.getline(*cut).strip()}`)" if cut is not None else ""
-        message = (
-            f"{name}.step() has nothing to apply: none of its parameters received a gradient from the backward() "
-            f"calls since its previous step, so they never learn{because}. The loss backpropagated for {name} must be "
-            "computed from its model's output without .detach(), .item(), torch.no_grad() or a numpy round-trip"
+        because = t(": the graph is cut here (`{0}`)", linecache.getline(*cut).strip()) if cut is not None else ""
+        message = t(
+            "{name}.step() has nothing to apply: none of its parameters received a gradient from the backward() "
+            "calls since its previous step, so they never learn{because}. The loss backpropagated for {name} must be "
+            "computed from its model's output without .detach(), .item(), torch.no_grad() or a numpy round-trip",
+            name=name,
+            because=because,
         )
         details = {"check": "no-gradient", "optimizer": name, "steps": GRADLESS_STEPS, "step_line": where[1]}
         self._report(Finding("training-logic", "warning", message, at[0], at[1], details=details))

@@ -34,6 +34,7 @@ from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.op_calls import shielded
 from tensorsight.agent.runtime.user_code import PACKAGE_ROOT, is_user_file
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 from tensorsight.core.memory import (
     OomFacts,
     accumulation_line,
@@ -349,13 +350,18 @@ class MemoryMonitor:
         now_rss = _rss_bytes()
         growth = now_rss - first_rss if now_rss is not None and first_rss is not None else None
         statement = linecache.getline(filename, line).strip()
-        measured = f"{nodes:,}{'+' if nodes >= MAX_GRAPH_NODES else ''} autograd nodes held"
+        measured = t("{0} autograd nodes held", f"{nodes:,}{'+' if nodes >= MAX_GRAPH_NODES else ''}")
         if growth is not None and growth > 0:
-            measured += f", process memory +{format_bytes(growth)} since then"
-        message = (
-            f"`{name}` keeps the autograd graph of every step alive ({links} steps so far, since step {first_step}; "
-            f"{measured}): `{statement}` chains each step's loss into one ever-growing graph, so memory grows every "
-            f"step. Accumulate a number instead: `{name} += loss.item()` (or `loss.detach()`)"
+            measured += t(", process memory +{0} since then", format_bytes(growth))
+        message = t(
+            "`{name}` keeps the autograd graph of every step alive ({links} steps so far, since step {first_step}; "
+            "{measured}): `{statement}` chains each step's loss into one ever-growing graph, so memory grows every "
+            "step. Accumulate a number instead: `{name} += loss.item()` (or `loss.detach()`)",
+            name=name,
+            links=links,
+            first_step=first_step,
+            measured=measured,
+            statement=statement,
         )
         details: dict[str, Any] = {
             "variable": name,
@@ -426,7 +432,7 @@ def explain_out_of_memory(exc: BaseException) -> list[Finding] | None:
     device = "CUDA" if "CUDA" in str(exc) else "CPU"
     summary = oom_summary(facts)
     top = "; ".join(f"{i}) {r.title} — {r.why}" for i, r in enumerate(remedies[:3], start=1))
-    message = f"{device} out of memory" + (f" ({summary})" if summary else "") + f". Most likely fixes: {top}"
+    message = t("{0} out of memory", device) + (f" ({summary})" if summary else "") + t(". Most likely fixes: {0}", top)
     details = {
         "figures": figures,
         "steps_completed": facts.steps_completed,

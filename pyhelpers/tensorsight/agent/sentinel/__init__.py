@@ -55,6 +55,7 @@ from tensorsight.agent.sentinel.boundaries import install
 from tensorsight.agent.sentinel.budget import budget
 from tensorsight.agent.sentinel.records import NonFiniteRecord, say
 from tensorsight.agent.sentinel.state import lock, st, sw
+from tensorsight.core.l10n import t
 
 __all__ = ["NonFiniteRecord", "arm", "break_on_nonfinite", "last_nonfinite"]
 
@@ -81,7 +82,7 @@ def break_on_nonfinite(enable: bool = True) -> bool:
             sw.first_reported = False
     if enable:
         when_imported("torch", install)
-    say(f"break on NaN/Inf: {'armed' if enable else 'off'}")
+    say(t("break on NaN/Inf: armed") if enable else t("break on NaN/Inf: off"))
     return sw.enabled
 
 

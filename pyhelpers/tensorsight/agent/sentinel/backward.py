@@ -39,6 +39,7 @@ from tensorsight.agent.sentinel.records import (
 )
 from tensorsight.agent.sentinel.replay import ReplayMode, Replica, not_replayable, replay_context, replay_forward
 from tensorsight.agent.sentinel.state import Call, lock, silenced, st, sw
+from tensorsight.core.l10n import t
 from tensorsight.core.nonfinite import NonFiniteCounts
 
 
@@ -94,8 +95,13 @@ def _watch_node(func: Any, where: Any, node_name: str, produced: Any, incoming: 
         file=file,
         line=line,
         node=node_name,
-        what=f"the backward of {op} ({node_name}) made {counts_text(counts)} (of {elements(produced_tensors)} "
-        "values) from finite gradients",
+        what=t(
+            "the backward of {0} ({1}) made {2} (of {3} values) from finite gradients",
+            op,
+            node_name,
+            counts_text(counts),
+            elements(produced_tensors),
+        ),
         incoming=tuple(incoming_tensors),
         produced=tuple(produced_tensors),
         title=title_of(counts, born=True),
@@ -117,7 +123,7 @@ def flush_pending() -> None:
     saved = st.busy
     st.busy = True
     try:
-        publish_found_later(record, where, "backward() returned")
+        publish_found_later(record, where, t("backward() returned"))
     finally:
         st.busy = saved
 
@@ -136,17 +142,19 @@ def locate_backward_birth(params: list[Any], bad: list[int], counts: NonFiniteCo
     names = _parameter_names()
     frame = user_frame()
     touched = [names[id(params[i])] for i in bad if id(params[i]) in names]
-    shown = ", ".join(touched[:4]) + (f" and {len(touched) - 4} more" if len(touched) > 4 else "")
-    what = f"the gradients of {shown or 'some parameters'} hold {counts_text(counts)} after backward"
+    shown = ", ".join(touched[:4]) + (t(" and {0} more", len(touched) - 4) if len(touched) > 4 else "")
+    what = t("the gradients of {0} hold {1} after backward", shown or t("some parameters"), counts_text(counts))
     if identity.rank() is not None:
         # this rank's own backward made none of it: DDP's gradient all-reduce brought it from another rank
-        what += ", but a replay of this rank's backward makes none: they came from another rank (gradient all-reduce)"
+        what += t(
+            ", but a replay of this rank's backward makes none: they came from another rank (gradient all-reduce)"
+        )
         title = title_of(counts, born=False)
     elif reasons:
         what += "; " + "; ".join(reasons)
         title = title_of(counts, born=True)
     else:
-        what += "; a replay of this step's modules did not locate the op" + note
+        what += t("; a replay of this step's modules did not locate the op") + note
         title = title_of(counts, born=True)
     publish("backward", "(backward)", counts, frame, what=what, title=title, step=st.step_number)
 
@@ -240,8 +248,15 @@ def _replay_backward(call: Call) -> NonFiniteRecord | str | None:
         line=where[1],
         module=module,
         node=node_name,
-        what=f"the backward of {op} ({node_name}) made {counts_text(counts)} (of {elements(produced)} values) from "
-        f"finite gradients in {module}{approx}",
+        what=t(
+            "the backward of {0} ({1}) made {2} (of {3} values) from finite gradients in {4}",
+            op,
+            node_name,
+            counts_text(counts),
+            elements(produced),
+            module,
+        )
+        + approx,
         incoming=tuple(incoming),
         produced=tuple(produced),
         title=title_of(counts, born=True),

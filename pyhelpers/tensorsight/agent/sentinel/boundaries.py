@@ -50,6 +50,7 @@ from tensorsight.agent.sentinel.state import (
     st,
     sw,
 )
+from tensorsight.core.l10n import t
 
 
 @never_raise()
@@ -178,8 +179,12 @@ def _explain_outermost_output(module: Any, call: Call, output: Any, outputs: lis
     incoming = exact_counts(inputs)
     name = display_module(module)
     if inherited(counts, incoming):
-        what = f"the input of {name} already holds {counts_text(incoming)}: it came from outside what TensorSight "
-        what += "watches (data loading in another process, a loaded tensor)"
+        what = t(
+            "the input of {0} already holds {1}: it came from outside what TensorSight "
+            "watches (data loading in another process, a loaded tensor)",
+            name,
+            counts_text(incoming),
+        )
         if not st.observing:
             what += budget.note()
         publish(
@@ -204,7 +209,7 @@ def _explain_outermost_output(module: Any, call: Call, output: Any, outputs: lis
             counts,
             frame,
             module=name,
-            what=f"the parameters or buffers of {name} already hold NaN/Inf, so its output does",
+            what=t("the parameters or buffers of {0} already hold NaN/Inf, so its output does", name),
             output=output,
             title=title_of(counts, born=False),
         )
@@ -213,14 +218,19 @@ def _explain_outermost_output(module: Any, call: Call, output: Any, outputs: lis
         return  # the same deliberate Inf as before (a mask): no replay every step
     replay = replay_forward(call, stop_at=None)
     if isinstance(replay, str):
-        what = f"the output of {name} became non-finite in its forward; it was not replayed to find the op: {replay}"
+        what = t(
+            "the output of {0} became non-finite in its forward; it was not replayed to find the op: {1}", name, replay
+        )
     elif replay.found is None and replay.reproduced and not counts.nan:
         # the replay gave the same Inf and no op made it from finite inputs: it was written in (a -inf mask)
         sw.explained_inf[id(module)] = (counts.posinf, counts.neginf)
         return
     elif replay.found is None and not replay.reproduced:
-        what = f"the output of {name} became non-finite, but a re-run of its forward did not reproduce it "
-        what += "(nondeterministic ops)"
+        what = t(
+            "the output of {0} became non-finite, but a re-run of its forward did not reproduce it "
+            "(nondeterministic ops)",
+            name,
+        )
     else:
         return  # the replay found the op and reported it
     publish(
@@ -349,13 +359,13 @@ def _optimizer_birth(module: Any) -> bool:
         frame,
         file=file,
         line=line,
-        what=f"{kind}.step() made {counts_text(made)} in {shown} from finite parameters and gradients"
+        what=t("{0}.step() made {1} in {2} from finite parameters and gradients", kind, counts_text(made), shown)
         + (f" (lr={lr:g})" if lr is not None else ""),
         step=last.number,
         output=tuple(params[i] for i in bad),
         title=title_of(made, born=True),
     )
-    publish_found_later(record, where, "the next forward")
+    publish_found_later(record, where, t("the next forward"))
     return True
 
 

@@ -50,6 +50,7 @@ from tensorsight.agent.sentinel.reading import (
 )
 from tensorsight.agent.sentinel.records import counts_text, publish, title_of
 from tensorsight.agent.sentinel.state import silenced, st, sw
+from tensorsight.core.l10n import t
 
 
 def sync_mode() -> None:
@@ -180,11 +181,16 @@ def _check_outputs(func: Any, args: Any, kwargs: Any, result: Any, outputs: list
             return  # carried along from an input: not born here
         frame = user_frame()
         phase, source = verdict
-        what = f"{op_name(func)} made {counts_text(counts)} (of {elements(outputs)} values) from finite inputs"
+        what = t(
+            "{0} made {1} (of {2} values) from finite inputs", op_name(func), counts_text(counts), elements(outputs)
+        )
         if phase == "data":
-            what = (
-                f"{op_name(func)} built a tensor with {counts_text(counts)} (of {elements(outputs)} values) from "
-                f"{source}: the value came in with the data"
+            what = t(
+                "{0} built a tensor with {1} (of {2} values) from {3}: the value came in with the data",
+                op_name(func),
+                counts_text(counts),
+                elements(outputs),
+                source,
             )
         publish(
             phase,

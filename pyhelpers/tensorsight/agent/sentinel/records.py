@@ -18,6 +18,7 @@ from tensorsight.agent.runtime.tensor_walk import is_tensor
 from tensorsight.agent.sentinel.reading import elements, user_frame
 from tensorsight.agent.sentinel.state import lock, sw
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 from tensorsight.core.nonfinite import NonFiniteCounts
 
 
@@ -156,11 +157,11 @@ def make_record(
         file = os.path.abspath(file)
     step_number = step if step is not None else steps.current_step() + 1
     rank = identity.rank()
-    where = f"{os.path.basename(file)}:{line}" if file else "unknown location"
-    context = [phase, f"step {step_number}"]
+    where = f"{os.path.basename(file)}:{line}" if file else t("unknown location")
+    context = [phase, t("step {0}", step_number)]
     if rank is not None:
-        context.append(f"rank {rank}")
-    message = f"{what} — {', '.join(context)}, at {where}"
+        context.append(t("rank {0}", rank))
+    message = t("{what} — {context}, at {where}", what=what, context=", ".join(context), where=where)
     details: dict[str, Any] = {"replayed": True} if replayed else {}
     count = elements([output] if is_tensor(output) else list(produced))
     return NonFiniteRecord(
@@ -216,7 +217,7 @@ def _stops_allowed() -> bool:
 def title_of(counts: NonFiniteCounts, born: bool) -> str:
     """The stop's headline (the editor's exception title): where the value was born, or where it came in."""
     what = "NaN" if counts.nan else "Inf"
-    return f"{what} born here" if born else f"{what} came in here"
+    return t("{0} born here", what) if born else t("{0} came in here", what)
 
 
 def counts_text(counts: NonFiniteCounts) -> str:
@@ -227,7 +228,7 @@ def counts_text(counts: NonFiniteCounts) -> str:
         parts.append(f"{counts.posinf} +Inf")
     if counts.neginf:
         parts.append(f"{counts.neginf} -Inf")
-    return ", ".join(parts) or "no NaN/Inf"
+    return ", ".join(parts) or t("no NaN/Inf")
 
 
 def publish_found_later(record: NonFiniteRecord, where: Any, when: str) -> None:
@@ -245,5 +246,5 @@ def publish_found_later(record: NonFiniteRecord, where: Any, when: str) -> None:
     if frame is not None:
         record.stopped_at = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
         if line_shown is None or line_shown != frame.f_lineno:
-            record.message += f" (found when {when}, at {record.stopped_at})"
+            record.message += t(" (found when {0}, at {1})", when, record.stopped_at)
     report(record, frame, line_shown=line_shown)

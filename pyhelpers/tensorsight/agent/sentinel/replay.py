@@ -33,6 +33,7 @@ from tensorsight.agent.sentinel.reading import (
 )
 from tensorsight.agent.sentinel.records import NonFiniteRecord, counts_text, make_record, report, title_of
 from tensorsight.agent.sentinel.state import Call, st
+from tensorsight.core.l10n import t
 
 
 def replaying() -> bool:
@@ -93,8 +94,13 @@ class ReplayMode:
             counts,
             frame,
             module=module,
-            what=f"{op_name(func)} made {counts_text(counts)} (of {elements(outputs)} values) from finite inputs "
-            f"in {module}",
+            what=t(
+                "{0} made {1} (of {2} values) from finite inputs in {3}",
+                op_name(func),
+                counts_text(counts),
+                elements(outputs),
+                module,
+            ),
             inputs=tuple(tensors_in((args, kwargs), shallow=True)),
             output=result,
             title=title_of(counts, born=True),

@@ -23,6 +23,7 @@ from tensorsight.agent.runtime.user_libs import is_module, is_tensor, loaded_tor
 from tensorsight.agent.shapes.shape_map import module_label
 from tensorsight.core.devices import parse_device_error
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 from tensorsight.core.notation import shape_text
 from tensorsight.core.shapes import parse_shape_error
 
@@ -109,15 +110,21 @@ def _specific_hint(module: Any, inputs: list[tuple[str, Any]]) -> str | None:
     first = inputs[0][1]
     shape = tuple(first.shape)
     if isinstance(module, torch.nn.Linear) and shape and shape[-1] != module.in_features:
-        return (
-            f"the layer expects {module.in_features} input features but receives {shape[-1]}: use "
-            f"nn.Linear({shape[-1]}, {module.out_features}) or fix the previous layer's output size"
+        return t(
+            "the layer expects {0} input features but receives {1}: use "
+            "nn.Linear({1}, {2}) or fix the previous layer's output size",
+            module.in_features,
+            shape[-1],
+            module.out_features,
         )
     conv = getattr(torch.nn.modules.conv, "_ConvNd", None)
     if conv is not None and isinstance(module, conv) and len(shape) >= 2 and shape[1] != module.in_channels:
-        return (
-            f"the layer expects {module.in_channels} input channels but receives {shape[1]} "
-            f"(input {list(shape)}): set in_channels={shape[1]} or fix the input layout to [N, C, H, W]"
+        return t(
+            "the layer expects {0} input channels but receives {1} "
+            "(input {2}): set in_channels={1} or fix the input layout to [N, C, H, W]",
+            module.in_channels,
+            shape[1],
+            list(shape),
         )
     return None
 
@@ -152,7 +159,7 @@ def describe_error(exc: BaseException) -> tuple[str, str, dict[str, Any]] | None
         path = _module_path(root, inner)
         root_name = _root_name(caller_of_root, root)
         full = root_name if not path else f"{root_name}.{path}"
-        where = f" in {full} ({module_label(inner)})"
+        where = t(" in {0} ({1})", full, module_label(inner))
         details["module"] = full
         details["module_type"] = type(inner).__name__
         operands = _forward_inputs(frames, inner)
@@ -169,16 +176,16 @@ def describe_error(exc: BaseException) -> tuple[str, str, dict[str, Any]] | None
         details["shape_error"] = shape_error.kind
         if shape_error.shapes:
             details["shapes"] = {k: list(v) for k, v in shape_error.shapes.items()}
-        text = f"shape error{where}: {shape_error.summary}"
+        text = t("shape error{0}: {1}", where, shape_error.summary)
         if operand_text:
-            text += f"; operands: {operand_text}"
+            text += t("; operands: {0}", operand_text)
         return "shape", f"{text}; {hint}", details
     assert device_error is not None
     details["devices"] = list(device_error.devices)
-    text = f"device mismatch{where}: {device_error.summary}"
+    text = t("device mismatch{0}: {1}", where, device_error.summary)
     if operand_text:
-        text += f"; operands: {operand_text}"
-    return "device", text + "; move the inputs (or the model) with .to(device) so they share one device", details
+        text += t("; operands: {0}", operand_text)
+    return "device", text + t("; move the inputs (or the model) with .to(device) so they share one device"), details
 
 
 def _innermost_user(frames: list[tuple[FrameType, int]]) -> tuple[FrameType, int] | None:

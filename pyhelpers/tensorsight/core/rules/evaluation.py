@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 from tensorsight.core.rules.facts import (
     LOOP_TYPES,
     FunctionSummary,
@@ -100,21 +101,30 @@ def _evaluation_finding(
     layer = None
     if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
         layer = mode_dependent_layer(facts, scope, model_call.func, position(model_call))
-    where = "this evaluation loop" if loop is not None else f"{function.name}()" if function else "this evaluation"
+    where = (
+        t("this evaluation loop") if loop is not None else f"{function.name}()" if function else t("this evaluation")
+    )
     if grad_off:
         if layer is None:
             return None  # no graph is recorded and nothing in the model depends on the mode
-        message = (
-            f"{where} runs {model_text} in training mode: turning gradients off does not switch off its {layer}, so "
-            f"{'dropout stays on' if 'ropout' in layer else 'batch-norm statistics learn from evaluation data'} "
-            f"and the metric is wrong; call {model_text}.eval() before evaluating (and .train() after)"
+        effect = t("dropout stays on") if "ropout" in layer else t("batch-norm statistics learn from evaluation data")
+        message = t(
+            "{where} runs {model} in training mode: turning gradients off does not switch off its {layer}, so "
+            "{effect} and the metric is wrong; call {model}.eval() before evaluating (and .train() after)",
+            where=where,
+            model=model_text,
+            layer=layer,
+            effect=effect,
         )
         return EVAL_WITHOUT_EVAL_MODE.finding(path, span, message)
     because = f" ({layer})" if layer is not None else ""
-    message = (
-        f"{where} runs {model_text} in training mode{because} and records the autograd graph: dropout stays "
-        f"on, batch-norm learns from evaluation data, and memory grows; call {model_text}.eval() first and run "
-        f"it under torch.no_grad()"
+    message = t(
+        "{where} runs {model} in training mode{because} and records the autograd graph: dropout stays "
+        "on, batch-norm learns from evaluation data, and memory grows; call {model}.eval() first and run "
+        "it under torch.no_grad()",
+        where=where,
+        model=model_text,
+        because=because,
     )
     # With a layer that eval() switches, no_grad alone would not be the whole fix: no quick fix is offered.
     fix = None
@@ -279,13 +289,13 @@ def _no_grad_fix(
         )
         if not has_backward:
             return make_fix(
-                f"Decorate {function.name}() with @{torch}.no_grad()",
+                t("Decorate {0}() with @{1}.no_grad()", function.name, torch),
                 [insert_line_before(facts, function, f"@{torch}.no_grad()")],
             )
     if loop is None:
         return None
     return make_fix(
-        f"Run this evaluation loop under {torch}.no_grad()",
+        t("Run this evaluation loop under {0}.no_grad()", torch),
         [wrap_in_block(facts, loop.node, f"with {torch}.no_grad():")],
     )
 
@@ -307,16 +317,19 @@ def check_back_to_train(facts: ModuleFacts, path: str) -> Iterator[Finding]:
             if not _is_trained(facts, model_text):
                 continue
             if helper is not None:
-                message = (
-                    f"{helper}() switches {model_text} to eval() and this training loop never calls "
-                    f"{model_text}.train(): from the next iteration on it trains with dropout off and frozen "
-                    f"batch-norm statistics"
+                message = t(
+                    "{helper}() switches {model} to eval() and this training loop never calls "
+                    "{model}.train(): from the next iteration on it trains with dropout off and frozen "
+                    "batch-norm statistics",
+                    helper=helper,
+                    model=model_text,
                 )
             else:
-                message = (
-                    f"{model_text}.eval() is never undone in this training loop: from the next iteration on "
-                    f"{model_text} trains with dropout off and frozen batch-norm statistics; call "
-                    f"{model_text}.train() before the training steps"
+                message = t(
+                    "{model}.eval() is never undone in this training loop: from the next iteration on "
+                    "{model} trains with dropout off and frozen batch-norm statistics; call "
+                    "{model}.train() before the training steps",
+                    model=model_text,
                 )
             fix = _train_fix(facts, loop, node, model_text)
             yield EVAL_NEVER_BACK_TO_TRAIN.finding(path, facts.span(node), message, fix)
@@ -402,7 +415,7 @@ def _train_fix(facts: ModuleFacts, loop: LoopFacts, switch: ast.Call, model_text
         return None
     target = body[0] if eval_index > backward_index else body[backward_index]
     return make_fix(
-        f"Call {model_text}.train() before the training steps",
+        t("Call {0}.train() before the training steps", model_text),
         [insert_line_before(facts, target, f"{model_text}.train()")],
     )
 

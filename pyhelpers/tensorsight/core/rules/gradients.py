@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 from tensorsight.core.rules.facts import (
     LoopFacts,
     ModuleFacts,
@@ -89,12 +90,13 @@ def _never_cleared(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[F
     fix = None
     if isinstance(stmt, ast.Expr) and stmt.value is step.call:
         fix = make_fix(
-            f"Clear gradients after each step: {step.optimizer}.zero_grad()",
+            t("Clear gradients after each step: {0}.zero_grad()", step.optimizer),
             [insert_line_after(facts, anchor, f"{step.optimizer}.zero_grad()")],
         )
-    message = (
-        f"{step.optimizer}.step() applies gradients that nothing in this loop clears: backward() adds into .grad, "
-        f"so each step uses the sum of every earlier step's gradients; call {step.optimizer}.zero_grad() once per step"
+    message = t(
+        "{optimizer}.step() applies gradients that nothing in this loop clears: backward() adds into .grad, "
+        "so each step uses the sum of every earlier step's gradients; call {optimizer}.zero_grad() once per step",
+        optimizer=step.optimizer,
     )
     yield GRADIENTS_NEVER_CLEARED.finding(path, facts.span(step.call), message, fix)
 
@@ -132,13 +134,16 @@ def _optimizers_never_cleared(facts: ModuleFacts, path: str, loop: LoopFacts) ->
         fix = None
         if isinstance(stmt, ast.Expr) and stmt.value is step.call:
             fix = make_fix(
-                f"Clear gradients after each step: {optimizer}.zero_grad()",
+                t("Clear gradients after each step: {0}.zero_grad()", optimizer),
                 [insert_line_after(facts, stmt, f"{optimizer}.zero_grad()")],
             )
-        message = (
-            f"{optimizer}.step() applies gradients that nothing in this loop clears: the loop clears other models' "
-            f"gradients ({others}), not those of {', '.join(sorted(roots))}, so each {optimizer} step uses the sum "
-            f"of every earlier step's gradients; call {optimizer}.zero_grad() once per step"
+        message = t(
+            "{optimizer}.step() applies gradients that nothing in this loop clears: the loop clears other models' "
+            "gradients ({others}), not those of {models}, so each {optimizer} step uses the sum "
+            "of every earlier step's gradients; call {optimizer}.zero_grad() once per step",
+            optimizer=optimizer,
+            others=others,
+            models=", ".join(sorted(roots)),
         )
         yield GRADIENTS_NEVER_CLEARED.finding(path, facts.span(step.call), message, fix)
 
@@ -170,14 +175,17 @@ def _step_helpers_never_cleared(facts: ModuleFacts, path: str) -> Iterator[Findi
         fix = None
         if isinstance(stmt, ast.Expr) and stmt.value is step.call:
             fix = make_fix(
-                f"Clear gradients after each step: {step.optimizer}.zero_grad()",
+                t("Clear gradients after each step: {0}.zero_grad()", step.optimizer),
                 [insert_line_after(facts, stmt, f"{step.optimizer}.zero_grad()")],
             )
-        where = f"line {call.lineno}" if caller is facts else f"{_file_name(caller)}:{call.lineno}"
-        message = (
-            f"{step.optimizer}.step() in {function.name}() applies gradients that nothing clears: {function.name}() "
-            f"is called once per iteration of the loop at {where}, and backward() adds into .grad, so each step "
-            f"uses the sum of every earlier step's gradients; call {step.optimizer}.zero_grad() once per step"
+        where = t("line {0}", call.lineno) if caller is facts else f"{_file_name(caller)}:{call.lineno}"
+        message = t(
+            "{optimizer}.step() in {function}() applies gradients that nothing clears: {function}() "
+            "is called once per iteration of the loop at {where}, and backward() adds into .grad, so each step "
+            "uses the sum of every earlier step's gradients; call {optimizer}.zero_grad() once per step",
+            optimizer=step.optimizer,
+            function=function.name,
+            where=where,
         )
         yield GRADIENTS_NEVER_CLEARED.finding(path, facts.span(step.call), message, fix)
 
@@ -226,7 +234,7 @@ def _step_before_backward(facts: ModuleFacts, path: str, loop: LoopFacts) -> Ite
     fix = None
     if isinstance(step_stmt, ast.Expr) and isinstance(backward_stmt, ast.Expr):
         fix = make_fix(
-            f"Move {first_step.optimizer}.step() after the backward() call",
+            t("Move {0}.step() after the backward() call", first_step.optimizer),
             move_statement_after(facts, step_stmt, backward_stmt),  # type: ignore[arg-type]
         )
     yield STEP_BEFORE_BACKWARD.finding(path, facts.span(first_step.call), None, fix)
@@ -277,7 +285,7 @@ def _cleared_before_step(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iter
         assert isinstance(clear_stmt, ast.Expr)
         clear_call = clear_stmt.value
         fix = make_fix(
-            f"Move {text_of(clear_call)} after {step.optimizer}.step()",
+            t("Move {0} after {1}.step()", text_of(clear_call), step.optimizer),
             move_statement_after(facts, clear_stmt, step_stmt),
         )
         yield CLEARED_BEFORE_STEP.finding(path, facts.span(clear_call), None, fix)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 from tensorsight.core.rules.facts import (
     Assignments,
     LoopFacts,
@@ -118,12 +119,16 @@ def _accumulation_finding(
         return None
     suffix = ".item()" if graph_name.id in backprop.roots.get(id(scope), set()) else ".detach()"
     fix = make_fix(
-        f"Accumulate {graph_name.id}{suffix} instead of the tensor", [insert_after_node(facts, graph_name, suffix)]
+        t("Accumulate {0} instead of the tensor", graph_name.id + suffix),
+        [insert_after_node(facts, graph_name, suffix)],
     )
-    verb = f"appended to {target}" if is_append else f"accumulated into {target}"
-    message = (
-        f"{graph_name.id} is {verb} across training steps with its autograd graph: every step's graph stays "
-        f"alive and memory grows each step; use {graph_name.id}{suffix}"
+    verb = t("appended to {0}", target) if is_append else t("accumulated into {0}", target)
+    message = t(
+        "{name} is {verb} across training steps with its autograd graph: every step's graph stays "
+        "alive and memory grows each step; use {replacement}",
+        name=graph_name.id,
+        verb=verb,
+        replacement=graph_name.id + suffix,
     )
     return GRAPH_ACCUMULATED.finding(path, facts.span(stmt), message, fix)
 
@@ -391,18 +396,21 @@ def _hidden_finding(
     fix = None
     if isinstance(arg_node, ast.Tuple):
         fix = make_fix(
-            f"Detach the carried state: ({', '.join(n + '.detach()' for n in state_names)})",
+            t("Detach the carried state: {0}", f"({', '.join(n + '.detach()' for n in state_names)})"),
             [insert_after_node(facts, elt, ".detach()") for elt in arg_node.elts],
         )
     elif all(init is not None and _is_tensor_constructor(init[1]) for init in initial):
         fix = make_fix(
-            f"Detach the carried state: {state}.detach()", [replace_node(facts, arg_node, f"{state}.detach()")]
+            t("Detach the carried state: {0}", f"{state}.detach()"),
+            [replace_node(facts, arg_node, f"{state}.detach()")],
         )
     callee_text = text_of(call.func)
-    message = (
-        f"{state} is fed back into {callee_text}() every iteration without .detach(): each backward() reaches "
-        f"through all earlier iterations (slower every step, more memory, or a 'backward through the graph a "
-        f"second time' error); pass {state}.detach()"
+    message = t(
+        "{state} is fed back into {callee}() every iteration without .detach(): each backward() reaches "
+        "through all earlier iterations (slower every step, more memory, or a 'backward through the graph a "
+        "second time' error); pass {state}.detach()",
+        state=state,
+        callee=callee_text,
     )
     return HIDDEN_NOT_DETACHED.finding(path, facts.span(call), message, fix)
 

@@ -8,6 +8,7 @@ import ast
 from collections.abc import Iterator
 
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 from tensorsight.core.rules.facts import (
     ModuleFacts,
     dotted,
@@ -61,9 +62,10 @@ def check_breakpoints(facts: ModuleFacts, path: str) -> Iterator[Finding]:
         if _guarded(facts, node, _GUARD_WORDS):
             continue
         fix = _removal_fix(facts, node)
-        message = (
-            f"{text_of(node)} is left in the code: an unattended training run (a job, a server, CI) hangs here "
-            f"waiting for input; remove it, or use a conditional breakpoint in the editor"
+        message = t(
+            "{0} is left in the code: an unattended training run (a job, a server, CI) hangs here "
+            "waiting for input; remove it, or use a conditional breakpoint in the editor",
+            text_of(node),
         )
         yield BREAKPOINT_LEFT.finding(path, facts.span(node), message, fix)
 
@@ -110,7 +112,7 @@ def _removal_fix(facts: ModuleFacts, call: ast.Call):  # type: ignore[no-untyped
                 line = facts.lines[stmt.lineno - 1]
                 start = facts.char_col(stmt.lineno, previous.col_offset)
                 return make_fix(
-                    "Remove the debugger stop", [TextEdit(stmt.lineno, start, stmt.lineno, len(line), "pass")]
+                    t("Remove the debugger stop"), [TextEdit(stmt.lineno, start, stmt.lineno, len(line), "pass")]
                 )
             if stmt.lineno < len(facts.lines):
                 return make_fix("Remove the debugger stop", [TextEdit(stmt.lineno, 0, stmt.lineno + 1, 0, "")])
@@ -138,10 +140,11 @@ def check_hard_coded_cuda(facts: ModuleFacts, path: str) -> Iterator[Finding]:
             start = facts.span(recv)
             end = facts.span(node)
             edit = TextEdit(start.end_line, start.end_column, end.end_line, end.end_column, f".to({device})")
-            fix = make_fix(f"Use .to({device}) like the rest of the code", [edit])
-        message = (
-            f"hard-coded .cuda() while the rest of the code moves tensors with .to({device}): on a "
-            f"CPU-only machine this line fails, and on another GPU index it lands on a different device"
+            fix = make_fix(t("Use .to({0}) like the rest of the code", device), [edit])
+        message = t(
+            "hard-coded .cuda() while the rest of the code moves tensors with .to({0}): on a "
+            "CPU-only machine this line fails, and on another GPU index it lands on a different device",
+            device,
         )
         yield HARD_CODED_CUDA.finding(path, facts.span(node), message, fix)
 

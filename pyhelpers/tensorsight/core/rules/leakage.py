@@ -12,6 +12,7 @@ import ast
 from collections.abc import Iterator
 
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 from tensorsight.core.rules.facts import (
     ModuleFacts,
     Scope,
@@ -97,18 +98,21 @@ def _scaler_fit(
     data_text = text_of(data)
     data_words = set(words(data_text))
     if HELD_OUT_WORDS & data_words and "train" not in data_words:
-        message = (
-            f"the scaler is fitted on {data_text}: the held-out data sets the normalisation, so evaluation is no "
-            f"longer blind; fit on the training split and only transform {data_text}"
+        message = t(
+            "the scaler is fitted on {0}: the held-out data sets the normalisation, so evaluation is no "
+            "longer blind; fit on the training split and only transform {0}",
+            data_text,
         )
         return NORMALISATION_LEAKAGE.finding(path, facts.span(call), message)
     produced = _produced_names(facts, call)
     tracked = names_in(data) | produced
     for split in splits:
         if position(split) > position(call) and tracked & names_in(split):
-            message = (
-                f"the scaler is fitted on {data_text} before the split on line {split.lineno}: test rows shape the "
-                f"normalisation of the training data; split first, then fit on the training part only"
+            message = t(
+                "the scaler is fitted on {0} before the split on line {1}: test rows shape the "
+                "normalisation of the training data; split first, then fit on the training part only",
+                data_text,
+                split.lineno,
             )
             return NORMALISATION_LEAKAGE.finding(path, facts.span(call), message)
     return None
@@ -142,10 +146,13 @@ def _manual_statistics(
                 normalised = node.targets[0].id
                 later = [s for s in splits if position(s) > position(node) and normalised in names_in(s)]
                 if later:
-                    message = (
-                        f"{stat_name} is computed on all of {data_name} and used to normalise it before the split on "
-                        f"line {later[0].lineno}: evaluation rows shape the training features; compute it on the "
-                        f"training split only"
+                    message = t(
+                        "{stat} is computed on all of {data} and used to normalise it before the split on "
+                        "line {line}: evaluation rows shape the training features; compute it on the "
+                        "training split only",
+                        stat=stat_name,
+                        data=data_name,
+                        line=later[0].lineno,
                     )
                     yield NORMALISATION_LEAKAGE.finding(path, facts.span(stat_assign.value), message)
                     return

@@ -12,6 +12,7 @@ import ast
 from collections.abc import Iterator
 
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 from tensorsight.core.rules.facts import ModuleFacts, dotted, last_name, position, receiver, text_of
 from tensorsight.core.rules.fixes import make_fix, replace_node
 from tensorsight.core.rules.model import RuleInfo
@@ -90,13 +91,19 @@ def _is_cross_entropy_call(call: ast.Call, criteria: set[str]) -> bool:
 def _message(kind: str, how: str) -> tuple[str, str]:
     if kind == "log_softmax":
         return (
-            f"{how} log_softmax output goes into cross_entropy, which applies log_softmax again: the loss is the "
-            f"same, the work is wasted; pass the raw logits (or use nll_loss)",
+            t(
+                "{0} log_softmax output goes into cross_entropy, which applies log_softmax again: the loss is the "
+                "same, the work is wasted; pass the raw logits (or use nll_loss)",
+                how,
+            ),
             "info",
         )
     return (
-        f"{how} softmax probabilities go into cross_entropy, which applies log_softmax itself: squashed twice, the "
-        f"loss cannot approach 0 and gradients shrink; pass the raw logits",
+        t(
+            "{0} softmax probabilities go into cross_entropy, which applies log_softmax itself: squashed twice, the "
+            "loss cannot approach 0 and gradients shrink; pass the raw logits",
+            how,
+        ),
         "warning",
     )
 
@@ -105,12 +112,12 @@ def _direct(facts: ModuleFacts, path: str, loss_call: ast.Call, given: ast.expr)
     kind = softmax_kind(given)
     if kind is None:
         return None
-    message, severity = _message(kind, "here")
+    message, severity = _message(kind, t("here"))
     logits = _softmax_input(given) if isinstance(given, ast.Call) else None
     fix = None
     if logits is not None:
         fix = make_fix(
-            f"Pass the logits ({text_of(logits)}) to the loss", [replace_node(facts, given, text_of(logits))]
+            t("Pass the logits ({0}) to the loss", text_of(logits)), [replace_node(facts, given, text_of(logits))]
         )
     return SOFTMAX_INTO_CROSS_ENTROPY.finding(path, facts.span(given), message, fix, severity)
 
@@ -125,7 +132,7 @@ def _via_name(facts: ModuleFacts, path: str, scope: ast.AST, loss_call: ast.Call
     if kind is None:
         return None
     line = getattr(found[0], "lineno", 0)
-    message, severity = _message(kind, f"{given.id} holds {kind} output (line {line}):")
+    message, severity = _message(kind, t("{0} holds {1} output (line {2}):", given.id, kind, line))
     return SOFTMAX_INTO_CROSS_ENTROPY.finding(path, facts.span(given), message, None, severity)
 
 
@@ -147,7 +154,9 @@ def _via_model(
     if model_text not in softmax_models:
         return None
     class_name, kind, line = softmax_models[model_text]
-    message, severity = _message(kind, f"{model_text} ({class_name}) ends in {kind} (line {line}), so its")
+    message, severity = _message(
+        kind, t("{0} ({1}) ends in {2} (line {3}), so its", model_text, class_name, kind, line)
+    )
     return SOFTMAX_INTO_CROSS_ENTROPY.finding(path, facts.span(given), message, None, severity)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ class RuleInfo:
         return Finding(
             kind=self.kind,
             severity=severity or self.severity,
-            message=message or self.why,
+            message=message or t(self.why),
             file=path,
             line=span.line,
             details=details,
