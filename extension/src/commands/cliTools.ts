@@ -11,7 +11,7 @@ import type { ExtensionPaths } from '../common/paths';
 import { runProcess } from '../common/process';
 import { toolLaunch } from '../common/pythonLaunch';
 import { commands, l10n, type LogOutputChannel, ProgressLocation, Uri, window, workspace } from '../common/vscodeapi';
-import type { ResultsView } from '../panel/resultsView';
+import { reportLabels, type ResultsView } from '../panel/resultsView';
 import { type Finding, isMissingSubcommand, parseToolOutput, readReport } from './cliResults';
 import type { ToolProblems } from './toolProblems';
 
@@ -88,7 +88,7 @@ export class CliTools {
       });
       return undefined;
     }
-    const report = readReport(document);
+    const report = readReport(document, reportLabels());
     await this.problems.publish(tool, report.findings);
     this.log.info(`${tool}: ${report.findings.length} finding(s)`);
     if (tool === 'doctor') {
