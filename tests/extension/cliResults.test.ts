@@ -152,7 +152,6 @@ describe('readable profile and shape-map reports', () => {
       error: '',
     });
     assert.deepEqual(report.summary, [
-      ['Script', '/w/train.py'],
       ['Steps profiled', 4],
       ['Warm-up steps', 1],
       ['Wall time', '0.20 s'],

@@ -13,7 +13,6 @@ import type { Cell, Table, ToolReport } from './cliResults';
 
 /** Every label these tables show, as `l10n.t` templates (`{0}` is filled in). */
 export const ENGLISH_LABELS = {
-  script: 'Script',
   stepsProfiled: 'Steps profiled',
   warmupSteps: 'Warm-up steps',
   wallTime: 'Wall time',
@@ -75,7 +74,6 @@ export function profileReport(document: Record<string, unknown>, labels: ReportL
   const steps = num(document.steps_profiled);
   const wall = num(document.wall_s);
   const summary: Array<[string, Cell]> = [
-    [labels.script, str(document.script)],
     [labels.stepsProfiled, steps],
     [labels.warmupSteps, num(document.warmup)],
     [labels.wallTime, formatSeconds(wall)],

@@ -56,7 +56,6 @@ export class ResultsView {
 /** The readable tables' labels in the UI language (reportTables.ts has the English templates). */
 export function reportLabels(): ReportLabels {
   return {
-    script: l10n.t('Script'),
     stepsProfiled: l10n.t('Steps profiled'),
     warmupSteps: l10n.t('Warm-up steps'),
     wallTime: l10n.t('Wall time'),
