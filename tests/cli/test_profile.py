@@ -8,7 +8,7 @@ import subprocess
 import textwrap
 
 from support.paths import PYHELPERS, PYTHON, REPO, example
-from tensorsight.cli.profile import print_report
+from tensorsight.cli.profile import function_label, phase_breakdown, print_report, readable_document, short_path
 
 THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -52,9 +52,63 @@ def test_profile_json_has_the_steps_the_functions_and_line_timings(capsys):
     assert phases["steps"] == 6 and phases["measured_under"] == "cProfile"
     assert max(phases["seconds"], key=phases["seconds"].get) == "data"
 
+    # reading aids: short locations (the workspace is the working directory), readable built-in names, the breakdown
+    assert getitem["location"] == f"examples/slow_dataloader.py:{line_of(path, 'def __getitem__')}"
+    assert sleep["label"] == "time.sleep" and sleep["location"] == "(built-in)"
+    torch_rows = [r for r in rows if r["file"] and "site-packages" in r["file"]]
+    assert torch_rows and all(r["location"].startswith(("torch/", "numpy/")) for r in torch_rows), torch_rows[:3]
+    breakdown = {record["phase"]: record for record in phases["breakdown"]}
+    assert list(breakdown) == ["data", "forward", "backward", "optimizer", "other"]
+    assert breakdown["data"]["ms_per_step"] == round(phases["seconds"]["data"] * 1000 / 6, 3)
+    assert abs(sum(record["percent"] for record in breakdown.values()) - 100) < 0.5
+
     print_report(document)  # the text form reads the same document
     text = capsys.readouterr().out
-    assert "phase breakdown" in text and "*__getitem__" in text and "line timings of SlowDataset.__getitem__" in text
+    assert "Time per phase (mean over 6 steps" in text
+    assert "Line timings of SlowDataset.__getitem__ (examples/slow_dataloader.py:" in text
+    header = next(line for line in text.splitlines() if line.lstrip().startswith("Total ms"))
+    assert header.split() == ["Total", "ms", "Own", "ms", "Calls", "Function", "Location"]
+    getitem_line = next(line for line in text.splitlines() if "*__getitem__" in line)
+    assert getitem_line.rstrip().endswith(getitem["location"]) and "site-packages" not in text
+
+
+def test_short_paths_read_from_the_package_or_the_workspace():
+    stdlib = "/usr/lib/python3.11"
+    library = "/home/me/.venv/lib/python3.11/site-packages/torch/nn/modules/linear.py"
+    assert short_path(library, "/home/me/project", stdlib) == "torch/nn/modules/linear.py"
+    assert short_path("/usr/lib/python3/dist-packages/numpy/core.py", "/p", stdlib) == "numpy/core.py"
+    assert short_path("/home/me/project/train/loop.py", "/home/me/project", stdlib) == "train/loop.py"
+    assert short_path("/usr/lib/python3.11/threading.py", "/home/me/project", stdlib) == "threading.py"
+    assert short_path("/elsewhere/tool.py", "/home/me/project", stdlib) == "/elsewhere/tool.py"
+    assert short_path(None, "/home/me/project", stdlib) == "(built-in)"
+
+
+def test_built_in_names_read_as_code_calls_them():
+    assert function_label("<built-in method torch._C._nn.linear>") == "torch._C._nn.linear"
+    assert function_label("<method 'run_backward' of 'torch._C._EngineBase' objects>") == (
+        "torch._C._EngineBase.run_backward"
+    )
+    assert function_label("<built-in function len>") == "len"
+    assert function_label("forward") == "forward" and function_label("<listcomp>") == "<listcomp>"
+
+
+def test_phase_breakdown_and_the_readable_document_keep_every_raw_key():
+    seconds = {"data": 0.3, "forward": 0.1, "backward": 0.1, "optimizer": 0.0, "other": 0.0}
+    assert phase_breakdown(seconds, 10)[:2] == [
+        {"phase": "data", "ms_per_step": 30.0, "percent": 60.0},
+        {"phase": "forward", "ms_per_step": 10.0, "percent": 20.0},
+    ]
+    raw = {
+        "script": "/w/train.py",
+        "rows": [dict(function="f", file="/w/train.py", line=3, calls=1, own_s=0.1, cumulative_s=0.2, user=True)],
+        "functions": [],
+        "phases": {"measured_under": "cProfile", "steps": 10, "seconds": seconds},
+    }
+    readable = readable_document(raw, "/w", "/usr/lib/python3.11")
+    (row,) = readable["rows"]
+    assert row.items() >= raw["rows"][0].items() and row["location"] == "train.py:3"
+    assert readable["phases"].items() >= raw["phases"].items() and len(readable["phases"]["breakdown"]) == 5
+    assert "location" not in raw["rows"][0], "the input document is not changed"
 
 
 def test_profile_reports_a_function_it_cannot_find(tmp_path):

@@ -46,6 +46,17 @@ def test_json_maps_the_first_model_with_parameters_and_stops_the_script():
     assert rows["encoder.layers.2"]["output_shapes"] == [[32, 4]] and rows["encoder.layers.2"]["depth"] == 3
     assert rows["decoder"]["memory_bytes"] == 32 * 16 * 4 + (4 * 16 + 16) * 4
     assert rows["encoder"]["line"] == rows["decoder"]["line"] - 1  # the forward lines that call them
+    # the texts the editor's table shows, written by core.notation
+    assert root["module"] == "AutoEncoder" and rows["encoder.layers.2"]["module"] == "encoder.layers.2 (Linear)"
+    assert root["input_text"] == "[32, 16]" and root["output_text"] == "f32[32, 16]"
+    assert rows["decoder"]["memory_text"] == "2.3 KiB"  # 32*16*4 + 80*4 = 2368 bytes
+    assert doc["totals"] == {
+        "params": root["params"],
+        "trainable": root["trainable"],
+        "memory_bytes": sum(row["memory_bytes"] for row in doc["rows"]),
+        "memory_text": doc["totals"]["memory_text"],
+    }
+    assert doc["totals"]["memory_text"].endswith("KiB")
     assert set(root) >= {
         "path",
         "type",

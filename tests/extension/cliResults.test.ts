@@ -10,6 +10,7 @@ import {
   readReport,
   readTables,
 } from '../../extension/src/commands/cliResults';
+import { ENGLISH_LABELS } from '../../extension/src/commands/reportTables';
 import { runProcess } from '../../extension/src/common/process';
 import { PYHELPERS, REPO, VENV_PYTHON } from './support/paths';
 
@@ -99,4 +100,189 @@ test('a real `python -m tensorsight doctor --json` run parses into findings', as
   assert.ok(Array.isArray(document.findings));
   const findings = readFindings(document);
   assert.equal(findings.length, (document.findings as unknown[]).length, 'every finding of the doctor is valid');
+});
+
+describe('readable profile and shape-map reports', () => {
+  test('a profile reads as the time per phase and the top functions, with units, short paths and sort keys', () => {
+    const report = readReport({
+      script: '/w/train.py',
+      steps_profiled: 4,
+      warmup: 1,
+      wall_s: 0.2,
+      rows: [
+        {
+          function: '<built-in method torch._C._nn.linear>',
+          label: 'torch._C._nn.linear',
+          location: '(built-in)',
+          file: null,
+          line: 0,
+          calls: 1200,
+          own_s: 0.0123,
+          cumulative_s: 0.0123,
+          user: false,
+        },
+        {
+          function: 'step',
+          label: 'step',
+          location: 'train.py:12',
+          file: '/w/train.py',
+          line: 12,
+          calls: 4,
+          own_s: 0.00004,
+          cumulative_s: 0.15,
+          user: true,
+        },
+      ],
+      phases: {
+        steps: 4,
+        seconds: {},
+        file: '/w/train.py',
+        line: 10,
+        breakdown: [
+          { phase: 'data', ms_per_step: 30, percent: 60 },
+          { phase: 'forward', ms_per_step: 10, percent: 20 },
+          { phase: 'backward', ms_per_step: 9.5, percent: 19 },
+          { phase: 'optimizer', ms_per_step: 0.5, percent: 1 },
+          { phase: 'other', ms_per_step: 0, percent: 0 },
+        ],
+      },
+      functions: [],
+      missing_functions: [],
+      notes: [],
+      error: '',
+    });
+    assert.deepEqual(report.summary, [
+      ['Steps profiled', 4],
+      ['Warm-up steps', 1],
+      ['Wall time', '0.20 s'],
+      ['Time per step', '50.0 ms'],
+    ]);
+    assert.equal(report.error, undefined);
+    const [phases, functions] = report.tables;
+    assert.equal(phases?.title, 'Time per phase');
+    assert.deepEqual(phases?.columns, ['Phase', 'Per step', 'Share']);
+    assert.deepEqual(phases?.rows[0], ['Data loading', '30.0 ms', '60%']);
+    assert.deepEqual(phases?.rows.at(-1), ['Whole step', '50.0 ms', '100%']);
+    assert.deepEqual(phases?.locations?.[0], { file: '/w/train.py', line: 10 });
+    assert.deepEqual(functions?.columns, ['Function', 'Location', 'Own time', 'Total time', 'Calls']);
+    assert.deepEqual(functions?.rows, [
+      ['torch._C._nn.linear', '(built-in)', '12.3 ms', '12.3 ms', '1,200'],
+      ['step', 'train.py:12', '0.04 ms', '150 ms', '4'],
+    ]);
+    assert.deepEqual(functions?.sortKeys?.[1]?.slice(2), [0.00004, 0.15, 4], 'times sort as numbers, not as text');
+    assert.deepEqual(functions?.locations, [null, { file: '/w/train.py', line: 12 }]);
+    assert.deepEqual(functions?.highlight, [false, true]);
+    assert.deepEqual(functions?.numericColumns, [2, 3, 4]);
+  });
+
+  test('a shape map reads as one row per module in execution order, with labels in the given language', () => {
+    const labels = { ...ENGLISH_LABELS, module: 'Módulo', shapeMapTitle: 'Mapa de formas de {0}' };
+    const report = readReport(
+      {
+        script: '/w/train.py',
+        model: 'Sequential',
+        rows: [
+          {
+            path: '',
+            type: 'Sequential',
+            input_shapes: [[64, 8]],
+            output_shapes: [[64, 1]],
+            dtype: 'float32',
+            params: 1474,
+            trainable: 1474,
+            memory_bytes: 0,
+            depth: 0,
+            module: 'Sequential',
+            input_text: '[64, 8]',
+            output_text: 'f32[64, 1]',
+            memory_text: '0 B',
+          },
+          {
+            path: '0',
+            type: 'Linear',
+            input_shapes: [[64, 8]],
+            output_shapes: [[64, 32]],
+            dtype: 'float32',
+            params: 288,
+            trainable: 288,
+            memory_bytes: 1258291,
+            depth: 1,
+            file: '/w/train.py',
+            line: 7,
+            module: '0 (Linear)',
+            input_text: '[64, 8]',
+            output_text: 'f32[64, 32]',
+            memory_text: '1.2 MiB',
+          },
+        ],
+        totals: { params: 1474, trainable: 1400, memory_bytes: 1258291, memory_text: '1.2 MiB' },
+      },
+      labels,
+    );
+    assert.deepEqual(report.summary, [
+      ['Model', 'Sequential'],
+      ['Parameters', '1,474 (1,400 trainable)'],
+      ['Memory for this batch', '1.2 MiB'],
+    ]);
+    const [table] = report.tables;
+    assert.equal(report.tables.length, 1);
+    assert.equal(table?.title, 'Mapa de formas de Sequential');
+    assert.deepEqual(table?.columns, ['Módulo', 'Input shapes', 'Output shape', 'Parameters', 'Memory']);
+    assert.deepEqual(table?.rows, [
+      ['Sequential', '[64, 8]', 'f32[64, 1]', '1,474', '0 B'],
+      ['\u00a0\u00a00 (Linear)', '[64, 8]', 'f32[64, 32]', '288', '1.2 MiB'],
+    ]);
+    assert.deepEqual(
+      table?.sortKeys?.map((keys) => [keys[0], keys[4]]),
+      [
+        [0, 0],
+        [1, 1258291],
+      ],
+      'the module column sorts back to execution order, memory as bytes',
+    );
+    assert.deepEqual(table?.locations, [null, { file: '/w/train.py', line: 7 }]);
+    assert.ok(!JSON.stringify(report).includes('input_shapes'), 'no raw key is shown');
+  });
+
+  test('a failed shape map keeps the error and shows no table', () => {
+    const report = readReport({ script: '/w/t.py', model: null, rows: [], error: 'the script finished without x' });
+    assert.deepEqual(report.tables, []);
+    assert.equal(report.error, 'the script finished without x');
+  });
+
+  test('real `profile --json` and `shapes --json` runs read without a raw key or a site-packages path', async () => {
+    const env = { ...process.env, PYTHONPATH: PYHELPERS, OMP_NUM_THREADS: '1' };
+    const script = path.join(REPO, 'examples', 'correct_training.py');
+    const run = (...args: string[]) =>
+      runProcess(VENV_PYTHON, ['-m', 'tensorsight', ...args, script], { cwd: REPO, env, timeoutMs: 240_000 });
+    const [profiled, mapped] = await Promise.all([
+      run('profile', '--json', '--steps', '3', '--top', '10'),
+      run('shapes', '--json'),
+    ]);
+    const profile = readReport(parseToolOutput(profiled.stdout) ?? {});
+    assert.deepEqual(
+      profile.tables.map((t) => t.name),
+      ['phases', 'functions'],
+      profiled.stderr.slice(-2000),
+    );
+    const functions = profile.tables[1];
+    const locations = functions?.rows.map((row) => String(row[1])) ?? [];
+    assert.ok(
+      locations.some((where) => /^torch\/[\w/]+\.py:\d+$/.test(where)),
+      locations.join('\n'),
+    );
+    assert.ok(!locations.some((where) => where.includes('site-packages')), locations.join('\n'));
+    assert.ok(functions?.rows.every((row) => / ms$/.test(String(row[3]))));
+    const shapes = readReport(parseToolOutput(mapped.stdout) ?? {});
+    assert.deepEqual(
+      shapes.tables[0]?.rows.map((row) => [String(row[0]).trim(), row[2]]),
+      [
+        ['Sequential', 'f32[64, 2]'],
+        ['0 (Linear)', 'f32[64, 64]'],
+        ['1 (ReLU)', 'f32[64, 64]'],
+        ['2 (Linear)', 'f32[64, 2]'],
+      ],
+    );
+    assert.deepEqual(shapes.summary[1], ['Parameters', '1,474 (1,474 trainable)']);
+  });
 });

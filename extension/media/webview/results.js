@@ -33,16 +33,25 @@
 
   function renderTable(table) {
     const state = sortState[table.name] || { column: -1, descending: true };
-    const rows = table.rows.slice();
+    const keys = table.sortKeys || table.rows;
+    const order = table.rows.map((_, index) => index);
     if (state.column >= 0) {
-      rows.sort((a, b) => compare(a[state.column], b[state.column]) * (state.descending ? -1 : 1));
+      order.sort(
+        (a, b) =>
+          compare(keys[a][state.column], keys[b][state.column]) * (state.descending ? -1 : 1) ||
+          a - b /* ties keep the tool's order */,
+      );
     }
+    const numeric = table.numericColumns || [];
     const header = element(
       'tr',
       {},
       table.columns.map((name, index) => {
         const cell = element('th', { text: name, title: data.strings.sortHint });
-        if (index === state.column) cell.className = state.descending ? 'sorted-desc' : 'sorted-asc';
+        const classes = [];
+        if (numeric.includes(index)) classes.push('num');
+        if (index === state.column) classes.push(state.descending ? 'sorted-desc' : 'sorted-asc');
+        if (classes.length) cell.className = classes.join(' ');
         cell.addEventListener('click', () => {
           sortState[table.name] = { column: index, descending: state.column === index ? !state.descending : true };
           render();
@@ -50,20 +59,34 @@
         return cell;
       }),
     );
-    const body = rows.map((row) => {
-      const file = table.fileColumn !== undefined ? row[table.fileColumn] : null;
-      const line = table.lineColumn !== undefined ? row[table.lineColumn] : 1;
+    const body = order.map((index) => {
+      const row = table.rows[index];
+      let file = table.fileColumn !== undefined ? row[table.fileColumn] : null;
+      let line = table.lineColumn !== undefined ? row[table.lineColumn] : 1;
+      if (table.locations) {
+        const where = table.locations[index];
+        file = where ? where.file : null;
+        line = where ? where.line : 1;
+      }
+      const classes = [];
+      if (file) classes.push('link');
+      if (table.highlight && table.highlight[index]) classes.push('user');
       const tr = element(
         'tr',
-        file ? { class: 'link' } : {},
-        row.map((value) => element('td', { class: typeof value === 'number' ? 'num' : '', text: format(value) })),
+        classes.length ? { class: classes.join(' ') } : {},
+        row.map((value, column) =>
+          element('td', {
+            class: typeof value === 'number' || numeric.includes(column) ? 'num' : '',
+            text: format(value),
+          }),
+        ),
       );
       if (file) tr.addEventListener('click', () => vscode.postMessage({ type: 'open', file, line: Number(line) || 1 }));
       return tr;
     });
-    return element('section', {}, [
-      element('h2', { text: table.name }),
-      element('div', { class: 'muted', text: data.strings.sortHint }),
+    return element('section', { 'data-table': table.name }, [
+      element('h2', { text: table.title || table.name }),
+      element('div', { class: 'muted', text: table.note || data.strings.sortHint }),
       element('table', {}, [element('thead', {}, [header]), element('tbody', {}, body)]),
     ]);
   }
@@ -79,15 +102,18 @@
       root.appendChild(
         element(
           'table',
-          {},
+          { class: 'summary' },
           report.summary.map(([key, value]) =>
             element('tr', {}, [element('th', { text: key }), element('td', { text: format(value) })]),
           ),
         ),
       );
     }
-    root.appendChild(element('h2', { text: data.strings.findings }));
-    if (!report.findings.length) root.appendChild(element('p', { class: 'muted', text: data.strings.noFindings }));
+    // a profile or a shape map has tables and no findings: no empty "Findings" section above them
+    if (report.findings.length || !report.tables.length)
+      root.appendChild(element('h2', { text: data.strings.findings }));
+    if (!report.findings.length && !report.tables.length)
+      root.appendChild(element('p', { class: 'muted', text: data.strings.noFindings }));
     report.findings.forEach((finding) => {
       const row = element('div', { class: 'link severity-' + finding.severity }, [
         element('span', {

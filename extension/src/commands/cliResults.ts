@@ -1,8 +1,17 @@
 /**
  * Pure readers for the JSON the `python -m tensorsight <tool> --json` commands print: the findings (shared model:
- * kind, severity, message, file, line, ...) and any tables (arrays of records such as profile rows or the shape
- * map's modules), made ready for the Problems view and the sortable results view.
+ * kind, severity, message, file, line, ...) and any tables (arrays of records), made ready for the Problems view and
+ * the sortable results view. A profile or a shape map gets readable tables (reportTables.ts); any other document's
+ * arrays of records are shown as they are.
  */
+import {
+  ENGLISH_LABELS,
+  isProfileDocument,
+  isShapeMapDocument,
+  profileReport,
+  type ReportLabels,
+  shapeMapReport,
+} from './reportTables';
 
 export type Severity = 'error' | 'warning' | 'info';
 
@@ -21,12 +30,24 @@ export interface Finding {
 export type Cell = string | number | boolean | null;
 
 export interface Table {
+  /** Stable id (the view keeps each table's sort under it). */
   name: string;
+  /** Heading shown above the table (default: `name`) and a line under it. */
+  title?: string;
+  note?: string;
   columns: string[];
   rows: Cell[][];
   /** Index of the row's source file / line in `rows`, when the records carry them (jump-to-source). */
   fileColumn?: number;
   lineColumn?: number;
+  /** Per row, where a click jumps (used instead of fileColumn/lineColumn when given). */
+  locations?: Array<{ file: string; line: number } | null>;
+  /** Per cell, the value a column sorts by when the shown text is not it (`12.3 ms` sorts as 0.0123). */
+  sortKeys?: Cell[][];
+  /** Columns drawn right-aligned (numbers with units). */
+  numericColumns?: number[];
+  /** Rows drawn in bold (the user's own code in a profile). */
+  highlight?: boolean[];
 }
 
 export interface ToolReport {
@@ -107,7 +128,10 @@ export function readTables(document: Record<string, unknown>): Table[] {
   return tables;
 }
 
-export function readReport(document: Record<string, unknown>): ToolReport {
+/** The report of a tool's document; `labels` are the readable tables' column labels (translated by the caller). */
+export function readReport(document: Record<string, unknown>, labels: ReportLabels = ENGLISH_LABELS): ToolReport {
+  if (isProfileDocument(document)) return profileReport(document, labels);
+  if (isShapeMapDocument(document)) return shapeMapReport(document, labels);
   const summary: Array<[string, Cell]> = [];
   for (const [key, value] of Object.entries(document)) {
     if (key !== 'error' && isCell(value)) summary.push([key, value]);

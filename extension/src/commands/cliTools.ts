@@ -20,7 +20,7 @@ import {
   window,
   workspace,
 } from '../common/vscodeapi';
-import type { ResultsView } from '../panel/resultsView';
+import { reportLabels, type ResultsView } from '../panel/resultsView';
 import { AgentEnvironment } from '../server/protocol';
 import { type Finding, isMissingSubcommand, parseToolOutput, readReport } from './cliResults';
 import type { ToolProblems } from './toolProblems';
@@ -100,7 +100,7 @@ export class CliTools {
       });
       return undefined;
     }
-    const report = readReport(document);
+    const report = readReport(document, reportLabels());
     await this.problems.publish(tool, report.findings);
     this.log.info(`${tool}: ${report.findings.length} finding(s)`);
     if (tool === 'doctor') {

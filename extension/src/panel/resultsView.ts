@@ -1,9 +1,11 @@
 /**
- * The results view (webview) of the CLI tools: a summary, the findings, and every table of the report (profile rows,
- * the shape map) sortable by any column, with a click on a row opening its source line. One panel, reused.
+ * The results view (webview) of the CLI tools: a summary, the findings, and every table of the report (the profile's
+ * time per phase and top functions, the shape map) sortable by any column, with a click on a row opening its source
+ * line. One panel, reused. `reportLabels` gives cliTools.ts the tables' labels in the UI language.
  */
 import * as path from 'node:path';
 import type { ToolReport } from '../commands/cliResults';
+import type { ReportLabels } from '../commands/reportTables';
 import type { ExtensionPaths } from '../common/paths';
 import { env, l10n, Uri, ViewColumn, type WebviewPanel, window } from '../common/vscodeapi';
 import { renderPage } from './html';
@@ -51,6 +53,54 @@ export class ResultsView {
   }
 }
 
+/** The readable tables' labels in the UI language (reportTables.ts has the English templates). */
+export function reportLabels(): ReportLabels {
+  return {
+    stepsProfiled: l10n.t('Steps profiled'),
+    warmupSteps: l10n.t('Warm-up steps'),
+    wallTime: l10n.t('Wall time'),
+    timePerStep: l10n.t('Time per step'),
+    note: l10n.t('Note'),
+    phasesTitle: l10n.t('Time per phase'),
+    phasesNote: l10n.t('Mean over {0} steps, measured under cProfile.'),
+    phase: l10n.t('Phase'),
+    perStep: l10n.t('Per step'),
+    share: l10n.t('Share'),
+    phaseData: l10n.t('Data loading'),
+    phaseForward: l10n.t('Forward'),
+    phaseBackward: l10n.t('Backward'),
+    phaseOptimizer: l10n.t('Optimizer step'),
+    phaseOther: l10n.t('Other'),
+    wholeStep: l10n.t('Whole step'),
+    functionsTitle: l10n.t('Top functions'),
+    functionsNote: l10n.t(
+      'Times summed over the {0} profiled steps; bold rows are your code. Click a row to open its source.',
+    ),
+    function: l10n.t('Function'),
+    location: l10n.t('Location'),
+    ownTime: l10n.t('Own time'),
+    totalTime: l10n.t('Total time'),
+    calls: l10n.t('Calls'),
+    linesTitle: l10n.t('Line timings of {0}'),
+    line: l10n.t('Line'),
+    hits: l10n.t('Hits'),
+    time: l10n.t('Time'),
+    perHit: l10n.t('Per hit'),
+    source: l10n.t('Source'),
+    model: l10n.t('Model'),
+    shapeMapTitle: l10n.t('Shape map of {0}'),
+    shapeMapNote: l10n.t(
+      'Modules in the order the forward ran them. Click a row to open the line that called the module.',
+    ),
+    module: l10n.t('Module'),
+    inputShapes: l10n.t('Input shapes'),
+    outputShape: l10n.t('Output shape'),
+    parameters: l10n.t('Parameters'),
+    memory: l10n.t('Memory'),
+    batchMemory: l10n.t('Memory for this batch'),
+    parametersValue: l10n.t('{0} ({1} trainable)'),
+  };
+}
 function resultStrings(): Record<string, string> {
   return {
     findings: l10n.t('Findings'),

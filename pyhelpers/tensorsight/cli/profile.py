@@ -8,16 +8,29 @@ time (file and line for jump-to-source), and — for each ``--function`` (a func
 or ``module:qualname``) — line-level timings from line_profiler when it is installed. ``--json`` prints one JSON
 document (the editor's "Profile Training" table reads it); the script's own output then goes to stderr.
 Exit status: 0 on success, 1 when the script failed, 2 when it could not be run.
+
+Both forms are made for reading: besides the raw seconds, each row of the JSON carries ``label`` (a readable function
+name: ``torch._C._nn.linear`` for ``<built-in method torch._C._nn.linear>``) and ``location`` (a short path: a library
+file from its package, ``torch/nn/modules/linear.py:114``, a workspace file relative to the working directory, the
+directory the editor runs the tool in), and ``phases`` carries ``breakdown``, the milliseconds per step and share of
+each phase.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import sysconfig
+from collections.abc import Mapping
 from typing import Any
 
 from tensorsight.cli import prelude
-from tensorsight.core.phases import format_phase_table
+from tensorsight.core.phases import PHASES, format_phase_table, phase_shares
+
+# directories under which a file is shown from its package down (``torch/nn/modules/linear.py``)
+_PACKAGE_DIRS = ("site-packages", "dist-packages")
+BUILT_IN = "(built-in)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
             top=max(1, args.top),
             phases=not args.no_phases,
         )
-    document = result.to_dict()
+    document = readable_document(result.to_dict(), os.getcwd(), sysconfig.get_paths()["stdlib"])
     if args.json:
         prelude.write_json(document)
     else:
@@ -60,38 +73,124 @@ def run(args: argparse.Namespace) -> int:
     return 1 if result.error else 0
 
 
-def _where(file: str | None, line: int) -> str:
-    return f"{os.path.relpath(file)}:{line}" if file else "(built-in)"
+def short_path(file: str | None, workspace: str, stdlib: str) -> str:
+    """Where a function lives, as a person reads it: ``torch/nn/modules/linear.py`` for an installed package, the
+    path relative to ``workspace`` for the user's files, ``threading.py`` for the standard library, else the path."""
+    if not file:
+        return BUILT_IN
+    full = os.path.abspath(file)
+    parts = full.split(os.sep)
+    for marker in _PACKAGE_DIRS:
+        if marker in parts:
+            last = len(parts) - 1 - parts[::-1].index(marker)
+            return "/".join(parts[last + 1 :])
+    for root in (workspace, stdlib):
+        if root and full.startswith(os.path.abspath(root) + os.sep):
+            return os.path.relpath(full, root).replace(os.sep, "/")
+    return full
+
+
+_BUILTIN_NAMES = (
+    (re.compile(r"^<built-in method (\S+) of (\S+) object at 0x[0-9a-f]+>$"), r"\2.\1"),
+    (re.compile(r"^<built-in (?:method|function) (\S+)>$"), r"\1"),
+    (re.compile(r"^<method '(\S+)' of '(\S+)' objects>$"), r"\2.\1"),
+    (re.compile(r"^<function (\S+) at 0x[0-9a-f]+>$"), r"\1"),
+)
+
+
+def function_label(name: str) -> str:
+    """cProfile's name for a built-in, as code calls it: ``<method 'read' of '_io.FileIO' objects>`` ->
+    ``_io.FileIO.read``; other names are kept."""
+    for pattern, replacement in _BUILTIN_NAMES:
+        if pattern.match(name):
+            return pattern.sub(replacement, name)
+    return name
+
+
+def phase_breakdown(seconds: Mapping[str, float], steps: int) -> list[dict[str, Any]]:
+    """One record per phase, in step order: ``{"phase", "ms_per_step", "percent"}`` (rounded for display)."""
+    steps = max(1, int(steps))
+    shares = phase_shares(seconds)
+    return [
+        {
+            "phase": name,
+            "ms_per_step": round(max(0.0, float(seconds.get(name, 0.0))) * 1000.0 / steps, 3),
+            "percent": round(shares[name] * 100.0, 1),
+        }
+        for name in PHASES
+    ]
+
+
+def readable_document(document: dict[str, Any], workspace: str, stdlib: str) -> dict[str, Any]:
+    """The profile document with the reading aids of the module docstring added (a new dict; no key changes)."""
+    out = dict(document)
+    out["rows"] = [
+        {
+            **row,
+            "label": function_label(row["function"]),
+            "location": _location(short_path(row["file"], workspace, stdlib), row["file"], row["line"]),
+        }
+        for row in document["rows"]
+    ]
+    out["functions"] = [
+        {
+            **function,
+            "location": _location(short_path(function["file"], workspace, stdlib), True, function["first_line"]),
+        }
+        for function in document["functions"]
+    ]
+    phases = document.get("phases")
+    if phases and phases.get("steps"):
+        out["phases"] = {**phases, "breakdown": phase_breakdown(phases["seconds"], phases["steps"])}
+    return out
+
+
+def _location(path: str, file: object, line: int) -> str:
+    return f"{path}:{line}" if file else path
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000.0:,.1f}"
 
 
 def print_report(document: dict[str, Any]) -> None:
+    """The terminal form of a profile document (as ``readable_document`` returns it)."""
+    steps = document["steps_profiled"]
+    per_step = f" ({document['wall_s'] * 1000.0 / steps:.1f} ms per step)" if steps else ""
     print(
-        f"TensorSight profile of {os.path.relpath(document['script'])}: {document['steps_profiled']} step(s) after "
-        f"{document['warmup']} warm-up step(s), {document['wall_s']:.3f} s"
+        f"TensorSight profile of {os.path.relpath(document['script'])}: {steps} step(s) after "
+        f"{document['warmup']} warm-up step(s), {document['wall_s']:.3f} s{per_step}"
     )
     phases = document.get("phases")
     if phases and phases.get("steps"):
-        print("\nphase breakdown (measured under cProfile)")
+        print(f"\nTime per phase (mean over {phases['steps']} steps, measured under cProfile)")
         print(format_phase_table(phases["seconds"], phases["steps"]))
-    if document["rows"]:
-        print(f"\n{'cumulative s':>12} {'own s':>9} {'calls':>8}  function")
-        for row in document["rows"]:
-            mark = "*" if row["user"] else " "
-            print(
-                f"{row['cumulative_s']:>12.4f} {row['own_s']:>9.4f} {row['calls']:>8} {mark}{row['function']}  "
-                f"{_where(row['file'], row['line'])}"
+    rows = document["rows"]
+    if rows:
+        print(f"\nTop functions by total time over the {steps} profiled step(s) (* = your code)")
+        header = ("Total ms", "Own ms", "Calls", "Function", "Location")
+        body = [
+            (
+                _ms(row["cumulative_s"]),
+                _ms(row["own_s"]),
+                f"{row['calls']:,}",
+                ("*" if row["user"] else " ") + row.get("label", row["function"]),
+                row.get("location", row["file"] or BUILT_IN),
             )
-        print("(* = your code)")
+            for row in rows
+        ]
+        widths = [max(len(cells[i]) for cells in (header, *body)) for i in range(len(header))]
+        for cells in (header, *body):
+            numbers = "  ".join(cells[i].rjust(widths[i]) for i in range(3))
+            print(f"{numbers}  {cells[3].ljust(widths[3])}  {cells[4]}".rstrip())
     for function in document["functions"]:
-        print(
-            f"\nline timings of {function['function']} ({_where(function['file'], function['first_line'])}), "
-            f"{function['total_s']:.4f} s"
-        )
-        print(f"{'line':>6} {'hits':>8} {'time s':>10} {'per hit µs':>11} {'%':>6}  source")
+        where = function.get("location", f"{function['file']}:{function['first_line']}")
+        print(f"\nLine timings of {function['function']} ({where}), {_ms(function['total_s'])} ms in all")
+        print(f"{'line':>6} {'hits':>8} {'time ms':>10} {'per hit µs':>11} {'%':>6}  source")
         for line in function["lines"]:
             print(
-                f"{line['line']:>6} {line['hits']:>8} {line['time_s']:>10.5f} {line['per_hit_s'] * 1e6:>11.1f} "
-                f"{line['percent']:>6.1f}  {line['source']}"
+                f"{line['line']:>6} {line['hits']:>8} {line['time_s'] * 1000.0:>10.3f} "
+                f"{line['per_hit_s'] * 1e6:>11.1f} {line['percent']:>6.1f}  {line['source']}"
             )
     for note in document["notes"]:
         print(f"note: {note}")

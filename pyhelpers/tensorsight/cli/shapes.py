@@ -4,7 +4,9 @@ Runs the script in this process until its model's first forward completes (or it
 model forward was seen), records every submodule's input/output shapes, dtype, parameters and memory, then stops
 the script. The editor's "Check Shapes of the model at the cursor" command calls it with ``--json`` and shows the
 rows as a table: ``{"model", "file", "line", "rows": [{path, type, input_shapes, output_shapes, dtype, params,
-trainable, memory_bytes, depth, calls, file?, line?}], "error"?, "finding"?}``.
+trainable, memory_bytes, depth, calls, file?, line?, module, input_text, output_text, memory_text}], "totals": {params,
+trainable, memory_bytes, memory_text}, "error"?, "finding"?}``. The ``*_text`` fields and ``module`` are the values
+as people read them, written by ``core.notation`` like everywhere else (``f32[64, 8]``, ``1.2 MiB``, ``0 (Linear)``).
 
 The model is the first module called from user code that has parameters and is not a loss, or with ``--model``
 the first module whose class name is NAME or that a variable named NAME (``model``, ``self.encoder``) holds in the
@@ -21,7 +23,10 @@ from types import FrameType, ModuleType
 from typing import Any
 
 from tensorsight.cli import prelude, script_runner
-from tensorsight.core.shapes import format_shape_table
+from tensorsight.core.notation import format_bytes, shape_text
+from tensorsight.core.shapes import ShapeRow, format_shape_table
+
+MAX_SHAPES_SHOWN = 3  # per cell; more inputs or outputs read "+N"
 
 
 class _MapCaptured(script_runner.StopScript):
@@ -132,6 +137,46 @@ class _Capture:
         self.handles = []
 
 
+def shapes_text(shapes: list[list[int]], dtype: str = "") -> str:
+    """``f32[64, 8]``; several tensors comma-separated, the ones past ``MAX_SHAPES_SHOWN`` as ``+N``; ``-`` for none."""
+    if not shapes:
+        return "-"
+    shown = ", ".join(shape_text(shape, dtype or None) for shape in shapes[:MAX_SHAPES_SHOWN])
+    return shown + (f" +{len(shapes) - MAX_SHAPES_SHOWN}" if len(shapes) > MAX_SHAPES_SHOWN else "")
+
+
+def module_label(row: ShapeRow) -> str:
+    """The module as the table names it: ``encoder.0 (Linear)``, the model's class for the root, ``F.relu ×2`` for a
+    functional op."""
+    if row.kind == "op":
+        return row.type + (f" ×{row.calls}" if row.calls > 1 else "")
+    return f"{row.path} ({row.type})" if row.path else row.type
+
+
+def readable_row(row: ShapeRow) -> dict[str, Any]:
+    """A row's JSON record: its raw fields and the texts of the module docstring. The rows carry one dtype, their
+    output's; inputs are shown without one rather than with a guess."""
+    return {
+        **row.to_dict(),
+        "module": module_label(row),
+        "input_text": shapes_text(row.input_shapes),
+        "output_text": shapes_text(row.output_shapes, row.dtype),
+        "memory_text": format_bytes(row.memory_bytes),
+    }
+
+
+def totals(rows: list[ShapeRow]) -> dict[str, Any]:
+    """The model's parameters (its root row counts its children) and the memory of the whole batch."""
+    root = min(rows, key=lambda row: row.depth)
+    memory = sum(row.memory_bytes for row in rows)
+    return {
+        "params": int(root.params),
+        "trainable": int(root.trainable),
+        "memory_bytes": int(memory),
+        "memory_text": format_bytes(memory),
+    }
+
+
 def capture(path: str, args: list[str], model_name: str | None, quiet_stdout: bool) -> dict[str, Any]:
     """Run ``path`` until its model's first forward; the shape-map document (see the module docstring)."""
     from tensorsight.agent.runtime import steps
@@ -159,7 +204,9 @@ def capture(path: str, args: list[str], model_name: str | None, quiet_stdout: bo
     document["model"] = cap.model_type
     if cap.location is not None:
         document["file"], document["line"] = cap.location
-    document["rows"] = [row.to_dict() for row in rows]
+    document["rows"] = [readable_row(row) for row in rows]
+    if rows:
+        document["totals"] = totals(rows)
     document["_rows"] = rows
     if not rows and "error" not in document:
         wanted = f"a module named {model_name}" if model_name else "a model forward"
