@@ -155,12 +155,13 @@ def _begin_call(module: Any) -> Call:
 
 
 def _check_outermost_output(module: Any, call: Call, output: Any) -> None:
-    outputs = tensors_in(output)
-    with shielded(outputs + tensors_in((call.args, call.kwargs))):
+    outputs = [output] if type(output) is sw.tensor_type else tensors_in(output)
+    with shielded(outputs):
         bad = fast_suspects(outputs)
-        if not bad:
+        if not bad:  # the usual case, every step: the inputs are only read when there is something to explain
             _remember_call(call, outputs)
             return
+    with shielded(outputs + tensors_in((call.args, call.kwargs))):
         st.busy = True
         try:
             _explain_outermost_output(module, call, output, outputs, bad)
@@ -284,8 +285,13 @@ def _before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         if not sw.enabled:
             return
         flush_pending()
-        params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
-        grads = [p.grad for p in params]
+        params, grads = [], []
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                grad = param.grad
+                if grad is not None:
+                    params.append(param)
+                    grads.append(grad)
         with shielded(grads):
             bad = fast_suspects(grads)
             counts = exact_counts([grads[i] for i in bad]) if bad else None
