@@ -1,9 +1,10 @@
 """The cheap, always-on tier of the sentinel: checks at the boundaries of a training step, through global module and
 optimizer hooks (no per-op cost inside models).
 
-- the outputs of each outermost module call (one reduction and one sync per group of tensors, ``tensor_walk``): a
-  NaN/Inf there is told apart as carried in with the input, made by the parameters, made by the last
-  ``optimizer.step()``, a deliberate Inf (a mask), or born in the forward, which is then replayed (``replay``);
+- the outputs of each outermost module call (one sum per tensor on the CPU, else one sync per group of tensors,
+  ``reading.fast_suspects``): a NaN/Inf there is told apart as carried in with the input, made by the parameters,
+  made by the last ``optimizer.step()``, a deliberate Inf (a mask), or born in the forward, which is then replayed
+  (``replay``);
 - the gradients, once, before each ``optimizer.step()``: a birth nobody reported is located by a backward replay
   (``backward``);
 - the parameters the last step produced, at the next forward (when they make its output non-finite).
