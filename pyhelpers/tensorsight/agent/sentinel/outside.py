@@ -19,6 +19,7 @@ Called by ``boundaries`` (``sync_mode``, ``make_outside_mode``); reports through
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 import types
@@ -155,7 +156,8 @@ def _after_outside_op(func: Any, args: Any, kwargs: Any, result: Any, was_clean:
         outputs = tensors_in(result, shallow=True)
     if not outputs:
         return
-    with shielded(outputs):
+    plain = len(outputs) == 1 and type(outputs[0]) is sw.tensor_type  # the usual op: no subclass to shield from
+    with _UNSHIELDED if plain else shielded(outputs):
         bad = fast_suspects(outputs)
         if not bad:
             # Under no_grad the op records no autograd node, so there is no backward to watch; and reading
@@ -171,6 +173,9 @@ def _after_outside_op(func: Any, args: Any, kwargs: Any, result: Any, was_clean:
     # Something to explain (rare): only now are the inputs read, shielded as well.
     with shielded(outputs + tensors_in((args, kwargs))):
         _explain_outputs(func, args, kwargs, result, outputs, bad, was_clean)
+
+
+_UNSHIELDED = contextlib.nullcontext()
 
 
 def _explain_outputs(
