@@ -6,6 +6,7 @@ import sys
 import pytest
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from tensorsight.agent.runtime.op_calls import call_as_caller
 from tensorsight.agent.sentinel.reading import (
@@ -46,6 +47,50 @@ def test_elements_and_fast_suspects():
     clean, bad = torch.ones(2, 3), torch.tensor([1.0, float("inf")])
     assert elements([clean, bad, "x"]) == 8
     assert fast_suspects([]) == [] and fast_suspects([clean, bad]) == [1]
+
+
+def test_fast_suspects_finds_nan_and_inf_in_every_kind_of_tensor():
+    nan, inf = float("nan"), float("inf")
+    cases = [
+        torch.tensor([1.0, nan]),  # float32: the short path
+        torch.tensor([1.0, -inf], dtype=torch.float64),
+        nn.Parameter(torch.tensor([inf, 2.0])),
+        torch.tensor([1.0, nan], dtype=torch.float16),  # half precision: tensor_walk.suspects
+        torch.tensor([1.0, inf], dtype=torch.bfloat16),
+        torch.tensor([complex(1.0, nan)]),
+        torch.tensor([[0.0, nan], [1.0, 2.0]]).t(),  # not contiguous
+        torch.tensor([1.0, nan]).to_sparse(),
+    ]
+    for bad in cases:
+        assert fast_suspects([torch.ones(3), bad, torch.arange(3)]) == [1], bad
+    many = [torch.ones(2) for _ in range(12)] + [torch.tensor([nan])]  # many tensors: one fused reduction first
+    assert fast_suspects(many) == [12]
+    assert fast_suspects([torch.ones(4), torch.arange(4), torch.tensor([True]), torch.empty(0)]) == []
+
+
+def test_fast_suspects_flags_finite_values_whose_sum_overflows():
+    huge = torch.full((4,), 3e38)  # finite, but the sum overflows: a suspect that exact counts then clear
+    assert fast_suspects([huge]) == [0]
+
+
+def test_fast_suspects_is_a_good_guest():
+    weight = torch.randn(3, 3, requires_grad=True)
+    made = (weight * 2).tanh()
+    versions, grad_fn = (weight._version, made._version), made.grad_fn
+    reductions_of_tracked = []
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.overloadpacket is not torch.ops.aten.detach and any(
+                isinstance(a, torch.Tensor) and a.requires_grad for a in args
+            ):
+                reductions_of_tracked.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with Recorder():
+        assert fast_suspects([weight, made]) == []
+    assert reductions_of_tracked == []  # only detached aliases are reduced: no autograd node is recorded
+    assert (weight._version, made._version) == versions and made.grad_fn is grad_fn and weight.grad is None
 
 
 def test_mixed_precision_follows_autocast():

@@ -13,7 +13,8 @@ empty mode alone 1.7× on tiny ops). Two tiers, one section each:
 
 - ``boundaries``: always on, at the boundaries of a training step, through global module and optimizer hooks: the
   outputs of outermost module calls, the gradients once before each ``optimizer.step()``, and the parameters it
-  produced at the next forward. Each check is one reduction and one sync per group of tensors (``tensor_walk``).
+  produced at the next forward. Each check is one sum per tensor on the CPU, elsewhere one reduction and one sync
+  per group of tensors (``reading.fast_suspects``).
 - ``outside``: ops outside any module (the loss written by hand, data conversion), checked op by op by a
   TorchFunctionMode that is on the stack only between module calls and optimizer steps of observed steps (``budget``:
   the first 50 steps, then every step while that costs little; the doctor observes all), so model internals and

@@ -1,9 +1,10 @@
 """The cheap, always-on tier of the sentinel: checks at the boundaries of a training step, through global module and
 optimizer hooks (no per-op cost inside models).
 
-- the outputs of each outermost module call (one reduction and one sync per group of tensors, ``tensor_walk``): a
-  NaN/Inf there is told apart as carried in with the input, made by the parameters, made by the last
-  ``optimizer.step()``, a deliberate Inf (a mask), or born in the forward, which is then replayed (``replay``);
+- the outputs of each outermost module call (one sum per tensor on the CPU, else one sync per group of tensors,
+  ``reading.fast_suspects``): a NaN/Inf there is told apart as carried in with the input, made by the parameters,
+  made by the last ``optimizer.step()``, a deliberate Inf (a mask), or born in the forward, which is then replayed
+  (``replay``);
 - the gradients, once, before each ``optimizer.step()``: a birth nobody reported is located by a backward replay
   (``backward``);
 - the parameters the last step produced, at the next forward (when they make its output non-finite).
@@ -156,12 +157,13 @@ def _begin_call(module: Any) -> Call:
 
 
 def _check_outermost_output(module: Any, call: Call, output: Any) -> None:
-    outputs = tensors_in(output)
-    with shielded(outputs + tensors_in((call.args, call.kwargs))):
+    outputs = [output] if type(output) is sw.tensor_type else tensors_in(output)
+    with shielded(outputs):
         bad = fast_suspects(outputs)
-        if not bad:
+        if not bad:  # the usual case, every step: the inputs are only read when there is something to explain
             _remember_call(call, outputs)
             return
+    with shielded(outputs + tensors_in((call.args, call.kwargs))):
         st.busy = True
         try:
             _explain_outermost_output(module, call, output, outputs, bad)
@@ -294,8 +296,13 @@ def _before_step(optimizer: Any, args: Any, kwargs: Any) -> None:
         if not sw.enabled:
             return
         flush_pending()
-        params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
-        grads = [p.grad for p in params]
+        params, grads = [], []
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                grad = param.grad
+                if grad is not None:
+                    params.append(param)
+                    grads.append(grad)
         with shielded(grads):
             bad = fast_suspects(grads)
             counts = exact_counts([grads[i] for i in bad]) if bad else None

@@ -19,6 +19,7 @@ Called by ``boundaries`` (``sync_mode``, ``make_outside_mode``); reports through
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 import types
@@ -61,10 +62,14 @@ def sync_mode() -> None:
     profiler, the shape observers) keep their order and stay above it, so their ``__exit__``, which pops the top of
     the stack, still pops their own mode.
     """
-    torch = sys.modules.get("torch")
-    if torch is None or sw.mode is None or st.busy:
+    if sw.mode is None or st.busy:
         return
     want = sw.enabled and st.started and st.observing and st.depth == 0 and st.in_step == 0 and st.replay is None
+    if want == st.mode_on:  # four times a step, mostly with nothing to change
+        return
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
     if want and not st.mode_on:
         _rebuild_stack(torch, with_ours=True)
         st.mode_on = True
@@ -152,23 +157,31 @@ def _after_outside_op(func: Any, args: Any, kwargs: Any, result: Any, was_clean:
         outputs = tensors_in(result, shallow=True)
     if not outputs:
         return
-    with shielded(outputs + [a for a in args if is_tensor(a)]):
-        _check_outputs(func, args, kwargs, result, outputs, was_clean)
+    plain = len(outputs) == 1 and type(outputs[0]) is sw.tensor_type  # the usual op: no subclass to shield from
+    with _UNSHIELDED if plain else shielded(outputs):
+        bad = fast_suspects(outputs)
+        if not bad:
+            # Under no_grad the op records no autograd node, so there is no backward to watch; and reading
+            # ``grad_fn`` of a view made under no_grad and then written in place (``nn.init.orthogonal_``'s
+            # ``view_as(...).copy_``) raises in torch itself.
+            if (
+                getattr(func, "__name__", "") not in GRADIENT_SAFE
+                and sys.modules["torch"].is_grad_enabled()
+                and not mixed_precision()
+            ):
+                watch_backward(func, outputs)
+            return
+    # Something to explain (rare): only now are the inputs read, shielded as well.
+    with shielded(outputs + tensors_in((args, kwargs))):
+        _explain_outputs(func, args, kwargs, result, outputs, bad, was_clean)
 
 
-def _check_outputs(func: Any, args: Any, kwargs: Any, result: Any, outputs: list[Any], was_clean: bool | None) -> None:
-    bad = fast_suspects(outputs)
-    if not bad:
-        # Under no_grad the op records no autograd node, so there is no backward to watch; and reading ``grad_fn`` of
-        # a view made under no_grad and then written in place (``nn.init.orthogonal_``'s ``view_as(...).copy_``)
-        # raises in torch itself.
-        if (
-            getattr(func, "__name__", "") not in GRADIENT_SAFE
-            and sys.modules["torch"].is_grad_enabled()
-            and not mixed_precision()
-        ):
-            watch_backward(func, outputs)
-        return
+_UNSHIELDED = contextlib.nullcontext()
+
+
+def _explain_outputs(
+    func: Any, args: Any, kwargs: Any, result: Any, outputs: list[Any], bad: list[int], was_clean: bool | None
+) -> None:
     st.busy = True
     try:
         if was_clean is False:
