@@ -153,3 +153,43 @@ def test_without_a_tracer_the_import_context_is_a_plain_block():
     with untraced_import():
         ran.append(sys.gettrace())
     assert ran == [before] and sys.gettrace() is before
+
+
+class FakeDebugger:
+    """pydevd's breakpoint tables, as ``nothing_to_hit`` reads them (names from debugpy 1.8.x's ``PyDB``)."""
+
+    def __init__(self, **tables: object) -> None:
+        self.breakpoints: dict[str, dict[int, object]] = {}
+        self.function_breakpoint_name_to_breakpoint: dict[str, object] = {}
+        self.break_on_caught_exceptions: dict[str, object] = {}
+        self.break_on_user_uncaught_exceptions: dict[str, object] = {}
+        self.has_plugin_line_breaks = False
+        self.has_plugin_exception_breaks = False
+        for name, value in tables.items():
+            setattr(self, name, value)
+
+
+class FakeThread:
+    def __init__(self, step_cmd: int) -> None:
+        self.additional_info = type("Info", (), {"pydev_step_cmd": step_cmd})()
+
+
+@pytest.mark.parametrize(
+    ("tables", "step_cmd", "expected"),
+    [
+        ({}, -1, True),
+        ({"breakpoints": {"/project/train.py": {12: object()}}}, -1, True),  # the program's own file
+        ({"breakpoints": {"/project/.venv/lib/site-packages/torch/nn/modules/linear.py": {}}}, -1, True),  # cleared
+        ({"breakpoints": {"/project/.venv/lib/site-packages/torch/nn/modules/linear.py": {130: object()}}}, -1, False),
+        ({"function_breakpoint_name_to_breakpoint": {"forward": object()}}, -1, False),
+        ({"break_on_caught_exceptions": {"BaseException": object()}}, -1, False),
+        ({"break_on_user_uncaught_exceptions": {"BaseException": object()}}, -1, False),
+        ({"has_plugin_line_breaks": True}, -1, False),
+        ({}, 107, False),  # the thread is stepping into
+        ({"breakpoints": None}, -1, False),  # unreadable tables: keep tracing
+    ],
+)
+def test_nothing_to_hit_reads_pydevds_tables(tables, step_cmd, expected):
+    from tensorsight.agent.debugger.untraced import nothing_to_hit
+
+    assert nothing_to_hit(FakeDebugger(**tables), FakeThread(step_cmd)) is expected  # type: ignore[arg-type]

@@ -156,7 +156,9 @@ class UntracedLibraryFinder(importlib.abc.MetaPathFinder):
         searching: set[str] | None = getattr(_local, "searching", None)
         if searching is None:
             searching = _local.searching = set()
-        if fullname in searching or sys.gettrace() is None or "pydevd" not in sys.modules:
+        if fullname in searching or target is not None or fullname in sys.modules:  # a reload: leave it alone
+            return None
+        if sys.gettrace() is None or "pydevd" not in sys.modules:
             return None
         searching.add(fullname)
         try:
