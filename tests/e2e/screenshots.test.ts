@@ -1,6 +1,7 @@
 /**
  * The user README's pictures, taken from real VS Code (code-server + Chromium, the built .vsix) and checked before
- * each is saved into extension/media/ (so a picture cannot show what the product no longer does):
+ * each is saved (into extension/media/ with TENSORSIGHT_UPDATE_PICTURES=1; so a picture cannot show what the product
+ * no longer does):
  *   1. "Profile Training" on examples/correct_training.py: the time per phase and the top functions with short paths;
  *   2. "Check Shapes" on the same script: one row per module with shapes, parameters and memory;
  *   3. the training panel after a plain F5 (no launch.json, no option set);
@@ -29,7 +30,14 @@ import {
 
 const TRAINING = 'correct_training.py';
 const BREAKPOINTS = 'nan_training.py';
-const MEDIA = path.join(REPO, 'extension', 'media');
+/**
+ * Where the pictures go: the README's own (extension/media/) when TENSORSIGHT_UPDATE_PICTURES=1 asks for new ones,
+ * else test-output/pictures/, so a test run leaves the tracked files as they are.
+ */
+const MEDIA =
+  process.env.TENSORSIGHT_UPDATE_PICTURES === '1'
+    ? path.join(REPO, 'extension', 'media')
+    : path.join(REPO, 'test-output', 'pictures');
 /** The most a README picture may weigh once saved (the .vsix ships every one of them). */
 const MAX_PICTURE_BYTES = 120 * 1024;
 
@@ -50,6 +58,7 @@ function activeWebview(page: Page): FrameLocator {
 async function savePicture(page: Page, target: Locator, name: string, maxHeight: number): Promise<number> {
   const box = await target.boundingBox({ timeout: TIMEOUT });
   assert.ok(box && box.width > 100 && box.height > 100, `nothing to photograph for ${name}: ${JSON.stringify(box)}`);
+  fs.mkdirSync(MEDIA, { recursive: true });
   const file = path.join(MEDIA, name);
   // no tooltip (a tab's, from the last click) and no row hover in the picture: the mouse rests on a heading's margin
   await page.mouse.move(box.x + box.width - 4, box.y + 50);
