@@ -38,7 +38,7 @@ from typing import Any
 
 from tensorsight.agent.display.budget import CLOCK
 from tensorsight.agent.runtime.guard import report_once
-from tensorsight.core.notation import format_bytes, short_dtype
+from tensorsight.core.notation import format_bytes, shape_text, short_dtype
 from tensorsight.core.stats import (
     DEFAULT_BUDGET,
     SUMMARY_PASSES,
@@ -1103,13 +1103,19 @@ def _record_children(record: Any) -> list[Entry]:
     names their shapes and expands to them, instead of the tuple's repr with every value printed."""
     entries: list[Entry] = []
     for name, value in record.__tensorsight_rows__():
-        if isinstance(value, tuple) and value and all(_kind(v) == "tensor" for v in value):
-            shapes = ", ".join(tensor_line(tensor_facts(v), width=24).split(" ")[0] for v in value[:4])
-            label = f"{len(value)} tensor{'s' if len(value) != 1 else ''}: {shapes}{', …' if len(value) > 4 else ''}"
+        if isinstance(value, tuple) and value and all(_kind(v) in ("tensor", "array") for v in value):
+            shapes = ", ".join(_type_at_a_glance(v) for v in value[:4])
+            noun = "tensor" if all(_kind(v) == "tensor" for v in value) else "array"
+            label = f"{len(value)} {noun}{'s' if len(value) != 1 else ''}: {shapes}{', …' if len(value) > 4 else ''}"
             entries.append((name, Group(label, functools.partial(_tuple_entries, value, f".{name}")), None))
         else:
             entries.append((name, value, f".{name}"))
     return entries
+
+
+def _type_at_a_glance(value: Any) -> str:
+    """``f32[64, 8]``: the dtype and shape of a tensor or array, read without its values."""
+    return shape_text(tuple(value.shape), value.dtype)
 
 
 def _tuple_entries(values: tuple[Any, ...], suffix: str) -> list[Entry]:

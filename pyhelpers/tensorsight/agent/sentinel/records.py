@@ -58,10 +58,7 @@ class NonFiniteRecord:
             if getattr(self, name) is not None
         ]
         rows += [("nan", self.nan), ("posinf", self.posinf), ("neginf", self.neginf), ("elements", self.elements)]
-        for name in ("inputs", "output", "incoming_grads", "produced_grads"):
-            value = getattr(self, name)
-            if value is not None and not (isinstance(value, tuple) and not value):
-                rows.append((name, value))
+        rows += [(name, getattr(self, name)) for name in ("inputs", "output", "incoming_grads", "produced_grads")]
         return rows + [
             (name, value) for name, value in (("stopped_at", self.stopped_at), ("details", self.details)) if value
         ]
