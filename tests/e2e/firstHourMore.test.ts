@@ -315,7 +315,9 @@ describe('the first F5 after trusting a folder in real VS Code', { timeout: 15 *
       const modal = page.locator('.monaco-modal-editor-block');
       await modal.locator('.codicon-close').first().click({ timeout: TIMEOUT });
       await modal.waitFor({ state: 'hidden', timeout: TIMEOUT });
-      // F5 at once, while the language server may still be restarting for the new trust
+      // back in the script (closing the modal can leave the keyboard focus outside the editor, where a key press may
+      // never reach VS Code), then F5 at once, while the language server may still be restarting for the new trust
+      await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
       const serverState = (await statusItem(page, /TensorSight/).innerText()).trim();
       t.diagnostic(`status bar at F5: ${serverState}`);
       await runToTheEnd(page);

@@ -8,6 +8,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import {
+  CancellationTokenSource,
   CloseAction,
   ErrorAction,
   LanguageClient,
@@ -16,6 +17,7 @@ import {
   State,
   TransportKind,
 } from 'vscode-languageclient/node';
+import { withinTime } from '../common/deadline';
 import type { Resolution } from '../common/interpreter';
 import type { ExtensionPaths } from '../common/paths';
 import { SERVER_MODULE, serverLaunch } from '../common/pythonLaunch';
@@ -26,6 +28,9 @@ import { ServerRestarts } from './restarts';
 import { runEventsOf } from './runEvents';
 
 export type ServerState = 'starting' | 'ready' | 'failed' | 'disabled' | 'stopped';
+
+/** How long a custom request may wait for the server's answer: each is a quick look-up a user waits on. */
+export const REQUEST_TIMEOUT_MS = 10_000;
 
 export class LanguageServer {
   private client: LanguageClient | undefined;
@@ -108,15 +113,26 @@ export class LanguageServer {
     return this.settled(Math.max(0, deadline - Date.now()));
   }
 
-  /** Sends a custom request; undefined when the server is not running or the request fails (logged). */
-  async request<R>(method: string, params: unknown): Promise<R | undefined> {
+  /**
+   * Sends a custom request; undefined when the server is not running, the request fails, or no answer came within
+   * `timeoutMs` (logged, and the request cancelled). Every custom request is one a user waits on (F5, the breakpoint
+   * picker), so none may hang on a server that is busy, restarting or stuck.
+   */
+  async request<R>(method: string, params: unknown, timeoutMs = REQUEST_TIMEOUT_MS): Promise<R | undefined> {
     const client = this.client;
     if (!client || client.state !== State.Running) return undefined;
+    const cancel = new CancellationTokenSource();
+    const giveUp = () => {
+      this.log.warn(`${method}: no answer from the language server within ${timeoutMs} ms; going on without it`);
+      cancel.cancel();
+    };
     try {
-      return await client.sendRequest<R>(method, params);
+      return await withinTime(client.sendRequest<R>(method, params, cancel.token), timeoutMs, giveUp);
     } catch (error) {
-      this.log.warn(`${method} failed: ${String(error)}`);
+      if (!cancel.token.isCancellationRequested) this.log.warn(`${method} failed: ${String(error)}`);
       return undefined;
+    } finally {
+      cancel.dispose();
     }
   }
 
