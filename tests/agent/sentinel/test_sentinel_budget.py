@@ -2,6 +2,7 @@
 observes, from the cost it records, and how a report explains a step that was not observed."""
 
 import pytest
+import torch
 
 from tensorsight.agent.sentinel.budget import Budget
 from tensorsight.agent.sentinel.state import st
@@ -78,3 +79,37 @@ def test_the_note_names_the_share_and_the_stride():
     budget.period_ended()
     note = budget.note()
     assert "costs 30% of a step" in note and "one step in 5" in note
+
+
+def test_what_the_boundary_checks_cost_is_taken_from_the_share_of_the_outside_mode():
+    budget = Budget()
+    budget.steps = Budget.FIRST_STEPS
+    budget.estimates.extend([0.08, 0.08, 0.08])
+    assert budget.allowed == Budget.SHARE  # no boundary cost seen yet: the mode may take its whole share
+    for _ in range(3):  # periods of 1 s in which the boundary hooks took 60 ms
+        budget.started -= 1.0
+        budget.boundary_spent(0.06)
+        budget.period_ended()
+    assert budget.boundary_seconds == 0.0  # counted per period
+    assert budget.allowed == pytest.approx(Budget.TOTAL_SHARE - 0.06, abs=2e-3)
+    assert budget.stride == 2  # 0.08 against about 0.04 left
+
+
+def test_boundary_checks_costing_the_whole_target_leave_the_mode_its_minimum():
+    budget = Budget()
+    budget.boundary_shares.extend([0.5, 0.5, 0.5])
+    assert budget.allowed == Budget.MIN_SHARE
+
+
+def test_the_real_boundary_hooks_report_their_own_time(armed):
+    from tensorsight.agent.sentinel.budget import budget as live
+
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    live.boundary_shares.clear()
+    for _ in range(3):
+        optimizer.zero_grad()
+        model(torch.ones(3, 4)).sum().backward()
+        optimizer.step()
+    assert len(live.boundary_shares) >= 2
+    assert all(0.0 < share < 1.0 for share in list(live.boundary_shares)[1:])  # each period after the first

@@ -18,6 +18,7 @@ Installed by ``tensorsight.agent.sentinel`` (``arm``, ``break_on_nonfinite``) on
 from __future__ import annotations
 
 import sys
+import time
 import types
 import weakref
 from collections.abc import Callable
@@ -68,13 +69,27 @@ def install(torch: types.ModuleType) -> None:
     sw.cuda_present = bool(torch.cuda.is_available())
     sw.tensor_type = torch.Tensor
     sw.mode = make_outside_mode(torch)
-    sw.handles.append(register_module_forward_pre_hook(_before_module))
-    sw.handles.append(register_module_forward_hook(_after_module, with_kwargs=True, always_call=True))
-    sw.handles.append(register_optimizer_step_pre_hook(_before_step))
-    sw.handles.append(register_optimizer_step_post_hook(_after_step))
+    sw.handles.append(register_module_forward_pre_hook(_timed(_before_module)))
+    sw.handles.append(register_module_forward_hook(_timed(_after_module), with_kwargs=True, always_call=True))
+    sw.handles.append(register_optimizer_step_pre_hook(_timed(_before_step)))
+    sw.handles.append(register_optimizer_step_post_hook(_timed(_after_step)))
     steps.arm()
     if sw.origin == "debugger":
         pause.hide_agent_files()
+
+
+def _timed(hook: Callable[..., None]) -> Callable[..., None]:
+    """The hook, its own time handed to the budget (the sentinel's whole cost answers to one target)."""
+    clock = time.perf_counter
+
+    def timed(*args: Any) -> None:
+        began = clock()
+        try:
+            hook(*args)
+        finally:
+            budget.boundary_spent(clock() - began)
+
+    return timed
 
 
 def _uninstall() -> None:
