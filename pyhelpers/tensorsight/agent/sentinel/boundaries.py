@@ -26,12 +26,13 @@ from typing import Any
 
 from tensorsight.agent.debugger import pause
 from tensorsight.agent.runtime import steps
+from tensorsight.agent.runtime.forks import in_forked_children
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.op_calls import shielded
 from tensorsight.agent.runtime.tensor_walk import exact_counts, optimizer_parameters, suspects
 from tensorsight.agent.sentinel.backward import flush_pending, locate_backward_birth
 from tensorsight.agent.sentinel.ops import inherited
-from tensorsight.agent.sentinel.outside import budget, make_outside_mode, sync_mode
+from tensorsight.agent.sentinel.outside import budget, leave_forked_child, make_outside_mode, sync_mode
 from tensorsight.agent.sentinel.reading import (
     display_module,
     fast_suspects,
@@ -69,6 +70,7 @@ def install(torch: types.ModuleType) -> None:
     sw.cuda_present = bool(torch.cuda.is_available())
     sw.tensor_type = torch.Tensor
     sw.mode = make_outside_mode(torch)
+    in_forked_children(leave_forked_child)
     sw.handles.append(register_module_forward_pre_hook(_timed(_before_module)))
     sw.handles.append(register_module_forward_hook(_timed(_after_module), with_kwargs=True, always_call=True))
     sw.handles.append(register_optimizer_step_pre_hook(_timed(_before_step)))

@@ -27,7 +27,7 @@ import types
 from typing import Any
 
 from tensorsight.agent.runtime import op_calls
-from tensorsight.agent.runtime.guard import report_once
+from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.op_calls import shielded
 from tensorsight.agent.runtime.tensor_walk import exact_counts, is_tensor
 from tensorsight.agent.sentinel.backward import flush_pending, watch_backward
@@ -77,6 +77,22 @@ def sync_mode() -> None:
     elif not want and st.mode_on:
         _rebuild_stack(torch, with_ours=False)
         st.mode_on = False
+
+
+@never_raise()
+def leave_forked_child() -> None:
+    """In a forked child (a DataLoader worker, forked while our mode was on the stack): the mode comes off this
+    thread's stack and stays off. The child runs none of the parent's steps, so nothing would take it off again, and
+    every op of ``__getitem__`` and ``collate`` would go through us for the worker's whole life. A NaN made there is
+    judged where it arrives: at the model's input in the parent, as carried in with the data (``boundaries``).
+    Registered for every fork by ``boundaries.install`` (``runtime.forks``)."""
+    if sw.mode is None:
+        return
+    torch = sys.modules.get("torch")
+    if st.mode_on and torch is not None:
+        _rebuild_stack(torch, with_ours=False)
+    st.mode_on = False
+    sw.mode = None  # ``sync_mode`` never puts it back in this process
 
 
 def _rebuild_stack(torch: types.ModuleType, with_ours: bool) -> None:

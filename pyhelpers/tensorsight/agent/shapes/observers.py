@@ -42,6 +42,7 @@ from typing import Any
 
 from tensorsight.agent.runtime import events, op_calls, steps
 from tensorsight.agent.runtime import excepthook as exceptions
+from tensorsight.agent.runtime.forks import in_forked_children
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
@@ -193,7 +194,18 @@ def _on_torch(torch: ModuleType) -> None:
     _state.torch = torch
     if torch.__file__:
         _state.torch_root = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    in_forked_children(_leave_forked_child)
     _open_window()
+
+
+@never_raise()
+def _leave_forked_child() -> None:
+    """In a forked child (a DataLoader worker, forked inside a window): the mode comes off this thread's stack. The
+    child observes nothing (``_state.pid``) and runs none of the parent's steps, so the window would never close
+    there, and every op of ``__getitem__`` and ``collate`` would pass through us for the worker's whole life."""
+    if _state.mode is not None and _state.mode_thread == threading.get_ident():
+        remove_mode(_state.mode)
+    _state.mode_thread = None
 
 
 # ---- windows -------------------------------------------------------------------------------------------------------
