@@ -151,3 +151,56 @@ def test_a_forward_with_side_effects_outside_its_module_is_not_replayed(tmp_path
     assert finding["details"]["op"] == "(not replayed)" and finding["step"] == 2
     assert "Logged.forward assigns the global variable CALLS" in finding["message"]
     assert observed == plain and plain["calls"] == 3
+
+
+INF_FROM_WORKERS = r"""
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Rows(Dataset):
+    def __len__(self):
+        return 256
+
+    def __getitem__(self, index):
+        row = torch.full((4,), float(index % 7))
+        if index == 200:
+            row = torch.log(row - 4.0)  # log(0) = -Inf, made in a DataLoader worker
+        return row, index % 2
+
+
+def main():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for features, labels in DataLoader(Rows(), batch_size=32, num_workers=2):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(features), labels)
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_nan_made_from_an_inf_the_data_brought_names_that_inf(tmp_path):
+    """A -Inf made in a DataLoader worker reaches the model, whose linear layer turns it into NaN: the finding is
+    at the model call in the parent (the worker is not watched op by op) and says what the inputs held, never
+    "from finite inputs"."""
+    path = tmp_path / "inf_from_workers.py"
+    path.write_text(INF_FROM_WORKERS)
+    completed = doctor(str(path))
+    findings = nonfinite_findings(completed)
+    assert len(findings) == 1, completed.stdout + completed.stderr
+    finding = findings[0]
+    assert (
+        finding["line"]
+        == INF_FROM_WORKERS.splitlines().index(
+            "        loss = torch.nn.functional.cross_entropy(model(features), labels)"
+        )
+        + 1
+    )
+    assert "from inputs holding 4 -Inf" in finding["message"], finding["message"]
+    assert "from finite inputs" not in finding["message"]

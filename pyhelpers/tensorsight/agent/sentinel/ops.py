@@ -131,15 +131,7 @@ def judge_inputs(args: Any, kwargs: Any, counts: NonFiniteCounts, skip_first: bo
     tensors: list[Any] = []
     scalars: list[Any] = []
     arrays: list[Any] = []
-    flat = list(args)[1:] if skip_first else list(args)
-    flat.extend(kwargs.values())
-    _collect_inputs(flat, tensors, scalars, arrays, 0)
-    bad = suspects(tensors)
-    seen = exact_counts([tensors[i] for i in bad])
-    scalar_counts = number_counts(scalars)
-    carried = NonFiniteCounts(
-        seen.nan + scalar_counts.nan, seen.posinf + scalar_counts.posinf, seen.neginf + scalar_counts.neginf
-    )
+    carried = carried_by_inputs(args, kwargs, skip_first, tensors, scalars, arrays)
     if not born(counts, carried):
         return None
     if arrays and exact_counts(arrays):
@@ -147,6 +139,27 @@ def judge_inputs(args: Any, kwargs: Any, counts: NonFiniteCounts, skip_first: bo
     if not tensors and arrays:
         return "data", _describe_sources(arrays)
     return "forward", ""
+
+
+def carried_by_inputs(
+    args: Any,
+    kwargs: Any,
+    skip_first: bool,
+    tensors: list[Any] | None = None,
+    scalars: list[Any] | None = None,
+    arrays: list[Any] | None = None,
+) -> NonFiniteCounts:
+    """The NaN/Inf an op's inputs (tensors and Python numbers) carried in; the lists, when given, receive the inputs
+    read. ``skip_first``: the first argument is the in-place target, not an input."""
+    tensors = [] if tensors is None else tensors
+    scalars = [] if scalars is None else scalars
+    arrays = [] if arrays is None else arrays
+    flat = list(args)[1:] if skip_first else list(args)
+    flat.extend(kwargs.values())
+    _collect_inputs(flat, tensors, scalars, arrays, 0)
+    seen = exact_counts([tensors[i] for i in suspects(tensors)])
+    numbers = number_counts(scalars)
+    return NonFiniteCounts(seen.nan + numbers.nan, seen.posinf + numbers.posinf, seen.neginf + numbers.neginf)
 
 
 def _collect_inputs(values: Any, tensors: list[Any], scalars: list[Any], arrays: list[Any], depth: int) -> None:

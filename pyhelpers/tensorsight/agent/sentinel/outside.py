@@ -38,6 +38,7 @@ from tensorsight.agent.sentinel.ops import (
     GRADIENT_SAFE,
     INPLACE,
     SKIP,
+    carried_by_inputs,
     judge_inputs,
     op_name,
     policies,
@@ -50,7 +51,7 @@ from tensorsight.agent.sentinel.reading import (
     tensors_in,
     user_frame,
 )
-from tensorsight.agent.sentinel.records import counts_text, publish, title_of
+from tensorsight.agent.sentinel.records import counts_text, made_text, publish, title_of
 from tensorsight.agent.sentinel.state import silenced, st, sw
 from tensorsight.core.l10n import t
 
@@ -211,9 +212,8 @@ def _explain_outputs(
             return  # carried along from an input: not born here
         frame = user_frame()
         phase, source = verdict
-        what = t(
-            "{0} made {1} (of {2} values) from finite inputs", op_name(func), counts_text(counts), elements(outputs)
-        )
+        carried = carried_by_inputs(args, kwargs, skip_first=was_clean is not None)
+        what = made_text(op_name(func), counts, elements(outputs), carried)
         if phase == "data":
             what = t(
                 "{0} built a tensor with {1} (of {2} values) from {3}: the value came in with the data",

@@ -217,6 +217,27 @@ def title_of(counts: NonFiniteCounts, born: bool) -> str:
     return t("{0} born here", what) if born else t("{0} came in here", what)
 
 
+def made_text(op: str, made: NonFiniteCounts, values: int, carried: NonFiniteCounts, module: str | None = None) -> str:
+    """What an op made and from what: "from finite inputs", or, when the inputs carried Inf and the op made NaN of
+    it (``inf - inf``, a linear layer over a -Inf feature), the Inf they held."""
+    if carried:
+        if module is not None:
+            return t(
+                "{0} made {1} (of {2} values) from inputs holding {3} in {4}",
+                op,
+                counts_text(made),
+                values,
+                counts_text(carried),
+                module,
+            )
+        return t(
+            "{0} made {1} (of {2} values) from inputs holding {3}", op, counts_text(made), values, counts_text(carried)
+        )
+    if module is not None:
+        return t("{0} made {1} (of {2} values) from finite inputs in {3}", op, counts_text(made), values, module)
+    return t("{0} made {1} (of {2} values) from finite inputs", op, counts_text(made), values)
+
+
 def counts_text(counts: NonFiniteCounts) -> str:
     parts = []
     if counts.nan:

@@ -21,7 +21,7 @@ from typing import Any
 
 from tensorsight.agent.runtime.tensor_walk import exact_counts, is_tensor
 from tensorsight.agent.sentinel.containment import private_copy, unsafe_reason
-from tensorsight.agent.sentinel.ops import BACKWARD, INPLACE, SKIP, judge_inputs, op_name, policy_of
+from tensorsight.agent.sentinel.ops import BACKWARD, INPLACE, SKIP, carried_by_inputs, judge_inputs, op_name, policy_of
 from tensorsight.agent.sentinel.reading import (
     elements,
     fast_suspects,
@@ -31,9 +31,8 @@ from tensorsight.agent.sentinel.reading import (
     unwrap,
     user_frame,
 )
-from tensorsight.agent.sentinel.records import NonFiniteRecord, counts_text, make_record, report, title_of
+from tensorsight.agent.sentinel.records import NonFiniteRecord, made_text, make_record, report, title_of
 from tensorsight.agent.sentinel.state import Call, st
-from tensorsight.core.l10n import t
 
 
 def replaying() -> bool:
@@ -94,11 +93,11 @@ class ReplayMode:
             counts,
             frame,
             module=module,
-            what=t(
-                "{0} made {1} (of {2} values) from finite inputs in {3}",
+            what=made_text(
                 op_name(func),
-                counts_text(counts),
+                counts,
                 elements(outputs),
+                carried_by_inputs(args, kwargs, skip_first=was_clean is not None),
                 module,
             ),
             inputs=tuple(tensors_in((args, kwargs), shallow=True)),
