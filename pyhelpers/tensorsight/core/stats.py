@@ -432,7 +432,7 @@ class _TorchStats:
         sums, norms = rows.new_empty(count), rows.new_empty(count)
         tiles = -(-count // per_tile)
         lows, highs = rows.new_empty(tiles), rows.new_empty(tiles)
-        # the views each tile writes into, made in four calls instead of five per tile
+        # the views each tile reads and writes, made by five calls for the whole tensor instead of five per tile
         row_tiles, sum_tiles, norm_tiles = rows.split(per_tile), sums.split(per_tile), norms.split(per_tile)
         low_at, high_at = lows.unbind(), highs.unbind()
         spans: list[tuple[int, int]] = []
@@ -482,8 +482,8 @@ class _TorchStats:
         self, rows: Any, sums: Any, norms: Any, lows: Any, highs: Any, tile: int, per_tile: int
     ) -> tuple[int, int]:
         """Rows from tile ``tile`` on, in one span of three large kernels (the CPU is busy: see ``_tiled_rows``);
-        its range goes in slot ``tile``. A span holding NaN/Inf gets no range here: ``_repair`` takes the range of
-        its clean rows."""
+        its range goes in slot ``tile``, from one ``aminmax``: the span is not in the cache, so one read beats two.
+        A span holding NaN/Inf gets no range here: ``_repair`` takes the range of its clean rows."""
         start = tile * per_tile
         span = rows[start:]
         self.torch.sum(span, 1, out=sums[start:])

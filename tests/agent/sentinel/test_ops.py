@@ -71,16 +71,18 @@ def test_inherited():
 
 def test_judging_tensor_and_number_inputs():
     zeros = torch.zeros(3)
-    assert judge_inputs((zeros,), {}, NEGINF, skip_first=False) == ("forward", "")  # log(0)
+    assert judge_inputs((zeros,), {}, NEGINF, skip_first=False) == ("forward", "", CLEAN)  # log(0)
     with_inf = torch.tensor([1.0, float("-inf")])
     assert judge_inputs((with_inf,), {}, NEGINF, skip_first=False) is None  # carried along
     assert judge_inputs((zeros, float("nan")), {}, NAN, skip_first=False) is None  # a NaN written in code
     assert judge_inputs((zeros,), {"other": [float("inf")]}, INF, skip_first=False) is None
     # an in-place op: its first argument is the output, not an input
-    assert judge_inputs((with_inf, zeros), {}, NEGINF, skip_first=True) == ("forward", "")
+    assert judge_inputs((with_inf, zeros), {}, NEGINF, skip_first=True) == ("forward", "", CLEAN)
+    # NaN made from an Inf the inputs held (inf - inf): born here, and the Inf it came from is named
+    assert judge_inputs((with_inf,), {}, NAN, skip_first=False) == ("forward", "", NEGINF)
 
 
 def test_judging_outside_data():
     data = np.array([1.0, np.nan])
-    assert judge_inputs((data,), {}, NAN, skip_first=False) == ("data", "a numpy array [2] float64")
+    assert judge_inputs((data,), {}, NAN, skip_first=False) == ("data", "a numpy array [2] float64", CLEAN)
     assert judge_inputs((np.float32("nan"),), {}, NAN, skip_first=False) is None  # a numpy scalar is a number

@@ -5,7 +5,7 @@ its output was born there or carried in from an input. Pure judgement over value
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
 from tensorsight.agent.runtime.tensor_walk import exact_counts, is_array, is_tensor, number_counts, suspects
 from tensorsight.core.nonfinite import NonFiniteCounts
@@ -125,41 +125,35 @@ def _name_op(func: Any) -> str:
     return f"{module}.{name}" if module else name
 
 
-def judge_inputs(args: Any, kwargs: Any, counts: NonFiniteCounts, skip_first: bool) -> tuple[str, str] | None:
-    """("forward" | "data", where the data came from) when the output's NaN/Inf is born in this op, None when an
-    input already carried it. Tensors and Python numbers are inputs; numpy arrays are outside data."""
+class Birth(NamedTuple):
+    """Where an op's NaN/Inf comes from when it is born in that op: the phase ("forward" | "data"), where the data
+    came from, and what the inputs carried in (Inf that the op turned into NaN; empty when they were finite)."""
+
+    phase: str
+    source: str
+    carried: NonFiniteCounts
+
+
+def judge_inputs(args: Any, kwargs: Any, counts: NonFiniteCounts, skip_first: bool) -> Birth | None:
+    """The birth when the output's NaN/Inf is born in this op, None when an input already carried it. Tensors and
+    Python numbers are inputs; numpy arrays are outside data. ``skip_first``: the first argument is the in-place
+    target, not an input."""
     tensors: list[Any] = []
     scalars: list[Any] = []
     arrays: list[Any] = []
-    carried = carried_by_inputs(args, kwargs, skip_first, tensors, scalars, arrays)
-    if not born(counts, carried):
-        return None
-    if arrays and exact_counts(arrays):
-        return "data", _describe_sources(arrays)
-    if not tensors and arrays:
-        return "data", _describe_sources(arrays)
-    return "forward", ""
-
-
-def carried_by_inputs(
-    args: Any,
-    kwargs: Any,
-    skip_first: bool,
-    tensors: list[Any] | None = None,
-    scalars: list[Any] | None = None,
-    arrays: list[Any] | None = None,
-) -> NonFiniteCounts:
-    """The NaN/Inf an op's inputs (tensors and Python numbers) carried in; the lists, when given, receive the inputs
-    read. ``skip_first``: the first argument is the in-place target, not an input."""
-    tensors = [] if tensors is None else tensors
-    scalars = [] if scalars is None else scalars
-    arrays = [] if arrays is None else arrays
     flat = list(args)[1:] if skip_first else list(args)
     flat.extend(kwargs.values())
     _collect_inputs(flat, tensors, scalars, arrays, 0)
     seen = exact_counts([tensors[i] for i in suspects(tensors)])
     numbers = number_counts(scalars)
-    return NonFiniteCounts(seen.nan + numbers.nan, seen.posinf + numbers.posinf, seen.neginf + numbers.neginf)
+    carried = NonFiniteCounts(seen.nan + numbers.nan, seen.posinf + numbers.posinf, seen.neginf + numbers.neginf)
+    if not born(counts, carried):
+        return None
+    if arrays and exact_counts(arrays):
+        return Birth("data", _describe_sources(arrays), carried)
+    if not tensors and arrays:
+        return Birth("data", _describe_sources(arrays), carried)
+    return Birth("forward", "", carried)
 
 
 def _collect_inputs(values: Any, tensors: list[Any], scalars: list[Any], arrays: list[Any], depth: int) -> None:

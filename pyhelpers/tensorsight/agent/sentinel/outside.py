@@ -38,7 +38,6 @@ from tensorsight.agent.sentinel.ops import (
     GRADIENT_SAFE,
     INPLACE,
     SKIP,
-    carried_by_inputs,
     judge_inputs,
     op_name,
     policies,
@@ -211,8 +210,7 @@ def _explain_outputs(
         if verdict is None:
             return  # carried along from an input: not born here
         frame = user_frame()
-        phase, source = verdict
-        carried = carried_by_inputs(args, kwargs, skip_first=was_clean is not None)
+        phase, source, carried = verdict
         what = made_text(op_name(func), counts, elements(outputs), carried)
         if phase == "data":
             what = t(

@@ -21,7 +21,7 @@ from typing import Any
 
 from tensorsight.agent.runtime.tensor_walk import exact_counts, is_tensor
 from tensorsight.agent.sentinel.containment import private_copy, unsafe_reason
-from tensorsight.agent.sentinel.ops import BACKWARD, INPLACE, SKIP, carried_by_inputs, judge_inputs, op_name, policy_of
+from tensorsight.agent.sentinel.ops import BACKWARD, INPLACE, SKIP, judge_inputs, op_name, policy_of
 from tensorsight.agent.sentinel.reading import (
     elements,
     fast_suspects,
@@ -83,7 +83,8 @@ class ReplayMode:
         if not bad or was_clean is False:
             return result
         counts = exact_counts([outputs[i] for i in bad])
-        if not counts or judge_inputs(args, kwargs, counts, skip_first=was_clean is not None) is None:
+        birth = judge_inputs(args, kwargs, counts, skip_first=was_clean is not None) if counts else None
+        if birth is None:
             return result
         frame = user_frame()
         module = self.module_path()
@@ -97,7 +98,7 @@ class ReplayMode:
                 op_name(func),
                 counts,
                 elements(outputs),
-                carried_by_inputs(args, kwargs, skip_first=was_clean is not None),
+                birth.carried,
                 module,
             ),
             inputs=tuple(tensors_in((args, kwargs), shallow=True)),
