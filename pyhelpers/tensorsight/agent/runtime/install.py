@@ -24,9 +24,15 @@ FEATURES = (
     "tensorsight.agent.leakage.watch",  # train/val/test overlap checks on the splits a script builds
     "tensorsight.agent.distributed.ranks",  # rank awareness under torch.distributed / torchrun
 )
-# armed only under a debugger: explains uncaught errors (shape, device, OOM) before the debugger reports them
-# and times the debugger's holds, which the phase clock leaves out of each step; imports torch untraced
+# armed only under a debugger: debugpy's own waits cut (a link without Nagle's 40 ms or the 0.1 s pause, an exit
+# without pydevd's polls, forked workers that need not wait for the editor, no environment report nobody logs);
+# explains uncaught errors (shape, device, OOM) before the debugger reports them, times the debugger's holds, which
+# the phase clock leaves out of each step, and imports torch untraced
 DEBUGGER_FEATURES = (
+    "tensorsight.agent.debugger.link",
+    "tensorsight.agent.debugger.shutdown",
+    "tensorsight.agent.debugger.forked_start",
+    "tensorsight.agent.debugger.environment_report",
     "tensorsight.agent.runtime.excepthook",
     "tensorsight.agent.debugger.holds",
     "tensorsight.agent.debugger.untraced",
