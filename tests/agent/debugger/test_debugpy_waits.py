@@ -107,7 +107,7 @@ class RecordingClock:
 def pydevd_like(source: str, clock: Any) -> tuple[Any, dict[str, Any]]:
     """A function defined in a module namespace whose global ``time`` is ``clock`` (as pydevd's functions are)."""
     namespace: dict[str, Any] = {"time": clock, "threading": threading}
-    exec(source, namespace)  # noqa: S102 - a test fixture's own source
+    exec(source, namespace)  # a test fixture's own source
     return namespace["target"], namespace
 
 

@@ -6,6 +6,7 @@ or TensorSight itself.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import sysconfig
@@ -25,10 +26,24 @@ _LIBRARY_MARKERS = (
 
 
 def is_user_file(path: str) -> bool:
-    """True for a file the user wrote: not ours, not a library, not stdlib, not ``<frozen ...>`` or ``<string>``."""
+    """True for a file the user wrote: not ours, not a library, not stdlib, not ``<frozen ...>`` or ``<string>``.
+
+    Each answer is remembered with the working directory it was judged in (``_judged``, which a relative path depends
+    on): the hooks of every training step ask about the same few files, and a remembered answer costs no Python call,
+    which is what each call costs under a debugger's tracer.
+    """
     if not path or path.startswith("<"):
         return False
-    full = os.path.abspath(path)
+    try:
+        working_directory = os.getcwd()
+    except OSError:  # the working directory was removed: only an absolute path can be judged
+        working_directory = os.sep
+    return _judged(path, working_directory)
+
+
+@functools.lru_cache(maxsize=4096)
+def _judged(path: str, working_directory: str) -> bool:
+    full = os.path.abspath(os.path.join(working_directory, path))
     if full.startswith(PACKAGE_ROOT + os.sep):
         return False
     if any(marker in full for marker in _LIBRARY_MARKERS):

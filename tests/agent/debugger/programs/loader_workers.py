@@ -12,7 +12,7 @@ def main() -> None:
     dataset = TensorDataset(torch.arange(64, dtype=torch.float32).reshape(32, 2))
     loader = DataLoader(dataset, batch_size=4, num_workers=2, persistent_workers=True)
     total = 0.0
-    for epoch in range(2):
+    for _epoch in range(2):
         for (batch,) in loader:
             total += float(batch.sum())  # @bp in-loop
     print(f"total {total:.0f}", flush=True)
