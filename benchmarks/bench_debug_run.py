@@ -3,17 +3,19 @@
 What a user waits for, measured from outside the program (process start to exit), as they would with a stopwatch:
 
 - ``plain``: ``python examples/correct_training.py``;
-- ``debug``: the same script under a real ``python -m debugpy.adapter`` session launched the way the extension
-  launches a plain F5 (``extension/src/debug/launchConfig.ts``: ``justMyCode`` false, the internal console,
+- ``debug``: the same script under a real debugpy adapter session launched the way the extension launches a plain
+  F5 (debugpy's adapter and launcher started through ``tensorsight.debugpy_start``, as
+  ``extension/src/debug/provider.ts`` and ``launchConfig.ts`` start them; ``justMyCode`` false, the internal console,
   ``TENSORSIGHT_OPTIONS`` holding ``breakOnNonFinite`` from the setting, every other option at the contract's
   default, so measurement is on), with the agent reporting to the hub of the real language server
   (``python -m tensorsight.server`` over stdio, trusted, ``tensorsight/startSession`` as the extension asks it).
 
 ``--variant NAME=JSON`` adds a debug run with those options merged in (``--variant 'no-measure={"measure":
-false}'``), to see which feature costs what; ``NAME=null`` runs debugpy without the agent (what the debugger itself
-costs); ``--no-hub`` runs the debug sessions without the server. Each mode runs ``--repeat`` times (default 2),
-alternately; the best and the median of each are printed, with the load average before and after: on a shared
-machine only the ratios of one run mean something, and the best of its rounds is the least disturbed one.
+false}'``), to see which feature costs what; ``NAME=null`` runs stock debugpy without the agent (``python -m
+debugpy.adapter``: what the debugger itself costs); ``--no-hub`` runs the debug sessions without the server. Each
+mode runs ``--repeat`` times (default 2), alternately; the best and the median of each are printed, with the load
+average before and after: on a shared machine only the ratios of one run mean something, and the best of its rounds
+is the least disturbed one.
 
 Python writes byte code as a user's machine does (a ``PYTHONDONTWRITEBYTECODE`` of the calling shell is dropped:
 with it, every debug run would compile the agent's modules again, which no installed extension does after its first
@@ -88,6 +90,7 @@ def run_debug(options: dict[str, Any] | None, hub: dict[str, str] | None, sessio
         env=env,
         exception_filters=VSCODE_EXCEPTION_FILTERS,
         timeout=RUN_TIMEOUT,
+        as_the_extension=options is not None,
     ) as job:
         while True:
             try:

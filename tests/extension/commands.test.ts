@@ -248,7 +248,7 @@ describe('Debug Training providers', () => {
     assert.match(fake.messages[0]?.text ?? '', /"program" in launch\.json/);
   });
 
-  test('the adapter is debugpy.adapter from the bundled libs, isolated from the workspace', async () => {
+  test("the adapter is debugpy's, from the bundled libs, through our start module, isolated from the workspace", async () => {
     const factory = new TrainingAdapterFactory(paths, interpreters, logChannel() as never);
     const descriptor = (await factory.createDebugAdapterDescriptor({
       configuration: { python: '/venv/bin/python' },
@@ -263,10 +263,12 @@ describe('Debug Training providers', () => {
       '/ext/pyhelpers/tensorsight/launch.py',
       '--path',
       '/ext/extension/bundled/libs',
+      '--path',
+      '/ext/pyhelpers',
       '--chdir',
       process.cwd(),
       '-m',
-      'debugpy.adapter',
+      'tensorsight.debugpy_start.adapter',
     ]);
     assert.equal(descriptor.options.cwd, '/ext/pyhelpers');
     assert.match(descriptor.options.env.PYTHONPATH ?? '', /^\/ext\/extension\/bundled\/libs/);

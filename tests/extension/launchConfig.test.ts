@@ -40,6 +40,7 @@ describe('toDebugpyLaunch', () => {
     assert.deepEqual(launch.args, []);
     assert.equal(launch[SESSION_ID_KEY], 'abc');
     assert.equal(launch.options, undefined, 'options travel in TENSORSIGHT_OPTIONS only');
+    assert.equal(launch.debugLauncherPath, '/ext/pyhelpers/tensorsight/debugpy_start/launcher');
     assert.deepEqual(launch.env, {
       PYTHONPATH: '/ext/pyhelpers:/user/lib',
       TENSORSIGHT_OPTIONS: JSON.stringify({ measure: true, breakOnNonFinite: true }),

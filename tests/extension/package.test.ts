@@ -33,6 +33,8 @@ test('the .vsix holds everything an offline install needs', () => {
     'extension/pyhelpers/pydevd_plugins/extensions/pydevd_plugin_tensorsight.py',
     'extension/pyhelpers/tensorsight/__init__.py',
     'extension/pyhelpers/tensorsight/launch.py',
+    'extension/pyhelpers/tensorsight/debugpy_start/adapter.py',
+    'extension/pyhelpers/tensorsight/debugpy_start/launcher/__main__.py',
     'extension/pyhelpers/tensorsight/cli/doctor.py',
     'extension/pyhelpers/tensorsight/l10n/es.json',
     'extension/extension/bundled/libs/debugpy/__init__.py',

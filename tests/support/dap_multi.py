@@ -136,16 +136,30 @@ class MultiProcessSession:
         env: dict[str, str] | None = None,
         exception_filters: Iterable[str] = (),
         timeout: float = DEFAULT_TIMEOUT,
+        as_the_extension: bool = False,
     ) -> MultiProcessSession:
         """Launch ``module`` (``python -m``) or ``program`` under a real adapter over stdio, with pyhelpers injected.
 
         The same breakpoints and exception filters go to the root and, later, to every worker (as VS Code sends a
-        workspace's breakpoints to every session).
+        workspace's breakpoints to every session). ``as_the_extension`` starts debugpy's adapter and launcher as a
+        "Debug Training" launch does (``tensorsight.debugpy_start``: the adapter module, ``debugLauncherPath``).
         """
         if (module is None) == (program is None):
             raise ValueError("launch needs exactly one of module= or program=")
+        adapter_env = None
+        adapter_module = "debugpy.adapter"
+        extra: dict[str, Any] = {}
+        if as_the_extension:
+            adapter_module = "tensorsight.debugpy_start.adapter"
+            existing_path = os.environ.get("PYTHONPATH", "")
+            adapter_env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (PYHELPERS, existing_path) if p)}
+            extra["debugLauncherPath"] = os.path.join(PYHELPERS, "tensorsight", "debugpy_start", "launcher")
         adapter = subprocess.Popen(
-            [PYTHON, "-m", "debugpy.adapter"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            [PYTHON, "-m", adapter_module],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=adapter_env,
         )
         root = DebugSession(adapter)
         bps, filters = list(breakpoints), list(exception_filters)
@@ -171,6 +185,7 @@ class MultiProcessSession:
                     "subProcess": True,
                     "python": [PYTHON],
                     "env": launch_env,
+                    **extra,
                 },
             )
             job._finish_start(launch_seq, timeout)

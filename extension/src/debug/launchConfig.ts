@@ -4,9 +4,12 @@
  *   - PYTHONPATH gains `pyhelpers`, so debugpy loads our pydevd plugin before user code runs;
  *   - TENSORSIGHT_OPTIONS carries the TensorSight launch options as JSON;
  *   - TENSORSIGHT_HUB / TENSORSIGHT_TOKEN connect the agent to the language server's hub (when it runs).
+ * The request also names our launcher folder (`debugLauncherPath`, pyhelpers/tensorsight/debugpy_start/launcher):
+ * debugpy's launcher without the environment report it would build for a log nobody keeps.
  * Pure functions, used by the debug configuration providers and pinned by tests/extension/launchConfig.test.ts.
  * The variable names come from the generated contract (../server/protocol.ts).
  */
+import * as path from 'node:path';
 import { AgentEnvironment } from '../server/protocol';
 
 export const DEBUG_TYPE = 'tensorsight';
@@ -87,7 +90,12 @@ export function launchProblem(config: TensorSightLaunchConfig): string | undefin
   return undefined;
 }
 
-/** The launch request for `python -m debugpy.adapter`. */
+/** debugpy's launcher as a "Debug Training" launch runs it (see pyhelpers/tensorsight/debugpy_start). */
+export function launcherFolder(pyhelpers: string): string {
+  return path.join(pyhelpers, 'tensorsight', 'debugpy_start', 'launcher');
+}
+
+/** The launch request for debugpy's adapter (`python -m tensorsight.debugpy_start.adapter`). */
 export function toDebugpyLaunch(
   config: TensorSightLaunchConfig,
   python: string,
@@ -106,6 +114,7 @@ export function toDebugpyLaunch(
     python: config.python ?? python,
     env: agentEnvironment(config.env, options, context),
     breakOnNonFinite: options.breakOnNonFinite === true,
+    debugLauncherPath: config.debugLauncherPath ?? launcherFolder(context.pyhelpers),
     [SESSION_ID_KEY]: context.sessionId,
   };
   if (config.cwd === undefined) delete launch.cwd;

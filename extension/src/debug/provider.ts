@@ -181,7 +181,10 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
   }
 }
 
-/** Runs debugpy's adapter with the bundled debugpy first on its path, isolated from the workspace. */
+/**
+ * Runs debugpy's adapter with the bundled debugpy first on its path, isolated from the workspace, through
+ * `tensorsight.debugpy_start.adapter` (debugpy's adapter without the environment report nobody logs).
+ */
 export class TrainingAdapterFactory implements DebugAdapterDescriptorFactory {
   constructor(
     private readonly paths: ExtensionPaths,
@@ -208,7 +211,11 @@ export class TrainingAdapterFactory implements DebugAdapterDescriptorFactory {
     const launch = isolatedLaunch(
       python,
       this.paths.pyhelpers,
-      { module: 'debugpy.adapter', searchPath: [this.paths.bundledLibs], chdir: process.cwd() },
+      {
+        module: 'tensorsight.debugpy_start.adapter',
+        searchPath: [this.paths.bundledLibs, this.paths.pyhelpers],
+        chdir: process.cwd(),
+      },
       env,
     );
     this.log.info(`debug adapter: ${launch.command} ${launch.args.join(' ')}`);

@@ -257,12 +257,72 @@ def test_a_child_starts_at_once_only_when_the_parent_has_nothing_to_stop_at(chan
 # ---- environment_report ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("levels", "built"), [(frozenset({"warning", "error"}), False), (frozenset({"info"}), True)])
-def test_the_environment_report_is_built_only_when_a_log_takes_it(levels, built):
-    from tensorsight.agent.debugger.environment_report import _only_when_logged
+def test_the_agent_quiets_the_report_of_the_debugged_process(monkeypatch):
+    from debugpy.common import log
 
-    headers: list[str] = []
-    log = types.SimpleNamespace(_levels=levels)
-    report = _only_when_logged(log, headers.append)
-    report("Pre-launch environment:")
-    assert headers == (["Pre-launch environment:"] if built else [])
+    from tensorsight.agent.debugger import environment_report
+
+    monkeypatch.setattr(log, "describe_environment", log.describe_environment)  # put back after the test
+    environment_report.arm()
+    assert getattr(log.describe_environment, "__tensorsight_quiet_report__", False) is True
+
+
+# ---- debugpy_start: the adapter and the launcher as a "Debug Training" launch starts them ---------------------------
+
+
+@pytest.mark.timeout(400)
+def test_the_adapter_and_launcher_started_as_the_extension_starts_them_run_the_program_and_keep_a_requested_log(
+    tmp_path,
+):
+    logs = tmp_path / "debugpy-logs"
+    env = {"DEBUGPY_LOG_DIR": str(logs)}
+    lines = marked_lines(LOADER_WORKERS)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DEBUGPY_LOG_DIR", str(logs))  # the adapter's own log, as a user's logToFile asks for it
+        with MultiProcessSession.launch(
+            program=LOADER_WORKERS,
+            cwd=str(PROGRAMS),
+            breakpoints=[(LOADER_WORKERS, lines["in-loop"], None)],
+            options=OPTIONS,
+            env=env,
+            timeout=SLOW,
+            as_the_extension=True,
+        ) as job:
+            job.wait_for_workers(2, timeout=SLOW)
+            root = job.root
+            stop = root.wait_for_stop(timeout=SLOW)
+            frame = root.top_frame(stop)
+            assert (frame["source"]["path"], frame["line"]) == (LOADER_WORKERS, lines["in-loop"])
+            root.set_breakpoints(LOADER_WORKERS, [])
+            root.continue_(stop["threadId"])
+            assert root.wait_for_exit(timeout=SLOW) == 0
+            assert "total 4032" in root.stdout()
+    texts = {path.name: path.read_text(errors="replace") for path in logs.glob("debugpy.*.log")}
+    adapter = [text for name, text in texts.items() if name.startswith("debugpy.adapter")]
+    launcher = [text for name, text in texts.items() if name.startswith("debugpy.launcher")]
+    assert len(adapter) == 1 and len(launcher) == 1, sorted(texts)
+    # a log was asked for: the reports are written as before, installed packages included
+    assert "debugpy.adapter startup environment" in adapter[0] and "Installed packages" in adapter[0]
+    assert "debugpy.launcher startup environment" in launcher[0] and "Installed packages" in launcher[0]
+    # the launcher ran from our folder, and put debugpy's own launcher to work
+    assert "debugpy_start" in launcher[0]
+
+
+def test_without_a_log_the_environment_report_is_not_built(monkeypatch):
+    from debugpy.common import log
+
+    from tensorsight.debugpy_start import quiet_environment_report
+
+    built: list[str] = []
+    monkeypatch.setattr(log, "get_environment_description", lambda header: built.append(header) or header)
+    monkeypatch.setattr(log, "describe_environment", log.describe_environment)  # put back after the test
+    assert quiet_environment_report() is True
+    monkeypatch.setattr(log, "_levels", frozenset({"warning", "error"}))
+    log.describe_environment("Initial environment:")
+    assert built == []
+    monkeypatch.setattr(log, "_levels", frozenset({"info", "warning", "error"}))
+    log.describe_environment("Initial environment:")
+    assert built == ["Initial environment:"]
+    assert quiet_environment_report() is True  # a second call wraps nothing twice
+    log.describe_environment("again")
+    assert built == ["Initial environment:", "again"]

@@ -1,0 +1,55 @@
+"""debugpy's adapter and launcher started without the environment report nobody logs.
+
+Each of debugpy's processes begins by describing its environment for its log: system paths and every installed
+distribution with its version, read from each package's metadata (``importlib.metadata``). ``describe_environment``
+builds that text before handing it to a log call that drops it unless a debugpy log is open (``DEBUGPY_LOG_DIR``,
+``logToFile``), so a launch reads the metadata of every installed package four times for nothing: about 85 ms each
+in an environment of 115 packages, more in a typical ML environment, all before the program's first line.
+
+A "Debug Training" launch therefore starts two of the processes through this package:
+
+- the adapter as ``python -m tensorsight.debugpy_start.adapter`` (the extension's adapter factory);
+- the launcher from ``debugpy_start/launcher``, the ``debugLauncherPath`` of the launch request.
+
+Each applies ``quiet_environment_report`` and then runs debugpy's own entry point unchanged, with the arguments it
+was given. In the debugged program the agent quiets the report debugpy makes just before the program runs
+(``agent.debugger.environment_report``); the one it makes on starting, before anything of ours is loaded, stays.
+With a debugpy log open, every report is written as before. Standard library only; debugpy is imported from wherever
+the process already finds it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+_MARK = "__tensorsight_quiet_report__"
+
+
+def quiet_environment_report() -> bool:
+    """Make ``debugpy.common.log.describe_environment`` build its report only when a log takes ``info`` messages.
+
+    False, changing nothing, where debugpy is not importable or its log API moved (``_levels``).
+    """
+    try:
+        from debugpy.common import log
+    except Exception:  # noqa: BLE001 - no debugpy here: nothing to quiet
+        return False
+    original = getattr(log, "describe_environment", None)
+    if original is None or not isinstance(getattr(log, "_levels", None), (set, frozenset)):
+        return False
+    if not getattr(original, _MARK, False):
+        log.describe_environment = _only_when_logged(log, original)
+    return True
+
+
+def _only_when_logged(log: Any, original: Any) -> Any:
+    @functools.wraps(original)
+    def describe_environment(header: Any) -> Any:
+        levels = getattr(log, "_levels", None)
+        if isinstance(levels, (set, frozenset)) and "info" not in levels:
+            return None
+        return original(header)
+
+    setattr(describe_environment, _MARK, True)
+    return describe_environment
