@@ -6,16 +6,17 @@ builds that text before handing it to a log call that drops it unless a debugpy 
 ``logToFile``), so a launch reads the metadata of every installed package four times for nothing: about 85 ms each
 in an environment of 115 packages, more in a typical ML environment, all before the program's first line.
 
-A "Debug Training" launch therefore starts two of the processes through this package:
+A "Debug Training" launch therefore starts the three processes through this package:
 
 - the adapter as ``python -m tensorsight.debugpy_start.adapter`` (the extension's adapter factory);
-- the launcher from ``debugpy_start/launcher``, the ``debugLauncherPath`` of the launch request.
+- the launcher from ``debugpy_start/launcher``, the ``debugLauncherPath`` of the launch request;
+- the debugged program through ``debugpy_start/debugpy_launcher.py``, which that launcher puts in front of debugpy's
+  own command line for the program (``debuggee_command``).
 
 Each applies ``quiet_environment_report`` and then runs debugpy's own entry point unchanged, with the arguments it
-was given. In the debugged program the agent quiets the report debugpy makes just before the program runs
-(``agent.debugger.environment_report``); the one it makes on starting, before anything of ours is loaded, stays.
-With a debugpy log open, every report is written as before. Standard library only; debugpy is imported from wherever
-the process already finds it.
+was given. The agent quiets the report the program's debugpy makes just before the program runs as well
+(``agent.debugger.environment_report``), also in sessions started otherwise. With a debugpy log open, every report is
+written as before. Standard library only; debugpy is imported from wherever the process already finds it.
 """
 
 from __future__ import annotations
@@ -41,6 +42,18 @@ def quiet_environment_report() -> bool:
     if not getattr(original, _MARK, False):
         log.describe_environment = _only_when_logged(log, original)
     return True
+
+
+def debuggee_command(cmdline: list[str], debugpy_dir: str, start_file: str) -> list[str]:
+    """debugpy's command line for the debugged program with ``start_file`` run in front of debugpy's folder.
+
+    The launcher builds ``[python, *options, DEBUGPY_DIR, "--connect", ...]``; a command line without that pair (a
+    run without debugging) is returned as it is.
+    """
+    for index, part in enumerate(cmdline[:-1]):
+        if part == debugpy_dir and cmdline[index + 1] == "--connect":
+            return [*cmdline[:index], start_file, *cmdline[index:]]
+    return list(cmdline)
 
 
 def _only_when_logged(log: Any, original: Any) -> Any:

@@ -293,6 +293,10 @@ def test_the_adapter_and_launcher_started_as_the_extension_starts_them_run_the_p
             stop = root.wait_for_stop(timeout=SLOW)
             frame = root.top_frame(stop)
             assert (frame["source"]["path"], frame["line"]) == (LOADER_WORKERS, lines["in-loop"])
+            # the program started through debugpy_start/debugpy_launcher.py, which pydevd hides like its own files
+            shown = [item.get("source", {}).get("path", "") for item in root.stack(stop["threadId"])]
+            assert not [path for path in shown if "debugpy_start" in path], shown
+            assert root.evaluate("__import__('sys').argv[0]", frame["id"])["result"] == repr(LOADER_WORKERS)
             root.set_breakpoints(LOADER_WORKERS, [])
             root.continue_(stop["threadId"])
             assert root.wait_for_exit(timeout=SLOW) == 0
@@ -304,8 +308,29 @@ def test_the_adapter_and_launcher_started_as_the_extension_starts_them_run_the_p
     # a log was asked for: the reports are written as before, installed packages included
     assert "debugpy.adapter startup environment" in adapter[0] and "Installed packages" in adapter[0]
     assert "debugpy.launcher startup environment" in launcher[0] and "Installed packages" in launcher[0]
-    # the launcher ran from our folder, and put debugpy's own launcher to work
+    # the launcher ran from our folder, and started the program through our start file in front of debugpy's
     assert "debugpy_start" in launcher[0]
+    assert "debugpy_launcher.py" in launcher[0]
+    servers = [text for name, text in texts.items() if name.startswith("debugpy.server")]
+    assert servers and all("Installed packages" in text for text in servers)
+
+
+def test_the_launcher_puts_our_start_in_front_of_debugpys_folder_only():
+    from tensorsight.debugpy_start import debuggee_command
+
+    command = ["/py", "-X", "frozen_modules=off", "/libs/debugpy", "--connect", "127.0.0.1:5", "train.py"]
+    assert debuggee_command(command, "/libs/debugpy", "/h/debugpy_launcher.py") == [
+        "/py",
+        "-X",
+        "frozen_modules=off",
+        "/h/debugpy_launcher.py",
+        "/libs/debugpy",
+        "--connect",
+        "127.0.0.1:5",
+        "train.py",
+    ]
+    run_without_debugging = ["/py", "train.py", "/libs/debugpy"]
+    assert debuggee_command(run_without_debugging, "/libs/debugpy", "/h/debugpy_launcher.py") == run_without_debugging
 
 
 def test_without_a_log_the_environment_report_is_not_built(monkeypatch):
