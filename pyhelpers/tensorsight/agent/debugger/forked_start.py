@@ -21,14 +21,15 @@ at. Private pydevd API, checked against debugpy 1.8.x; where it moved, nothing i
 
 from __future__ import annotations
 
-import functools
 import sys
 from typing import Any
 
+from tensorsight.agent.debugger.pause import global_debugger
 from tensorsight.agent.runtime.forks import in_forked_children
 from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.agent.runtime.patches import Patches
 
-_MARK = "__tensorsight_forked_start__"
+_patches = Patches("forked_start")
 _start_at_once = [False]  # in a forked child: the parent had nothing that could stop it
 _started_at_once = [0]  # connections in this process that started without waiting for their session
 
@@ -41,16 +42,13 @@ def arm(origin: str = "debugger") -> None:
     if owner is None or original is None:
         report_once("forked-start-api", "pydevd's PyDB.wait_for_ready_to_run not found: workers wait for the editor")
         return
-    if not getattr(original, _MARK, False):
-        setattr(owner, "wait_for_ready_to_run", _at_once_when_nothing_to_stop(original))
+    _patches.replace(owner, "wait_for_ready_to_run", _at_once_when_nothing_to_stop)
     in_forked_children(_note_parent_debugger)
 
 
 @never_raise()
 def _note_parent_debugger() -> None:
-    pydevd = sys.modules.get("pydevd")
-    get_debugger = getattr(pydevd, "get_global_debugger", None)
-    parent = get_debugger() if get_debugger is not None else None
+    parent = global_debugger()
     _start_at_once[0] = parent is not None and nothing_could_stop_a_child(parent)
 
 
@@ -71,7 +69,6 @@ def nothing_could_stop_a_child(py_db: Any) -> bool:
 
 
 def _at_once_when_nothing_to_stop(original: Any) -> Any:
-    @functools.wraps(original)
     def wait_for_ready_to_run(self: Any, *args: Any, **kwargs: Any) -> Any:
         if _start_at_once[0]:
             _start_at_once[0] = False  # once: the child's first connection only
@@ -80,7 +77,6 @@ def _at_once_when_nothing_to_stop(original: Any) -> Any:
             return None
         return original(self, *args, **kwargs)
 
-    setattr(wait_for_ready_to_run, _MARK, True)
     return wait_for_ready_to_run
 
 

@@ -11,15 +11,15 @@ wrapped and ``held_seconds`` is 0.
 
 from __future__ import annotations
 
-import functools
 import sys
 import threading
 import time
 from typing import Any
 
 from tensorsight.agent.runtime.guard import report_once
+from tensorsight.agent.runtime.patches import Patches
 
-_MARK = "__tensorsight_holds__"
+_patches = Patches("holds")
 _total: dict[int, float] = {}  # thread ident -> seconds held in finished holds
 _since: dict[int, float] = {}  # thread ident -> perf_counter() when its hold in progress began
 
@@ -32,13 +32,10 @@ def arm(origin: str = "debugger") -> None:
     if owner is None or original is None:
         report_once("holds-api", "pydevd's PyDB.do_wait_suspend not found: phase timings include debugger pauses")
         return
-    if getattr(original, _MARK, False):
-        return
-    setattr(owner, "do_wait_suspend", _held(original))
+    _patches.replace(owner, "do_wait_suspend", _held)
 
 
 def _held(original: Any) -> Any:
-    @functools.wraps(original)
     def do_wait_suspend(*args: Any, **kwargs: Any) -> Any:
         ident = threading.get_ident()
         nested = ident in _since  # an evaluation while held can stop again: the outer hold already counts
@@ -52,7 +49,6 @@ def _held(original: Any) -> Any:
                 if began is not None:
                     _total[ident] = _total.get(ident, 0.0) + time.perf_counter() - began
 
-    setattr(do_wait_suspend, _MARK, True)
     return do_wait_suspend
 
 

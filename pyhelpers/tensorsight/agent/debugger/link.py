@@ -25,15 +25,16 @@ is sent; a pydevd that lacks the method, or whose method takes no ``time`` from 
 
 from __future__ import annotations
 
-import functools
 import socket
 import sys
 from typing import Any
 
+from tensorsight.agent.debugger.pause import global_debugger
 from tensorsight.agent.debugger.pydevd_clock import call_with_sleeps
 from tensorsight.agent.runtime.guard import report_once
+from tensorsight.agent.runtime.patches import Patches
 
-_MARK = "__tensorsight_link__"
+_patches = Patches("link")
 
 
 def arm(origin: str = "debugger") -> None:
@@ -44,11 +45,8 @@ def arm(origin: str = "debugger") -> None:
     if owner is None or original is None:
         report_once("link-api", "pydevd's PyDB.initialize_network not found: the debugger's replies may lag 40 ms")
         return
-    if not getattr(original, _MARK, False):
-        setattr(owner, "initialize_network", _without_delay(original))
-    get_debugger = getattr(pydevd, "get_global_debugger", None)
-    debugger = get_debugger() if get_debugger is not None else None
-    send_without_delay(getattr(getattr(debugger, "writer", None), "sock", None))
+    _patches.replace(owner, "initialize_network", _without_delay)
+    send_without_delay(getattr(getattr(global_debugger(), "writer", None), "sock", None))
 
 
 def send_without_delay(sock: Any) -> bool:
@@ -65,12 +63,10 @@ def send_without_delay(sock: Any) -> bool:
 
 
 def _without_delay(original: Any) -> Any:
-    @functools.wraps(original)
     def initialize_network(self: Any, sock: Any, *args: Any, **kwargs: Any) -> Any:
         send_without_delay(sock)
         return call_with_sleeps(original, no_pause, self, sock, *args, **kwargs)
 
-    setattr(initialize_network, _MARK, True)
     return initialize_network
 
 

@@ -36,7 +36,8 @@ class _Stop(Exception):
     """The synthetic exception behind a stop; its class is renamed per stop (the editor shows the name as title)."""
 
 
-def _debugger() -> Any:
+def global_debugger() -> Any:
+    """pydevd's debugger of this process (its ``PyDB``), or None when no debugger is loaded."""
     pydevd = sys.modules.get("pydevd")
     getter = getattr(pydevd, "get_global_debugger", None)
     return getter() if getter is not None else None
@@ -51,7 +52,7 @@ def client_connected() -> bool:
             return bool(probe())
         except Exception:  # noqa: BLE001 - debugpy not configured in this process
             return False
-    return _debugger() is not None
+    return global_debugger() is not None
 
 
 def _thread_info(py_db: Any, thread: threading.Thread) -> Any:
@@ -65,7 +66,7 @@ def _thread_info(py_db: Any, thread: threading.Thread) -> Any:
 
 def thread_held_by_debugger() -> bool:
     """True while this thread is inside a debugger stop (e.g. running an expression typed in the Debug Console)."""
-    py_db = _debugger()
+    py_db = global_debugger()
     if py_db is None:
         return False
     try:
@@ -90,7 +91,7 @@ def stop_in_frame(
     frame as the stop's line (the op of a still-running frame, when the NaN was found later). Returns False, without
     stopping, when there is no debugger to stop in; the caller then reports by other means.
     """
-    py_db = _debugger()
+    py_db = global_debugger()
     if py_db is None or not client_connected():
         return False
     try:
@@ -168,7 +169,7 @@ def hide_agent_files() -> bool:
     global _hidden
     if _hidden:
         return True
-    py_db = _debugger()
+    py_db = global_debugger()
     if py_db is None:
         return False
     previous = getattr(py_db, "dont_trace_external_files", None)
@@ -204,7 +205,7 @@ def hide_code(code: types.CodeType, filename: str) -> bool:
     functions ``runtime.op_calls`` compiles with the user's file name (so that warnings keep their location) must not
     hit the user's breakpoints, be stepped into or be listed. Seeds pydevd's file-type cache for that code object
     (its key: first line, absolute path, code). False when no debugger is present or the private API changed."""
-    if _debugger() is None:
+    if global_debugger() is None:
         return False
     try:
         pydevd = sys.modules["pydevd"]

@@ -32,15 +32,16 @@ where it moved, the feature reports it once and leaves pydevd as it is.
 
 from __future__ import annotations
 
-import functools
 import sys
 import threading
 from typing import Any
 
+from tensorsight.agent.debugger.pause import global_debugger
 from tensorsight.agent.debugger.pydevd_clock import call_with_sleeps
 from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.agent.runtime.patches import Patches
 
-_MARK = "__tensorsight_shutdown__"
+_patches = Patches("shutdown")
 _registered = [False]
 _POLL_SECONDS = 0.005
 
@@ -54,8 +55,7 @@ def arm(origin: str = "debugger") -> None:
     if original is None or register is None:
         report_once("shutdown-api", "pydevd's ReaderThread not found: a debugged process may take 0.7 s to exit")
         return
-    if not getattr(original, _MARK, False):
-        setattr(reader, "_terminate_on_socket_close", _without_mutual_wait(original))
+    _patches.replace(reader, "_terminate_on_socket_close", _without_mutual_wait)
     if not _registered[0]:
         _registered[0] = True
         register(end_session_now)
@@ -69,9 +69,7 @@ def end_session_now() -> None:
     sends ``terminated``, stops its threads and waits for them. The standard streams are flushed first, as
     ``stoptrace`` does, so output still buffered reaches the debug console before the session ends.
     """
-    pydevd = sys.modules.get("pydevd")
-    get_debugger = getattr(pydevd, "get_global_debugger", None)
-    debugger = get_debugger() if get_debugger is not None else None
+    debugger = global_debugger()
     if debugger is None or getattr(debugger, "check_alive_thread", None) is None:
         return
     if getattr(debugger, "pydb_disposed", True) or other_user_threads_alive():
@@ -105,7 +103,6 @@ def other_user_threads_alive() -> bool:
 
 
 def _without_mutual_wait(original: Any) -> Any:
-    @functools.wraps(original)
     def terminate_on_socket_close(self: Any) -> Any:
         debugger: Any = getattr(self, "py_db", None)
         terminates = getattr(self, "_ReaderThread__terminate_on_socket_close", True)
@@ -113,5 +110,4 @@ def _without_mutual_wait(original: Any) -> Any:
             return debugger.dispose_and_kill_all_pydevd_threads(wait=False)
         return original(self)
 
-    setattr(terminate_on_socket_close, _MARK, True)
     return terminate_on_socket_close

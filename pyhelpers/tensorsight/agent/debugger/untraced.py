@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
+from tensorsight.agent.debugger.pause import global_debugger
 from tensorsight.agent.runtime.guard import report_once
 from tensorsight.agent.runtime.user_code import is_user_file
 
@@ -49,12 +50,6 @@ _regions = [0]  # untraced imports begun in this process (read by the tests thro
 def untraced_imports() -> int:
     """How many imports have run untraced in this process so far."""
     return _regions[0]
-
-
-def _debugger() -> Any:
-    constants = sys.modules.get("_pydevd_bundle.pydevd_constants")
-    getter = getattr(constants, "get_global_debugger", None)
-    return getter() if getter is not None else None
 
 
 def nothing_to_hit(py_db: Any, thread: threading.Thread | None = None) -> bool:
@@ -90,7 +85,7 @@ def untraced_import() -> Iterator[None]:
     if getattr(_local, "region", False) or toggle is None or sys.gettrace() is None or "pydevd" not in sys.modules:
         yield
         return
-    py_db = _debugger()
+    py_db = global_debugger()
     if py_db is None or not nothing_to_hit(py_db):
         yield
         return
@@ -114,7 +109,7 @@ def untraced_import() -> Iterator[None]:
 
 def _recheck_region() -> None:
     """Inside an untraced import: turn tracing back on for the rest of it if there is now something to hit."""
-    py_db = _debugger()
+    py_db = global_debugger()
     if py_db is not None and nothing_to_hit(py_db):
         return
     toggle = _toggle()
