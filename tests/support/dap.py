@@ -42,6 +42,7 @@ class DebugSession:
         self._cond = threading.Condition()
         self._closed = False
         self.output: list[str] = []
+        self.first_seen: dict[str, float] = {}  # event name -> time.perf_counter() when the first one arrived
         self._reader = threading.Thread(target=self._read_loop, daemon=True)
         self._reader.start()
 
@@ -146,6 +147,7 @@ class DebugSession:
                 if message.get("type") == "response":
                     self._responses[message["request_seq"]] = message
                 elif message.get("type") == "event":
+                    self.first_seen.setdefault(str(message.get("event")), time.perf_counter())
                     self._events.append(message)
                     if message.get("event") == "output":
                         self.output.append(message.get("body", {}).get("output", ""))
