@@ -77,3 +77,19 @@ def test_an_ema_kept_in_a_dict_without_detach_is_reported_at_the_update_line_onc
         with torch.no_grad():
             _update_ema(detached, weights, 0.9)
     assert alias is ema
+
+
+def test_a_big_dict_in_the_scanned_frame_is_read_no_further_than_its_first_items():
+    """A module-level vocabulary in the training loop's frame: each step's scan copies its first items, not all."""
+    import tracemalloc
+
+    monitor = MemoryMonitor(torch)
+    vocabulary = {f"token{index}": index for index in range(200_000)}  # noqa: F841 - read by the scan through f_locals
+    monitor.scan_retained_graphs(sys._getframe(), 1, max_frames=1)  # first scan: the monitor's own tables exist
+    tracemalloc.start()
+    try:
+        monitor.scan_retained_graphs(sys._getframe(), 2, max_frames=1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 200_000, f"the scan allocated {peak} bytes for a dict of 200,000 items"  # a full copy: ~14 MB

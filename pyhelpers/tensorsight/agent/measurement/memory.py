@@ -312,9 +312,12 @@ class MemoryMonitor:
 
     def _follow_items(self, key: tuple[int, str], value: dict[Any, Any], tensor_type: Any) -> int:
         """A dict of tensors each updated from itself every step (an EMA of the weights without ``detach``): the
-        most grown of its first ``MAX_ITEMS`` tensor items."""
+        most grown of its first ``MAX_ITEMS`` items that are tensors.
+
+        Only those items are copied out of the dict (in C, so no other thread mutates it meanwhile): a module-level
+        vocabulary of 50,000 entries in the scanned frame costs no more than a dict of 16."""
         links = 0
-        for index, (item_key, item) in enumerate(list(value.items())[:MAX_ITEMS]):
+        for index, (item_key, item) in enumerate(list(itertools.islice(value.items(), MAX_ITEMS))):
             if isinstance(item, tensor_type):
                 with shielded([item]):
                     links = max(links, self._follow_chain((key[0], f"{key[1]}[{index}:{item_key!r}]"), item))
