@@ -9,6 +9,7 @@ import pytest
 from support.dap import DebugSession
 from support.paths import marked_lines, program
 from tensorsight.agent.debugger import pause
+from tensorsight.agent.runtime.user_code import is_agent_file
 
 pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13 (scripts/test.sh)
 
@@ -52,4 +53,4 @@ def test_without_a_debugger_nothing_stops():
     assert pause.stop_in_frame(sys._getframe(), "title", "reason") is False
     assert pause.thread_held_by_debugger() is False
     assert pause.hide_agent_files() is False
-    assert pause.is_agent_file(pause.__file__) and not pause.is_agent_file(__file__)
+    assert is_agent_file(pause.__file__) and not is_agent_file(__file__)

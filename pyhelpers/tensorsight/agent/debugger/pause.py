@@ -160,6 +160,12 @@ def _remove_locals(frame: types.FrameType, names: list[str]) -> None:
 _hidden = False
 
 
+def forget_hidden() -> None:
+    """In a forked child, whose pydevd makes a debugger of its own: the next ``hide_agent_files`` hides again."""
+    global _hidden
+    _hidden = False
+
+
 def hide_agent_files() -> bool:
     """Make pydevd treat every file of our package as debugger-internal: not traced, not stepped into, not listed.
 
@@ -194,10 +200,6 @@ def hide_agent_files() -> bool:
         return False
     _hidden = True
     return True
-
-
-def is_agent_file(path: str) -> bool:
-    return os.path.normcase(os.path.abspath(path)).startswith(os.path.normcase(_AGENT_ROOT) + os.sep)
 
 
 def hide_code(code: types.CodeType, filename: str) -> bool:

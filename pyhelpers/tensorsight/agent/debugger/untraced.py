@@ -40,6 +40,7 @@ from types import ModuleType
 from typing import Any
 
 from tensorsight.agent.debugger.pause import global_debugger
+from tensorsight.agent.runtime import untraced_hooks
 from tensorsight.agent.runtime.guard import report_once
 from tensorsight.agent.runtime.user_code import is_user_file
 
@@ -52,8 +53,9 @@ def untraced_imports() -> int:
     return _regions[0]
 
 
-def nothing_to_hit(py_db: Any, thread: threading.Thread | None = None) -> bool:
-    """True when pydevd, as configured right now, cannot stop inside library code on ``thread`` (default: this one).
+def nothing_to_hit(py_db: Any, thread: threading.Thread | None = None, *, anywhere: bool = False) -> bool:
+    """True when pydevd, as configured right now, cannot stop inside library code on ``thread`` (default: this one);
+    with ``anywhere``, nor in the user's own files (code that may call the program's: ``untraced_data``).
 
     Reads pydevd's breakpoint tables (private API, checked on debugpy 1.8.x); anything unreadable counts as
     "something to hit", so the caller keeps tracing.
@@ -64,7 +66,7 @@ def nothing_to_hit(py_db: Any, thread: threading.Thread | None = None) -> bool:
         if py_db.break_on_user_uncaught_exceptions or py_db.has_plugin_line_breaks or py_db.has_plugin_exception_breaks:
             return False
         for path, lines in list(py_db.breakpoints.items()):
-            if lines and not is_user_file(path):
+            if lines and (anywhere or not is_user_file(path)):
                 return False
         info = getattr(thread or threading.current_thread(), "additional_info", None)
         step = getattr(info, "pydev_step_cmd", -1)
@@ -173,9 +175,23 @@ class UntracedLibraryFinder(importlib.abc.MetaPathFinder):
 _finder = UntracedLibraryFinder()
 
 
+def interpreter_settrace() -> Any:
+    """The interpreter's own ``sys.settrace`` as pydevd keeps it (``sys.settrace`` itself is pydevd's warning
+    wrapper while it debugs), or None when pydevd does not trace through it."""
+    tracing = sys.modules.get("pydevd_tracing")
+    settrace = getattr(tracing, "_original_settrace", None)
+    if settrace is None or type(settrace) is not type(sys.gettrace) or getattr(settrace, "__name__", "") != "settrace":
+        return None
+    return settrace
+
+
 def arm(origin: str = "debugger") -> None:
-    """Under a debugger that traces with ``sys.settrace``: put the finder first on ``sys.meta_path`` (once)."""
+    """Under a debugger that traces with ``sys.settrace``: put the finder first on ``sys.meta_path`` (once), and
+    let the agent's hooks run untraced (``runtime.untraced_hooks``)."""
     if origin != "debugger" or sys.version_info >= (3, 12) or _toggle() is None:
         return
     if _finder not in sys.meta_path:
         sys.meta_path.insert(0, _finder)
+    settrace = interpreter_settrace()
+    if settrace is not None:
+        untraced_hooks.arm(settrace)

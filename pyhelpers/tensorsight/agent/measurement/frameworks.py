@@ -34,6 +34,7 @@ from typing import Any
 from tensorsight.agent.measurement.scalars import learning_rate
 from tensorsight.agent.runtime import op_calls
 from tensorsight.agent.runtime.patches import Patches
+from tensorsight.agent.runtime.untraced_hooks import untraced_hook
 
 
 def _scalar_loss(torch: Any, value: Any) -> float | None:
@@ -91,7 +92,7 @@ class StepCalls:
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
         if self._handle is None:
-            self._handle = register_optimizer_step_pre_hook(self._before_step)
+            self._handle = register_optimizer_step_pre_hook(untraced_hook(self._before_step))
 
     def remove(self) -> None:
         if self._handle is not None:

@@ -36,6 +36,7 @@ from typing import Any
 
 from tensorsight.agent.runtime.guard import never_raise
 from tensorsight.agent.runtime.patches import Patches
+from tensorsight.agent.runtime.untraced_hooks import untraced_hook
 from tensorsight.core.findings import Finding
 from tensorsight.core.l10n import t
 
@@ -93,6 +94,8 @@ class ClearingWatch:
         self._patches.restore()
 
     def _wrap(self, owners: Any, name: str, after: Callable[[Any], None]) -> None:
+        after = untraced_hook(after)  # ours, untraced by the debugger; ``original`` is the program's call
+
         def make(original: Callable[..., Any]) -> Callable[..., Any]:
             def observing(*args: Any, **kwargs: Any) -> Any:
                 result = original(*args, **kwargs)

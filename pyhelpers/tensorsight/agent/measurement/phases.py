@@ -48,6 +48,7 @@ from tensorsight.agent.measurement import frameworks
 from tensorsight.agent.runtime import steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.patches import Patches
+from tensorsight.agent.runtime.untraced_hooks import untraced_hook
 from tensorsight.agent.runtime.user_code import is_user_file
 from tensorsight.core.phases import PHASES, LoaderSettings
 
@@ -224,9 +225,10 @@ class PhaseClock:
         from torch.optim.optimizer import register_optimizer_step_pre_hook
 
         self._installed = True
-        self._handles.append(register_module_forward_pre_hook(self._forward_pre))
-        self._handles.append(register_module_forward_hook(self._forward_post, with_kwargs=True, always_call=True))
-        self._handles.append(register_optimizer_step_pre_hook(self._optimizer_pre))
+        self._handles.append(register_module_forward_pre_hook(untraced_hook(self._forward_pre)))
+        forward_post = untraced_hook(self._forward_post)
+        self._handles.append(register_module_forward_hook(forward_post, with_kwargs=True, always_call=True))
+        self._handles.append(register_optimizer_step_pre_hook(untraced_hook(self._optimizer_pre)))
         steps.add_step_listener(self._optimizer_post)
         import torch.utils.data.dataloader as dataloader
 
@@ -250,7 +252,10 @@ class PhaseClock:
         Without ``timing`` the wrapper only observes: ``after`` runs once ``original`` returned. With it, a call on
         the training thread is timed with ``timing.read`` into ``timing.add`` and ``after`` runs even when
         ``original`` raised (result None): the StopIteration that ends every epoch still counts as data time.
+        ``original`` is the program's call and stays traced by the debugger; ``after`` runs untraced
+        (``untraced_hooks``).
         """
+        after = untraced_hook(after)
         if timing is None:
 
             def observing(*args: Any, **kwargs: Any) -> Any:

@@ -27,7 +27,8 @@ FEATURES = (
 # armed only under a debugger: debugpy's own waits cut (a link without Nagle's 40 ms or the 0.1 s pause, an exit
 # without pydevd's polls, forked workers that need not wait for the editor, no environment report nobody logs);
 # explains uncaught errors (shape, device, OOM) before the debugger reports them, times the debugger's holds, which
-# the phase clock leaves out of each step, and imports torch untraced
+# the phase clock leaves out of each step, and imports torch and runs the agent's hooks and a DataLoader's batch
+# plumbing untraced while nothing could stop there
 DEBUGGER_FEATURES = (
     "tensorsight.agent.debugger.link",
     "tensorsight.agent.debugger.shutdown",
@@ -36,6 +37,7 @@ DEBUGGER_FEATURES = (
     "tensorsight.agent.runtime.excepthook",
     "tensorsight.agent.debugger.holds",
     "tensorsight.agent.debugger.untraced",
+    "tensorsight.agent.debugger.untraced_data",
 )
 
 _installed_origin: str | None = None

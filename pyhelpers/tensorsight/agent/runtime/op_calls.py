@@ -25,6 +25,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from tensorsight.agent.runtime.untraced_hooks import is_hook_wrapper, traced_call
+
 OP_CALL_NAME = "<tensorsight op call>"
 MAX_CALL_SITES = 20_000
 
@@ -49,13 +51,14 @@ def is_op_call(code: types.CodeType) -> bool:
 
 
 def caller_frame(func: Any, start: types.FrameType) -> types.FrameType:
-    """The frame the program called ``func`` from: torch's ``handle_torch_function`` (``torch/overrides.py``) and,
-    for a torch function written in Python (``F.relu``), the first run of that function are looked through."""
+    """The frame the program called ``func`` from: torch's ``handle_torch_function`` (``torch/overrides.py``), the
+    frame ``untraced_hooks`` puts before a mode's ``__torch_function__`` and, for a torch function written in Python
+    (``F.relu``), the first run of that function are looked through."""
     frame = start
     own = getattr(func, "__code__", None)
     while frame.f_back is not None:
         code = frame.f_code
-        if code.co_filename.endswith(_OVERRIDES) or (own is not None and code is own):
+        if code.co_filename.endswith(_OVERRIDES) or (own is not None and code is own) or is_hook_wrapper(code):
             frame = frame.f_back
             continue
         break
@@ -63,8 +66,9 @@ def caller_frame(func: Any, start: types.FrameType) -> types.FrameType:
 
 
 def call_as_caller(func: Any, args: Any, kwargs: Any, frame: types.FrameType) -> Any:
-    """``func(*args, **kwargs)``, run as if from ``frame``'s current line (see the module docstring)."""
-    return _site(frame)(func, args, kwargs)
+    """``func(*args, **kwargs)``, run as if from ``frame``'s current line (see the module docstring), traced by the
+    debugger as the program's own call (``untraced_hooks.traced_call``)."""
+    return traced_call(_site(frame), func, args, kwargs)
 
 
 def _site(frame: types.FrameType) -> Callable[..., Any]:

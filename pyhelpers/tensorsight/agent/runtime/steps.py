@@ -16,6 +16,7 @@ from typing import Any
 
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
+from tensorsight.agent.runtime.untraced_hooks import untraced_hook
 
 StepListener = Callable[[int, Any], None]
 
@@ -70,6 +71,7 @@ def remove_step_listener(listener: StepListener) -> None:
         _listeners.remove(listener)
 
 
+@untraced_hook
 @never_raise()
 def _after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
     global _step

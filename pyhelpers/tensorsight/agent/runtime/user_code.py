@@ -51,6 +51,14 @@ def _judged(path: str, working_directory: str) -> bool:
     return not any(full.startswith(root + os.sep) for root in _LIBRARY_ROOTS)
 
 
+@functools.lru_cache(maxsize=4096)
+def is_agent_file(path: str) -> bool:
+    """True for a file of our own package (asked for every op the NaN sentinel's mode sees: remembered by name)."""
+    if not path or path.startswith("<"):
+        return False
+    return os.path.normcase(os.path.abspath(path)).startswith(os.path.normcase(PACKAGE_ROOT) + os.sep)
+
+
 def user_frame(start: FrameType | None = None) -> FrameType | None:
     """The innermost frame, from ``start`` (default: the caller) outwards, that runs user code."""
     frame: FrameType | None = start if start is not None else sys._getframe(1)

@@ -18,6 +18,7 @@ from typing import Any
 from tensorsight.agent.runtime import identity
 from tensorsight.agent.runtime.op_calls import shielded
 from tensorsight.agent.runtime.tensor_walk import exact_counts, is_tensor
+from tensorsight.agent.runtime.untraced_hooks import untraced_hook
 from tensorsight.agent.sentinel.budget import budget as outside_cost
 from tensorsight.agent.sentinel.ops import born, op_name
 from tensorsight.agent.sentinel.reading import (
@@ -62,6 +63,7 @@ def watch_backward(func: Any, outputs: list[Any]) -> None:
 
 
 def _node_watcher(func: Any, where: Any, node_name: str) -> Callable[[Any, Any], None]:
+    @untraced_hook
     def watch(produced: Any, incoming: Any) -> None:
         started = time.perf_counter()
         try:

@@ -30,6 +30,7 @@ from tensorsight.agent.runtime.forks import in_forked_children
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.op_calls import shielded
 from tensorsight.agent.runtime.tensor_walk import exact_counts, optimizer_parameters, suspects
+from tensorsight.agent.runtime.untraced_hooks import untraced_hook
 from tensorsight.agent.sentinel.backward import flush_pending, locate_backward_birth
 from tensorsight.agent.sentinel.ops import inherited
 from tensorsight.agent.sentinel.outside import budget, leave_forked_child, make_outside_mode, sync_mode
@@ -81,9 +82,11 @@ def install(torch: types.ModuleType) -> None:
 
 
 def _timed(hook: Callable[..., None]) -> Callable[..., None]:
-    """The hook, its own time handed to the budget (the sentinel's whole cost answers to one target)."""
+    """The hook, its own time handed to the budget (the sentinel's whole cost answers to one target), run untraced
+    by the debugger (``untraced_hooks``)."""
     clock = time.perf_counter
 
+    @untraced_hook
     def timed(*args: Any) -> None:
         began = clock()
         try:

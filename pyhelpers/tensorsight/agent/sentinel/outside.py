@@ -30,6 +30,8 @@ from tensorsight.agent.runtime import op_calls
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.op_calls import shielded
 from tensorsight.agent.runtime.tensor_walk import exact_counts, is_tensor
+from tensorsight.agent.runtime.untraced_hooks import untraced_hook
+from tensorsight.agent.runtime.user_code import is_agent_file
 from tensorsight.agent.sentinel.backward import flush_pending, watch_backward
 from tensorsight.agent.sentinel.budget import budget
 from tensorsight.agent.sentinel.ops import (
@@ -126,10 +128,13 @@ def make_outside_mode(torch: types.ModuleType) -> Any:
     class _OutsideModulesMode(TorchFunctionMode):
         """On the stack only in observed steps, outside module forwards and optimizer steps: checks each op."""
 
+        @untraced_hook  # the op itself runs traced: call_as_caller
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             entered = clock()
             kwargs = kwargs or {}
             caller = caller_frame(func, sys._getframe(1))
+            if is_agent_file(caller.f_code.co_filename):
+                return func(*args, **kwargs)  # our own read (the phase clock's, the memory scan's): not the program's
             policy = policies.get(func)
             if policy is None:
                 policy = policy_of(func)

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tensorsight.agent.runtime.tensor_walk import exact_counts, is_tensor
+from tensorsight.agent.runtime.untraced_hooks import traced_call
 from tensorsight.agent.sentinel.containment import private_copy, unsafe_reason
 from tensorsight.agent.sentinel.ops import BACKWARD, INPLACE, SKIP, judge_inputs, op_name, policy_of
 from tensorsight.agent.sentinel.reading import (
@@ -200,7 +201,7 @@ def replay_forward(call: Call, stop_at: int | None, backward: NonFiniteRecord | 
         return f"its state cannot be copied privately ({type(exc).__name__}: {exc})"
     replay = ReplayMode(module_names(replica.module), replica.module, stop_at, backward)
     with replay_context(call, replay):
-        output = replica.run()
+        output = traced_call(replica.run)  # the program's forward (on a copy): its breakpoints stop as before
     outputs = tensors_in(output)
     replay.reproduced = bool(exact_counts([outputs[i] for i in fast_suspects(outputs)]))
     return replay

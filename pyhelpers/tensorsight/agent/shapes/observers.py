@@ -46,6 +46,7 @@ from tensorsight.agent.runtime.forks import in_forked_children
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
+from tensorsight.agent.runtime.untraced_hooks import is_hook_wrapper
 from tensorsight.agent.runtime.user_code import PACKAGE_ROOT, is_user_file
 from tensorsight.agent.shapes import shape_errors
 from tensorsight.agent.shapes.shape_map import (
@@ -358,7 +359,8 @@ def _locate(frame: FrameType | None, from_hook: bool = False, func: Any = None) 
     leading = from_hook
     while frame is not None:
         code = frame.f_code
-        if op_calls.is_op_call(code):  # a mode's call of the op, compiled at the user's line: not the user's frame
+        if op_calls.is_op_call(code) or is_hook_wrapper(code):  # a mode's call of the op (compiled at the user's
+            # line) or the frame that runs a hook untraced: not the user's frame
             frame = frame.f_back
             continue
         kind = _file_kind(code.co_filename)
