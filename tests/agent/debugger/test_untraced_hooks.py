@@ -20,6 +20,7 @@ from support.dap_multi import MultiProcessSession
 from support.paths import marked_lines
 from tensorsight.agent.runtime import op_calls, untraced_hooks
 from tensorsight.agent.runtime.untraced_hooks import traced_call, untraced_hook
+from tensorsight.agent.runtime.user_code import is_agent_file
 
 PROGRAMS = pathlib.Path(__file__).parent / "programs"
 SUBCLASS_IN_TRAINING = str(PROGRAMS / "subclass_in_training.py")
@@ -188,12 +189,24 @@ def test_without_breakpoints_batches_are_fetched_untraced_in_the_main_process_an
     assert "traced in main 0.00" in output and "traced in worker 0.00" in output
 
 
+def our_frames(session: DebugSession, stop: dict[str, Any]) -> list[str]:
+    """The frames of the stopped thread's Call Stack that are TensorSight's (pydevd must hide them)."""
+    paths = [frame.get("source", {}).get("path", "") for frame in session.stack(stop["threadId"])]
+    return [path for path in paths if is_agent_file(path)]
+
+
 @pytest.mark.timeout(300)
 def test_with_a_breakpoint_anywhere_batches_are_fetched_traced_and_the_program_stops():
     pytest.importorskip("torch")
-    end = marked_lines(DATASET_TRACING)["end"]
-    with launch_dataset_tracing([(DATASET_TRACING, end, None)], []) as job:
-        job.wait_for_workers(1, timeout=SLOW)
+    lines = marked_lines(DATASET_TRACING)
+    end, getitem = lines["end"], lines["getitem"]
+    in_worker = "index == 6 and __import__('torch').utils.data.get_worker_info() is not None"
+    with launch_dataset_tracing([(DATASET_TRACING, end, None), (DATASET_TRACING, getitem, in_worker)], []) as job:
+        (worker,) = job.wait_for_workers(1, timeout=SLOW)
+        stop = worker.wait_for_stop(timeout=SLOW)
+        assert worker.top_frame(stop)["line"] == getitem
+        assert our_frames(worker, stop) == []  # the fetch wrapper under the dataset's frame stays hidden
+        worker.continue_(stop["threadId"])
         stop = job.root.wait_for_stop(timeout=SLOW)
         assert job.root.top_frame(stop)["line"] == end
         job.root.continue_(stop["threadId"])
@@ -212,6 +225,7 @@ def test_a_breakpoint_set_while_a_worker_fetches_untraced_stops_in_its_next_batc
         stop = worker.wait_for_stop(timeout=60)
         frame = worker.top_frame(stop)
         assert (frame["source"]["path"], frame["line"]) == (DATASET_TRACING, getitem)
+        assert our_frames(worker, stop) == []
 
 
 def test_without_a_debugger_a_batch_is_fetched_as_it_is():

@@ -52,11 +52,11 @@ def _untraced_when_quiet(original: Callable[..., Any]) -> Callable[..., Any]:
     untraced = untraced_hook(original)
 
     def when_quiet(*args: Any, **kwargs: Any) -> Any:
-        if not armed() or not nothing_could_stop_here():
-            return original(*args, **kwargs)
         if _in_worker[0]:
             _in_worker[0] = False
             pause.hide_agent_files()  # this frame sits under the dataset's in the worker's Call Stack
+        if not armed() or not nothing_could_stop_here():
+            return original(*args, **kwargs)
         _untraced_batches[0] += 1
         return untraced(*args, **kwargs)
 
