@@ -25,6 +25,7 @@ import sys
 from typing import Any
 
 from tensorsight.agent.debugger.pause import global_debugger
+from tensorsight.agent.debugger.untraced import no_breakpoint_set
 from tensorsight.agent.runtime.forks import in_forked_children
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.patches import Patches
@@ -58,14 +59,7 @@ def nothing_could_stop_a_child(py_db: Any) -> bool:
     The "uncaught" filter does not count: a DataLoader worker's loop catches what its dataset raises and hands it to
     the parent, which raises it again there. Anything unreadable counts as something to stop at.
     """
-    try:
-        if py_db.function_breakpoint_name_to_breakpoint or py_db.break_on_caught_exceptions:
-            return False
-        if py_db.break_on_user_uncaught_exceptions or py_db.has_plugin_line_breaks or py_db.has_plugin_exception_breaks:
-            return False
-        return not any(lines for lines in list(py_db.breakpoints.values()))
-    except Exception:  # noqa: BLE001 - the API moved: the child waits, as pydevd has it
-        return False
+    return no_breakpoint_set(py_db, anywhere=True)
 
 
 def _at_once_when_nothing_to_stop(original: Any) -> Any:

@@ -19,7 +19,6 @@ API changed.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import types
@@ -27,9 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tensorsight.agent.runtime.guard import report_once
-from tensorsight.agent.runtime.user_code import PACKAGE_ROOT
-
-_AGENT_ROOT = PACKAGE_ROOT  # .../pyhelpers/tensorsight
+from tensorsight.agent.runtime.user_code import is_agent_file
 
 
 class _Stop(Exception):
@@ -181,10 +178,9 @@ def hide_agent_files() -> bool:
     previous = getattr(py_db, "dont_trace_external_files", None)
     if previous is None:
         return False
-    root = os.path.normcase(_AGENT_ROOT) + os.sep
 
     def dont_trace_tensorsight_files(abs_path: str) -> bool:
-        return os.path.normcase(abs_path).startswith(root) or bool(previous(abs_path))
+        return is_agent_file(abs_path) or bool(previous(abs_path))
 
     # keep the attributes pydevd's own pattern setter reads when it later compares patterns
     for attribute in ("start_patterns", "end_patterns"):

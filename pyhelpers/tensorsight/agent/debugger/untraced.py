@@ -53,21 +53,36 @@ def untraced_imports() -> int:
     return _regions[0]
 
 
-def nothing_to_hit(py_db: Any, thread: threading.Thread | None = None, *, anywhere: bool = False) -> bool:
-    """True when pydevd, as configured right now, cannot stop inside library code on ``thread`` (default: this one);
-    with ``anywhere``, nor in the user's own files (code that may call the program's: ``untraced_data``).
+def no_breakpoint_set(py_db: Any, *, anywhere: bool = False) -> bool:
+    """True when pydevd's breakpoint tables hold nothing that stops inside library code: no line breakpoint in a
+    library file, no function breakpoint, no "raised" or "user-unhandled" exception filter, no plugin breakpoint; with
+    ``anywhere``, no line breakpoint in the user's own files either. The "uncaught" filter does not count.
 
-    Reads pydevd's breakpoint tables (private API, checked on debugpy 1.8.x); anything unreadable counts as
-    "something to hit", so the caller keeps tracing.
+    Reads pydevd's tables (private API, checked on debugpy 1.8.x); anything unreadable counts as something set.
+    Also read by ``forked_start`` (whether a forked worker may start before its session is configured).
     """
     try:
         if py_db.function_breakpoint_name_to_breakpoint or py_db.break_on_caught_exceptions:
             return False
         if py_db.break_on_user_uncaught_exceptions or py_db.has_plugin_line_breaks or py_db.has_plugin_exception_breaks:
             return False
-        for path, lines in list(py_db.breakpoints.items()):
-            if lines and (anywhere or not is_user_file(path)):
-                return False
+        return not any(
+            lines and (anywhere or not is_user_file(path)) for path, lines in list(py_db.breakpoints.items())
+        )
+    except Exception:  # noqa: BLE001 - the API moved: something may be set
+        return False
+
+
+def nothing_to_hit(py_db: Any, thread: threading.Thread | None = None, *, anywhere: bool = False) -> bool:
+    """True when pydevd, as configured right now, cannot stop inside library code on ``thread`` (default: this one);
+    with ``anywhere``, nor in the user's own files (code that may call the program's: ``untraced_data``).
+
+    ``no_breakpoint_set`` and the thread is not stepping; anything unreadable counts as "something to hit", so the
+    caller keeps tracing.
+    """
+    if not no_breakpoint_set(py_db, anywhere=anywhere):
+        return False
+    try:
         info = getattr(thread or threading.current_thread(), "additional_info", None)
         step = getattr(info, "pydev_step_cmd", -1)
         return step is None or step == -1
