@@ -19,6 +19,7 @@ from tensorsight.agent.runtime import identity
 from tensorsight.agent.runtime.op_calls import shielded
 from tensorsight.agent.runtime.tensor_walk import exact_counts, is_tensor
 from tensorsight.agent.runtime.untraced_hooks import untraced_hook
+from tensorsight.agent.sentinel import sites
 from tensorsight.agent.sentinel.budget import budget as outside_cost
 from tensorsight.agent.sentinel.ops import born, op_name
 from tensorsight.agent.sentinel.reading import (
@@ -45,7 +46,8 @@ from tensorsight.core.nonfinite import NonFiniteCounts
 
 
 def watch_backward(func: Any, outputs: list[Any]) -> None:
-    """Hook the autograd node of an op outside modules, so a gradient born there is reported with the op's line."""
+    """Hook the autograd node of an op outside modules, so a gradient born there is reported with the op's line; and
+    learn the op's site (``sites``), so a forward birth of this line in a step that is not observed is named too."""
     where = None
     for tensor in outputs:
         try:
@@ -57,6 +59,8 @@ def watch_backward(func: Any, outputs: list[Any]) -> None:
         if where is None:
             frame = user_frame()
             where = (frame.f_code.co_filename, frame.f_lineno, id(frame), frame.f_code) if frame is not None else ()
+            if frame is not None:
+                sites.learn(func, op_name(func), node, frame)
         node.register_hook(_node_watcher(func, where or None, type(node).__name__))
         if len(outputs) == 1:
             return

@@ -7,7 +7,10 @@ optimizer hooks (no per-op cost inside models).
   (``replay``);
 - the gradients, once, before each ``optimizer.step()``: a birth nobody reported is located by a backward replay
   (``backward``);
-- the parameters the last step produced, at the next forward (when they make its output non-finite).
+- the parameters the last step produced, at the next forward (when they make its output non-finite);
+- the tensors handed to ``backward()`` (the loss), before backward runs: a NaN/Inf there that the outside-modules
+  mode did not see at its op (a step it did not observe) is located in the loss's autograd graph (``graph_search``)
+  and named at the line that made it (``sites``), the same in every run.
 
 The hooks also move the outside-modules mode (``outside.sync_mode``) off the stack at the outermost module call and
 ``optimizer.step()``, and back after; and they count steps for its budget.
@@ -17,6 +20,7 @@ Installed by ``tensorsight.agent.sentinel`` (``arm``, ``break_on_nonfinite``) on
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import types
@@ -29,9 +33,11 @@ from tensorsight.agent.runtime import steps
 from tensorsight.agent.runtime.forks import in_forked_children
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.op_calls import shielded
+from tensorsight.agent.runtime.patches import Patches
 from tensorsight.agent.runtime.tensor_walk import exact_counts, optimizer_parameters, suspects
 from tensorsight.agent.runtime.untraced_hooks import untraced_hook
 from tensorsight.agent.sentinel.backward import flush_pending, locate_backward_birth
+from tensorsight.agent.sentinel.graph_search import GraphBirth, locate
 from tensorsight.agent.sentinel.ops import inherited
 from tensorsight.agent.sentinel.outside import budget, leave_forked_child, make_outside_mode, sync_mode
 from tensorsight.agent.sentinel.reading import (
@@ -42,8 +48,16 @@ from tensorsight.agent.sentinel.reading import (
     unwrap,
     user_frame,
 )
-from tensorsight.agent.sentinel.records import counts_text, make_record, publish, publish_found_later, title_of
+from tensorsight.agent.sentinel.records import (
+    counts_text,
+    made_text,
+    make_record,
+    publish,
+    publish_found_later,
+    title_of,
+)
 from tensorsight.agent.sentinel.replay import replay_forward
+from tensorsight.agent.sentinel.sites import Site, sites_for
 from tensorsight.agent.sentinel.state import (
     MAX_SAVED_CALLS,
     MAX_SAVED_GRAD_ELEMENTS,
@@ -76,6 +90,10 @@ def install(torch: types.ModuleType) -> None:
     sw.handles.append(register_module_forward_hook(_timed(_after_module), with_kwargs=True, always_call=True))
     sw.handles.append(register_optimizer_step_pre_hook(_timed(_before_step)))
     sw.handles.append(register_optimizer_step_post_hook(_timed(_after_step)))
+    sw.patches = Patches("sentinel")
+    check = _timed(_before_backward)
+    for name, at in (("backward", "tensors"), ("grad", "outputs")):
+        sw.patches.replace(torch.autograd, name, lambda original, at=at: _backward_boundary(original, at, check))
     steps.arm()
     if sw.origin == "debugger":
         pause.hide_agent_files()
@@ -103,6 +121,8 @@ def _uninstall() -> None:
         for handle in sw.handles:
             handle.remove()
         sw.handles.clear()
+        if sw.patches is not None:
+            sw.patches.restore()
         sw.installed = False
 
 
@@ -282,6 +302,7 @@ def _remember_call(call: Call, outputs: list[Any]) -> None:
         node = tensor.grad_fn
         if node is not None:  # a pre-hook on the node that made the output: cheaper than Tensor.register_hook
             node.register_prehook(_grad_catcher(call, index, tensor.output_nr))
+            call.output_nodes[node] = tensor.detach()
     _remember_root(call.module)
 
 
@@ -300,6 +321,118 @@ def _remember_root(module: Any) -> None:
             return
     sw.known_roots.append(weakref.ref(module))
     del sw.known_roots[:-4]
+
+
+# ---- the backward() boundary ---------------------------------------------------------------------------------------
+
+
+def _backward_boundary(original: Callable[..., Any], roots_at: str, check: Callable[..., None]) -> Callable[..., Any]:
+    """``torch.autograd.backward`` (what ``Tensor.backward`` calls) or ``torch.autograd.grad``, with the tensors it
+    starts from checked first; the call itself is the program's, unchanged."""
+
+    def backward(*args: Any, **kwargs: Any) -> Any:
+        if sw.enabled and not sw.first_reported and not st.busy and st.replay is None:
+            check(args[0] if args else kwargs.get(roots_at))
+        return original(*args, **kwargs)
+
+    return backward
+
+
+def _before_backward(roots: Any) -> None:
+    """The tensors ``backward()`` starts from (the loss): one sum each; a NaN/Inf nobody reported is located in
+    their autograd graph while it is still whole."""
+    try:
+        tracked = [t for t in tensors_in(roots) if t.grad_fn is not None]
+        if not tracked:
+            return
+        with shielded(tracked):
+            bad = fast_suspects(tracked)
+            if not bad:
+                return
+            counts = exact_counts([tracked[i] for i in bad])
+        if not counts or silenced():
+            return
+        st.busy = True
+        try:
+            with shielded(tracked):
+                _explain_backward_roots([tracked[i] for i in bad], counts)
+        finally:
+            st.busy = False
+    except Exception as exc:  # noqa: BLE001
+        st.busy = False
+        report_once("sentinel-backward-roots", f"NaN sentinel: backward() check failed: {type(exc).__name__}: {exc}")
+
+
+def _explain_backward_roots(roots: list[Any], counts: Any) -> None:
+    known: dict[Any, Any] = {}
+    for call in st.calls:
+        known.update(call.output_nodes)
+    birth = locate(roots, known)
+    frame = user_frame()
+    if birth is None:
+        what = t(
+            "the tensor passed to backward() holds {0}, and its autograd graph does not show which op made it "
+            "(checked: the outputs of this step's module calls, finite; the ops after them, where their saved "
+            "values allow)",
+            counts_text(counts),
+        )
+        if not st.observing:
+            what += budget.note()
+        publish("forward", "(loss)", counts, frame, what=what, title=title_of(counts, born=True))
+        return
+    _publish_graph_birth(birth)
+
+
+def _publish_graph_birth(birth: GraphBirth) -> None:
+    node_name = type(birth.node).__name__
+    sites = sites_for(birth.node)
+    site: Site | None = sites[0] if sites else None
+    op = site.op if site is not None else _op_of_node(node_name)
+    what = made_text(op, birth.made, birth.output.numel(), birth.carried)
+    if len(sites) > 1:
+        lines = ", ".join(f"{os.path.basename(s.file)}:{s.line}" for s in sites[:4])
+        what += t("; lines that make such an op: {0}", lines)
+    elif site is None:
+        what += t("; its line was not seen (it ran only in steps whose ops outside modules were not checked)")
+    if not birth.exact:
+        what += t(" (an input it did not keep was not read)")
+    record = make_record(
+        "forward",
+        op,
+        birth.made,
+        None,
+        what=what,
+        file=site.file if site is not None else None,
+        line=site.line if site is not None else None,
+        node=node_name,
+        inputs=tuple(birth.inputs),
+        output=birth.output,
+        title=title_of(birth.made, born=True),
+    )
+    record.details["located"] = "autograd graph"
+    where = None
+    if site is not None:
+        frame = _live_frame(site)
+        if frame is not None:
+            where = (site.file, site.line, id(frame), site.code)
+    publish_found_later(record, where, t("backward() was called"))
+
+
+def _live_frame(site: Site) -> Any:
+    """The frame on this thread's stack that runs the site's code (the training loop that wrote the loss inline),
+    or None when that function has returned."""
+    frame = user_frame()
+    while frame is not None:
+        if frame.f_code is site.code:
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _op_of_node(node_name: str) -> str:
+    """A user's name for the op behind a node nobody saw being made: ``LogBackward0`` -> ``torch.log``."""
+    base = node_name.split("Backward", 1)[0]
+    return f"torch.{base.lower()}" if base else node_name
 
 
 # ---- optimizer hooks ------------------------------------------------------------------------------------------------

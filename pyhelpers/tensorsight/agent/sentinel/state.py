@@ -28,6 +28,7 @@ class Call:
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
     output_grads: dict[int, Any] = field(default_factory=dict)
+    output_nodes: dict[Any, Any] = field(default_factory=dict)  # autograd node -> the output it made (checked finite)
 
 
 @dataclass
@@ -65,6 +66,7 @@ class Switches:
         self.origin = "debugger"
         self.installed = False
         self.handles: list[Any] = []
+        self.patches: Any = None  # the ``backward()`` boundary's wrappers (``runtime.patches.Patches``)
         self.first_reported = False
         self.last: NonFiniteRecord | None = None
         self.pending: tuple[NonFiniteRecord, Any] | None = None  # a backward birth waiting for backward() to return
