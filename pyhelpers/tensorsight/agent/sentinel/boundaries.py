@@ -37,6 +37,7 @@ from tensorsight.agent.runtime.patches import Patches
 from tensorsight.agent.runtime.tensor_walk import exact_counts, optimizer_parameters, suspects
 from tensorsight.agent.runtime.untraced_hooks import untraced_hook
 from tensorsight.agent.sentinel.backward import flush_pending, locate_backward_birth
+from tensorsight.agent.sentinel.call_replay import replay_call
 from tensorsight.agent.sentinel.graph_search import GraphBirth, locate
 from tensorsight.agent.sentinel.ops import inherited
 from tensorsight.agent.sentinel.outside import budget, leave_forked_child, make_outside_mode, sync_mode
@@ -415,6 +416,12 @@ def _publish_graph_birth(birth: GraphBirth) -> None:
         frame = _live_frame(site)
         if frame is not None:
             where = (site.file, site.line, id(frame), site.code)
+        elif birth.exact and len(sites) == 1:
+            # the function that ran the op has returned: run it again on copies, to stop on its line
+            why = replay_call(site)
+            if why is None:
+                return
+            record.details["not_replayed"] = why
     publish_found_later(record, where, t("backward() was called"))
 
 

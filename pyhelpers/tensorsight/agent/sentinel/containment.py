@@ -249,6 +249,21 @@ def unsafe_reason(root: Any, inputs: list[Any]) -> str | None:
     return None
 
 
+def function_unsafe_reason(func: Any, inputs: list[Any]) -> str | None:
+    """Why calling the plain function ``func`` again on private copies of ``inputs`` (its tensors) could change what
+    the program sees, or None when it is contained (the rule of this module's docstring)."""
+    inspector = _Inspector()
+    reason = inspector.function(func, getattr(func, "__qualname__", "the function"))
+    if reason:
+        return reason
+    torch = sys.modules["torch"]
+    for kind in {type(t) for t in inputs} - {torch.Tensor, torch.nn.Parameter}:
+        reason = inspector.tensor_type(kind)
+        if reason:
+            return reason
+    return None
+
+
 def private_copy(root: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, tuple[Any, ...], dict]:
     """Deep copies of the module and its inputs, made together. Tensors that are part of the program's autograd graph
     (non-leaf, which ``deepcopy`` refuses) are copied detached; nothing of the original is written to."""

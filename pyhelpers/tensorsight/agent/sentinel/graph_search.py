@@ -160,7 +160,7 @@ def _judge(node: Any, outputs: dict[Any, Any], clean: set[Any]) -> GraphBirth | 
     producers = [next_node for next_node, _ in node.next_functions]
 
     def value(slot: int, saved: str) -> Any:
-        tensor = getattr(node, saved, None)
+        tensor: Any = getattr(node, saved, None)
         if is_tensor(tensor):
             return tensor.detach()
         producer = producers[slot] if slot < len(producers) else None
@@ -168,7 +168,7 @@ def _judge(node: Any, outputs: dict[Any, Any], clean: set[Any]) -> GraphBirth | 
             return outputs[producer]
         return None
 
-    output = getattr(node, "_saved_result", None)
+    output: Any = getattr(node, "_saved_result", None)
     inputs: list[Any] | None = None
     rule = _OPS.get(type(node).__name__)
     if rule is not None:

@@ -55,7 +55,9 @@ class ReplayMode:
         self.record_nodes = False
         self.reproduced = False
 
-    def module_path(self) -> str:
+    def module_path(self) -> str | None:
+        if not st.stack and self.root is None:
+            return None  # a function's replay (``call_replay``), outside any module
         return module_label(self.names, st.stack[-1] if st.stack else self.root)
 
     def handle(self, func: Any, args: Any, kwargs: Any) -> Any:

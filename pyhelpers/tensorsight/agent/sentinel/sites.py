@@ -18,6 +18,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from tensorsight.agent.runtime.user_code import is_user_file
+
 MAX_SITES = 4096  # distinct (code, line, op) sites remembered; past that new ones are not learned
 
 
@@ -32,6 +34,7 @@ class Site:
     op: str
     node: str  # the node's type name, e.g. "LogBackward0"
     producers: tuple[str, ...]  # the type names of the nodes it consumes ("" for an input with no node)
+    caller: tuple[Any, int] | None  # (code, line) of the user's call into ``code``'s function, when it was one
 
 
 _seen: dict[tuple[Any, int, Any], Site] = {}
@@ -52,9 +55,17 @@ def learn(func: Any, op: str, node: Any, frame: Any) -> None:
         op,
         type(node).__name__,
         producers_of(node),
+        _caller(frame),
     )
     _seen[key] = site
     _by_node.setdefault(site.node, []).append(site)
+
+
+def _caller(frame: Any) -> tuple[Any, int] | None:
+    caller = frame.f_back
+    if caller is None or not is_user_file(caller.f_code.co_filename):
+        return None
+    return caller.f_code, caller.f_lineno
 
 
 def producers_of(node: Any) -> tuple[str, ...]:
