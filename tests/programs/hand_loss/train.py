@@ -5,9 +5,8 @@ learning rate the logits grow until the softmax underflows to exactly 0 for some
 import argparse
 
 import torch
-from torch import nn
-
 from losses import per_class_recall, soft_cross_entropy
+from torch import nn
 
 
 def make_blobs(n, features, classes, scale, seed):
@@ -50,7 +49,7 @@ def main():
         logits = model(inputs)
         if args.inline:
             onehot = torch.nn.functional.one_hot(target, classes).float()
-            loss = -(onehot * torch.log(torch.softmax(logits, 1))).sum(1).mean()  # @nan-inline
+            loss = -(onehot * torch.log(torch.softmax(logits, 1))).sum(1).mean()  # @nan inline
         else:
             loss = soft_cross_entropy(logits, target, classes)
         optimizer.zero_grad()

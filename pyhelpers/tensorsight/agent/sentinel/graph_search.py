@@ -166,7 +166,8 @@ def _judge(node: Any, outputs: dict[Any, Any], clean: set[Any]) -> GraphBirth | 
         producer = producers[slot] if slot < len(producers) else None
         if producer is not None and outputs.get(producer) is not None:
             return outputs[producer]
-        return None
+        leaf = getattr(producer, "variable", None)  # an AccumulateGrad: its output is the leaf (a parameter)
+        return leaf.detach() if is_tensor(leaf) else None
 
     output: Any = getattr(node, "_saved_result", None)
     inputs: list[Any] | None = None
@@ -199,5 +200,5 @@ def _judge(node: Any, outputs: dict[Any, Any], clean: set[Any]) -> GraphBirth | 
         return None
     # exact when the op ran again on all its inputs; else an input the node did not save came from a producer whose
     # output is not known, which may have carried the value in
-    exact = exact or all(p is None or p in clean for p in producers)
+    exact = exact or all(p is None or p in clean or type(p).__name__ == "AccumulateGrad" for p in producers)
     return GraphBirth(node, made, carried, tensors, output, exact)
