@@ -40,7 +40,12 @@ from tensorsight.agent.sentinel.backward import flush_pending, locate_backward_b
 from tensorsight.agent.sentinel.call_replay import replay_call
 from tensorsight.agent.sentinel.graph_search import GraphBirth, locate
 from tensorsight.agent.sentinel.ops import inherited
-from tensorsight.agent.sentinel.outside import budget, leave_forked_child, make_outside_mode, sync_mode
+from tensorsight.agent.sentinel.outside import (
+    budget,
+    leave_forked_child,
+    make_outside_mode,
+    sync_mode,
+)
 from tensorsight.agent.sentinel.reading import (
     display_module,
     fast_suspects,

@@ -20,6 +20,12 @@ class Budget:
     ``WINDOW``: one slow step, a garbage collection, does not decide). While the larger exceeds ``SHARE`` of a step,
     only one step in ``stride`` is observed, so that the average stays within the share.
 
+    The budget holds in time, not only per step: a stretch of ops with no boundary at all (metrics after the last
+    step, an evaluation summary, post-processing, a program that never calls a module again) is one long period, and
+    once it has run ``FIRST_STRETCH_OPS`` ops, the mode asks ``stretch_over`` every ``STRETCH_CHECK_EVERY`` ops
+    whether what it spent in this period exceeds its share of the time the period has taken; then it stops checking
+    and passes ops straight on until the next boundary (``outside``). That holds for the doctor too.
+
     The first ``FIRST_STEPS`` steps are always observed: that is where a bad learning rate, initialisation or data
     usually shows, and in a run of thousands of steps their cost does not count; small programs (the examples) are
     then observed throughout. The budget holds in debug sessions, where the program runs for its own sake. The
@@ -41,6 +47,8 @@ class Budget:
     FIRST_STEPS = 50
     PROBE_EVERY = 25
     MAX_STRIDE = 1000
+    FIRST_STRETCH_OPS = 128
+    STRETCH_CHECK_EVERY = 32
 
     def __init__(self) -> None:
         self.active = True
@@ -59,6 +67,15 @@ class Budget:
         """One op (or one of our backward hooks) took ``seconds`` of ours, besides its dispatch."""
         self.ops += 1
         self.check_seconds += seconds
+
+    def stretch_over(self) -> bool:
+        """True when the period under way has spent more than its share of its own time on observing (checked every
+        ``STRETCH_CHECK_EVERY`` ops, past the first ``FIRST_STRETCH_OPS``)."""
+        if self.ops < self.FIRST_STRETCH_OPS or self.ops % self.STRETCH_CHECK_EVERY:
+            return False
+        cost = self.check_seconds + self.ops * self.DISPATCH_SECONDS
+        elapsed = time.perf_counter() - self.started
+        return cost > self.allowed * max(elapsed - cost, 1e-9)
 
     def boundary_spent(self, seconds: float) -> None:
         """One boundary hook (module or optimizer step) took ``seconds``."""
@@ -88,7 +105,9 @@ class Budget:
         without us (what our own timing cannot see: the dispatch into Python, a debugger's tracing of our code)."""
         now = time.perf_counter()
         elapsed, self.started = now - self.started, now
-        if st.observing and self.ops:
+        if st.passthrough:  # a long stretch cut short: neither an observed step nor a plain one
+            st.passthrough = False
+        elif st.observing and self.ops:
             cost = self.check_seconds + self.ops * self.DISPATCH_SECONDS
             self.estimates.append(cost / max(elapsed - cost, 1e-9))
             self.observed.append(elapsed)

@@ -166,7 +166,7 @@ def _judge(node: Any, outputs: dict[Any, Any], clean: set[Any]) -> GraphBirth | 
         producer = producers[slot] if slot < len(producers) else None
         if producer is not None and outputs.get(producer) is not None:
             return outputs[producer]
-        leaf = getattr(producer, "variable", None)  # an AccumulateGrad: its output is the leaf (a parameter)
+        leaf: Any = getattr(producer, "variable", None)  # an AccumulateGrad: its output is the leaf (a parameter)
         return leaf.detach() if is_tensor(leaf) else None
 
     output: Any = getattr(node, "_saved_result", None)

@@ -24,6 +24,7 @@ import contextlib
 import sys
 import time
 import types
+import weakref
 from typing import Any
 
 from tensorsight.agent.runtime import op_calls
@@ -79,6 +80,7 @@ def sync_mode() -> None:
     elif not want and st.mode_on:
         _rebuild_stack(torch, with_ours=False)
         st.mode_on = False
+        st.leave_watches.clear()
 
 
 @never_raise()
@@ -133,6 +135,10 @@ def make_outside_mode(torch: types.ModuleType) -> Any:
             entered = clock()
             kwargs = kwargs or {}
             caller = caller_frame(func, sys._getframe(1))
+            if st.passthrough:  # this stretch spent its share: straight on until the next boundary
+                result = call_as_caller(func, args, kwargs, caller)
+                _watch_release(result)
+                return result
             if is_agent_file(caller.f_code.co_filename):
                 return func(*args, **kwargs)  # our own read (the phase clock's, the memory scan's): not the program's
             policy = policies.get(func)
@@ -159,15 +165,60 @@ def make_outside_mode(torch: types.ModuleType) -> Any:
                 st.busy = False
                 report_once("sentinel-op", f"NaN sentinel: check after {op_name(func)} failed: {exc!r}")
             budget.spent(clock() - entered - (after - before))
+            if budget.stretch_over():
+                _stop_observing()
             return result
 
     def _timed_call(func: Any, args: Any, kwargs: Any, caller: Any, entered: float) -> Any:
         before = clock()
         result = call_as_caller(func, args, kwargs, caller)
         budget.spent(before - entered)
+        if budget.stretch_over():
+            _stop_observing()
         return result
 
     return _OutsideModulesMode()
+
+
+def _stop_observing() -> None:
+    """The stretch under way has spent its share (``Budget.stretch_over``): the rest of it is not observed. The mode
+    cannot leave the stack from inside its own handler (torch puts it back when the handler returns), so it passes ops
+    straight on until ``leave_between_ops`` or the next boundary takes it off."""
+    st.observing = False
+    st.passthrough = True
+
+
+MAX_LEAVE_WATCHES = 16  # results of passed-on ops watched for their release (see ``_watch_release``)
+
+
+def _watch_release(result: Any) -> None:
+    """The mode went to passing ops on: watch this op's result for its release. The program drops most results of a
+    stretch of small ops a line or two later, between two of its ops (outside our handler, where our mode is on the
+    stack again): the weak reference's callback then takes the mode off, and the rest of the stretch runs at plain
+    speed until the next boundary. Up to ``MAX_LEAVE_WATCHES`` results are watched."""
+    if len(st.leave_watches) >= MAX_LEAVE_WATCHES:
+        return
+    target = result if isinstance(result, sw.tensor_type) else next(iter(tensors_in(result, shallow=True)), None)
+    if target is not None:
+        st.leave_watches.append(weakref.ref(target, _released))
+
+
+@never_raise()
+def _released(_reference: Any) -> None:
+    """A watched result was released: take the mode off the stack if it is there now. Inside our own handler torch has
+    taken it off for the call and puts it back after: then nothing is done and a later release tries again. Inside
+    another mode's handler, that mode is the one off the stack, and stays the caller's to put back."""
+    if not st.passthrough or not st.mode_on or st.busy or sw.mode is None:
+        return
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    stack = torch._C
+    if not any(stack._get_function_stack_at(i) is sw.mode for i in range(stack._len_torch_function_stack())):
+        return
+    _rebuild_stack(torch, with_ours=False)
+    st.mode_on = False
+    st.leave_watches.clear()
 
 
 def _after_outside_op(func: Any, args: Any, kwargs: Any, result: Any, was_clean: bool | None) -> None:

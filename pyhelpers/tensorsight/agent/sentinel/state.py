@@ -56,6 +56,8 @@ class ThreadState(threading.local):
         self.last_step: Step | None = None
         self.started = False  # the program called a module: training has begun (the outside mode may join)
         self.observing = True  # this step's ops outside modules are checked op by op (see sentinel.budget)
+        self.passthrough = False  # the mode is on the stack but this long stretch is over budget: ops pass straight on
+        self.leave_watches: list[Any] = []  # weak references to passed-on results (``outside._watch_release``)
 
 
 class Switches:
