@@ -274,11 +274,29 @@ def test_a_nan_born_in_log_of_zero_names_the_op_not_the_learning_rate():
     assert "`torch.log` at train.py:25" in found[0].message and "learning rate is probably" not in found[0].message
 
 
-def test_an_overflow_or_an_unknown_origin_keeps_the_learning_rate_advice():
+def test_an_overflow_or_an_unknown_origin_blames_the_learning_rate_only_when_the_loss_grew_first():
+    growing = [1.0] * 10 + [1.5**k for k in range(1, 8)] + [float("nan")] * 13  # NaN at step 18 after growing
     for where in (origin("Tensor.mul", "forward"), None):
-        found = diagnose_curves(curves([1.0] * 30, lr=1.0, first_nonfinite_loss_step=18, nonfinite_origin=where))
+        found = diagnose_curves(curves(growing, lr=1.0, first_nonfinite_loss_step=18, nonfinite_origin=where))
         assert "learning rate is probably too high" in found[0].message
         assert found[0].details["cause"] == ("overflow" if where else "unknown")
+
+
+def test_a_nan_out_of_a_flat_loss_never_blames_the_learning_rate():
+    """A loss at its usual level until the step it went NaN (a log of an underflowed softmax after a replay could not
+    name the op): nothing says the learning rate did it."""
+    for where in (origin("Tensor.mul", "forward"), None):
+        found = diagnose_curves(curves([1.0] * 30, lr=1.0, first_nonfinite_loss_step=18, nonfinite_origin=where))
+        assert "learning rate is probably" not in found[0].message
+        assert "not a likely cause" in found[0].message
+        assert found[0].details["cause"] == ("overflow" if where else "not located")
+
+
+def test_the_optimizer_making_the_nan_is_evidence_for_the_learning_rate():
+    found = diagnose_curves(
+        curves([1.0] * 30, lr=1.0, first_nonfinite_loss_step=18, nonfinite_origin=origin("Adam.step()", "optimizer"))
+    )
+    assert "learning rate is probably too high" in found[0].message
 
 
 def test_an_optimizer_without_losses_of_its_own_is_judged_against_the_runs_loss_scale():

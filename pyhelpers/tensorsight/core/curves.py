@@ -253,6 +253,18 @@ def _nonfinite_loss(curves: TrainingCurves, where: Location, subject: str) -> li
         message = t("{subject} became NaN/Inf at step {step}: {advice}", subject=subject, step=step, advice=advice)
         # the sentinel's error at the origin is the bug; this says what it did to the curve and that the lr is not it
         return [Finding("dynamics", "info", message, *where, step=step, details=details)]
+    if not _learning_rate_evidence(curves, origin):
+        # no sign of divergence: the learning rate is not blamed for a NaN nobody saw grow
+        details["cause"] = "not located" if origin is None else cause
+        seen = t(" (see {0})", _origin_text(origin)) if origin is not None else ""
+        message = t(
+            "{subject} became NaN/Inf at step {step}{seen}; it did not grow before, so the learning rate is not a "
+            "likely cause: look at the op that made it (Break on NaN/Inf stops there) and at the inputs of that step",
+            subject=subject,
+            step=step,
+            seen=seen,
+        )
+        return [Finding("dynamics", "warning", message, *where, step=step, details=details)]
     message = t(
         "{subject} diverged to NaN/Inf at step {step}{lr}: the "
         "learning rate is probably too high; lower it (e.g. 10×), add gradient clipping or a warm-up",
@@ -261,6 +273,26 @@ def _nonfinite_loss(curves: TrainingCurves, where: Location, subject: str) -> li
         lr=_lr_text(curves.lr),
     )
     return [Finding("dynamics", "warning", message, *where, step=step, details=details)]
+
+
+GROWTH_BEFORE_NONFINITE = 3.0  # the loss just before the NaN against its best: "it diverged"
+
+
+def _learning_rate_evidence(curves: TrainingCurves, origin: dict[str, Any] | None) -> bool:
+    """Whether anything points at the learning rate: the sentinel saw ``optimizer.step()`` make the NaN/Inf from
+    finite gradients, or the loss grew to ``GROWTH_BEFORE_NONFINITE`` times its best just before it."""
+    if origin is not None and (origin.get("details") or {}).get("phase") == "optimizer":
+        return True
+    step = curves.first_nonfinite_loss_step
+    before = [
+        value
+        for at, value in zip(curves.train_steps, curves.train_loss, strict=False)
+        if (step is None or at < step) and math.isfinite(value)
+    ]
+    if len(before) < 5:
+        return False
+    recent, best = median(before[-3:]), min(before)
+    return recent > GROWTH_BEFORE_NONFINITE * max(best, 1e-12) and recent - best > 1e-6
 
 
 def _subject(curves: TrainingCurves) -> str:

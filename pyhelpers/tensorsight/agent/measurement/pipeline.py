@@ -140,6 +140,7 @@ class OptimizerCurves:
     late_grad: Series = field(default_factory=Series)
     layers: tuple[str | None, str | None] = (None, None)
     last_lr: float | None = None
+    lr_at_nonfinite: float | None = None  # the learning rate of the step whose loss was first NaN/Inf
     reached: set[int] = field(default_factory=set)  # parameters its losses reached (sampled)
 
 
@@ -291,6 +292,8 @@ class Measurement:
         series.reached |= record.reached
         if loss is not None:
             series.loss.add(step, loss)
+            if series.loss.first_nonfinite_step == step and series.lr_at_nonfinite is None:
+                series.lr_at_nonfinite = lr
         grad_norm = None
         if self._due(self.settings.scalars_every, step):
             if self.frameworks.ran_closure(record.optimizer):  # the closure's backward ran inside the step
@@ -420,7 +423,7 @@ class Measurement:
             late_layer=series.layers[1],
             early_grad_norm=series.early_grad.values,
             late_grad_norm=series.late_grad.values,
-            lr=series.last_lr,
+            lr=series.lr_at_nonfinite if series.lr_at_nonfinite is not None else series.last_lr,
             first_nonfinite_loss_step=series.loss.first_nonfinite_step,
             first_nonfinite_grad_step=series.grad_norm.first_nonfinite_step,
             loss_at=clock.loss_at,
