@@ -162,6 +162,8 @@ export interface ValidateConditionResult {
   message: string;
   /** why the condition is not a Python expression */
   syntaxError: string | null;
+  /** what in the condition may change the program when it runs (in-place methods, out=, :=, I/O, calls not known to be harmless); the message warns about them */
+  sideEffects: string[];
   /** the server could check the condition */
   available: boolean;
 }

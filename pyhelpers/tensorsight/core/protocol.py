@@ -403,6 +403,12 @@ INTERFACES: tuple[Interface, ...] = (
             Field("undefinedNames", "string[]", doc="names (and unknown tensorsight helpers) not defined at the line"),
             Field("message", "string", doc="one sentence for a warning; empty when the condition is fine"),
             Field("syntaxError", "string | null", doc="why the condition is not a Python expression"),
+            Field(
+                "sideEffects",
+                "string[]",
+                doc="what in the condition may change the program when it runs (in-place methods, out=, :=, I/O, "
+                "calls not known to be harmless); the message warns about them",
+            ),
             Field("available", "boolean", doc="the server could check the condition"),
         ),
     ),
