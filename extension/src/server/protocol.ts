@@ -226,7 +226,7 @@ export interface RunEventParams {
   event: RunEvent;
 }
 
-/** A session's run events in one notification: at most 4 a second per session, 500 events each. */
+/** A session's run events in one notification: at most 4 a second per session, 500 events and 1 MiB each; an event over 64 KiB is not forwarded but counted (a server `dropped` event with `oversize`). */
 export interface RunEventBatch {
   sessionId: string;
   events: RunEvent[];

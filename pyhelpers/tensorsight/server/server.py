@@ -77,7 +77,7 @@ class TensorSightServer(LanguageServer):
         super().__init__("tensorsight", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.view = RuntimeView()
         self.hub = Hub(self.on_hub_event, self.log, self.send_status)
-        self.run_events = RunEventBatcher(self._send_run_events)
+        self.run_events = RunEventBatcher(self._send_run_events, log=self.log)
         self.trusted = False  # until the client says otherwise in initializationOptions
         self.gpu = gpu or GpuMonitor()
         self.static = StaticAnalysis()
