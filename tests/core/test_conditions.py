@@ -137,6 +137,7 @@ def test_validate_condition_answer_for_the_language_server():
         "undefinedNames": [],
         "message": "",
         "syntaxError": None,
+        "sideEffects": [],
     }
 
 

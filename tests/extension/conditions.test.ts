@@ -50,6 +50,13 @@ test('the never-stops warning says it once', () => {
   );
   assert.match(conditionWarning({ undefinedNames: [], message: '', syntaxError: 'invalid syntax' }, 2) ?? '', /valid/);
   assert.equal(conditionWarning({ undefinedNames: [], message: '', syntaxError: null }, 2), undefined);
+  const writes = { undefinedNames: [], message: 'The condition may change the program', syntaxError: null };
+  assert.equal(conditionWarning({ ...writes, sideEffects: ['`x.add_(...)` writes in place'] }, 2), writes.message);
+  assert.match(
+    conditionWarning({ ...writes, message: '', sideEffects: ['`x.add_(...)` writes in place'] }, 2) ?? '',
+    /x\.add_/,
+  );
+  assert.equal(conditionWarning({ ...writes, message: '', sideEffects: [] }, 2), undefined);
 });
 
 test('fallback suggestions use the tensorsight builtin on the name', () => {

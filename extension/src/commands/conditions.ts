@@ -33,16 +33,22 @@ export function expressionAt(lineText: string, character: number): string | unde
 }
 
 /**
- * The one warning for a condition that would make a breakpoint that never stops, or undefined when it is fine. The
- * server's sentence already names every undefined name and unknown helper (and a syntax error), so it is shown alone:
- * adding ours in front of it said the same thing twice.
+ * The one warning for a condition that would make a breakpoint that never stops, or that would change the program
+ * each time it runs (an in-place method, `out=`, `:=`, I/O, a call not known to be harmless: the server's
+ * `sideEffects`), or undefined when it is fine. The server's sentence already names every undefined name, unknown
+ * helper, syntax error and side effect, so it is shown alone: adding ours in front of it said the same thing twice.
  */
 export function conditionWarning(
-  check: Pick<ValidateConditionResult, 'undefinedNames' | 'message' | 'syntaxError'>,
+  check: Pick<ValidateConditionResult, 'undefinedNames' | 'message' | 'syntaxError'> &
+    Partial<Pick<ValidateConditionResult, 'sideEffects'>>,
   line: number,
 ): string | undefined {
-  if (check.undefinedNames.length === 0 && !check.syntaxError) return undefined;
+  const sideEffects = check.sideEffects ?? [];
+  if (check.undefinedNames.length === 0 && !check.syntaxError && sideEffects.length === 0) return undefined;
   if (check.message) return check.message;
+  if (check.undefinedNames.length === 0 && !check.syntaxError) {
+    return l10n.t('The condition may change the program each time the line runs ({0}).', sideEffects.join('; '));
+  }
   return check.syntaxError
     ? l10n.t(
         'The condition is not a valid Python expression ({0}): the breakpoint would never stop.',

@@ -162,6 +162,8 @@ export interface ValidateConditionResult {
   message: string;
   /** why the condition is not a Python expression */
   syntaxError: string | null;
+  /** what in the condition may change the program when it runs (in-place methods, out=, :=, I/O, calls not known to be harmless); the message warns about them */
+  sideEffects: string[];
   /** the server could check the condition */
   available: boolean;
 }
@@ -224,7 +226,7 @@ export interface RunEventParams {
   event: RunEvent;
 }
 
-/** A session's run events in one notification: at most 4 a second per session, 500 events each. */
+/** A session's run events in one notification: at most 4 a second per session, 500 events and 1 MiB each; an event over 64 KiB is not forwarded but counted (a server `dropped` event with `oversize`). */
 export interface RunEventBatch {
   sessionId: string;
   events: RunEvent[];

@@ -7,6 +7,13 @@ and ``tensorsight/suggestConditions`` calls ``condition_target`` (what the curso
 about: a value, not a method, function or module) and ``suggest_conditions`` for the quick pick of "Add Tensor
 Breakpoint…".
 
+A condition runs in the user's process every time the line is reached, so one that writes (``x.add_(1)``,
+``torch.mul(a, b, out=a)``, ``n := n + 1``), prints or opens files, or calls code TensorSight cannot prove harmless
+(the user's own functions, ``model(x)``), changes what the program computes, as in stock debugpy; ``side_effects``
+names each such part and ``validate_condition`` warns about it before the breakpoint is set. An expression nested too
+deeply for Python's compiler (which debugpy could not compile either) is answered as such, never with an internal
+``RecursionError``.
+
 Pure: source text in, plain data out (no I/O, no torch). Lines are 1-based here; the server converts from LSP's
 0-based lines.
 
@@ -108,10 +115,11 @@ class ConditionCheck:
     undefined: tuple[str, ...] = ()
     unknown_helpers: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    side_effects: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return self.syntax_error is None and not self.undefined and not self.unknown_helpers
+        return self.syntax_error is None and not self.undefined and not self.unknown_helpers and not self.side_effects
 
     def message(self, line: int) -> str:
         """One sentence for the editor's warning (empty when the condition is fine)."""
@@ -130,28 +138,57 @@ class ConditionCheck:
                 parts.append(t("{0} is not a TensorSight helper", names))
             else:
                 parts.append(t("{0} are not a TensorSight helper", names))
-        if not parts:
-            return ""
-        return "; ".join(parts) + t(": debugpy would treat the condition as false and never stop.")
+        sentences: list[str] = []
+        if parts:
+            sentences.append("; ".join(parts) + t(": debugpy would treat the condition as false and never stop."))
+        if self.side_effects:
+            sentences.append(
+                t(
+                    "The condition may change the program each time the line runs ({0}): prefer a read-only check.",
+                    "; ".join(self.side_effects),
+                )
+            )
+        return " ".join(sentences)
 
 
 def check_condition(
     source: str, line: int, condition: str, public_names: Iterable[str] | None = None
 ) -> ConditionCheck:
     """Check ``condition`` as a breakpoint condition at 1-based ``line`` of the module ``source``."""
+    text = condition.strip()
+    if len(text) > MAX_CONDITION_CHARS:
+        return ConditionCheck(syntax_error=t("it is too long to check (over {0} characters)", MAX_CONDITION_CHARS))
     try:
-        tree = ast.parse(condition.strip(), mode="eval")
+        tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
-        return ConditionCheck(syntax_error=exc.msg or "invalid syntax")
+        return ConditionCheck(syntax_error=_statement_error(text) or exc.msg or "invalid syntax")
+    except (RecursionError, MemoryError):  # Python's own compiler (debugpy's too) gives up on such nesting
+        return ConditionCheck(syntax_error=t("it is nested too deeply for Python to compile"))
+    effects = side_effects(tree)
     used = _names_used(tree)
     unknown = _unknown_helpers(tree, public_names)
     if not used:
-        return ConditionCheck(unknown_helpers=unknown)
+        return ConditionCheck(unknown_helpers=unknown, side_effects=effects)
     defined, complete = _names_defined_at(source, line)
     if not complete:
-        return ConditionCheck(unknown_helpers=unknown, notes=("the file cannot be analysed; names were not checked",))
+        note = "the file cannot be analysed; names were not checked"
+        return ConditionCheck(unknown_helpers=unknown, notes=(note,), side_effects=effects)
     undefined = tuple(name for name in used if name not in defined and not _is_builtin(name))
-    return ConditionCheck(undefined=undefined, unknown_helpers=unknown)
+    return ConditionCheck(undefined=undefined, unknown_helpers=unknown, side_effects=effects)
+
+
+def _statement_error(text: str) -> str | None:
+    """Why a condition that is a statement (``x = 1``, ``del x``, ``x += 1``) is no expression; None otherwise."""
+    try:
+        module = ast.parse(text)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+    for node in module.body:
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            return t("an assignment is a statement, not an expression (it would also change the program)")
+        if isinstance(node, ast.Delete):
+            return t("`del` is a statement, not an expression (it would also change the program)")
+    return None
 
 
 def undefined_names(source: str, line: int, condition: str) -> list[str]:
@@ -162,13 +199,113 @@ def undefined_names(source: str, line: int, condition: str) -> list[str]:
 
 
 def validate_condition(source: str, line: int, condition: str) -> dict[str, Any]:
-    """The ``tensorsight/validateCondition`` answer: ``{undefinedNames, message, syntaxError}`` (JSON-able)."""
+    """The ``tensorsight/validateCondition`` answer: ``{undefinedNames, message, syntaxError, sideEffects}``
+    (JSON-able)."""
     check = check_condition(source, line, condition)
     return {
         "undefinedNames": [*check.undefined, *check.unknown_helpers],
         "message": check.message(line),
         "syntaxError": check.syntax_error,
+        "sideEffects": list(check.side_effects),
     }
+
+
+# ---- side effects ---------------------------------------------------------------------------------------------------
+
+MAX_CONDITION_CHARS = 100_000  # longer is refused unread (pasted by mistake)
+MAX_SIDE_EFFECTS = 5  # named in the answer; the rest are summed up
+
+# Builtins that only read their arguments (on the values a condition tests: tensors, numbers, containers).
+_PURE_BUILTINS = frozenset(
+    "abs all any bool callable chr complex dict divmod enumerate float format frozenset getattr hasattr hash id int "
+    "isinstance issubclass iter len list map max min oct ord pow range repr reversed round set slice sorted str sum "
+    "tuple type zip bin hex filter".split()
+)
+# Builtins that do I/O or change state.
+_IO_BUILTINS = frozenset(
+    "print open input exec eval compile setattr delattr __import__ exit quit breakpoint globals locals vars "
+    "help".split()
+)
+# Methods of tensors, arrays, numbers and containers that only read (no trailing underscore: those write in place).
+_PURE_METHODS = frozenset(
+    "abs all allclose amax amin any argmax argmin bool clone contiguous count cpu cuda detach dim double eq equal "
+    "flatten float ge get gt half is_contiguous is_floating_point isfinite isinf isnan isneginf isposinf isreal item "
+    "items keys le log lt max mean median min nan_to_num nanmean nansum ne ndimension nelement norm numel numpy "
+    "reshape shape size squeeze std sum t to tolist type unsqueeze values var view startswith endswith lower upper "
+    "isdigit isclose count_nonzero long int sign sqrt exp square transpose permute isalpha astype copy ravel".split()
+)
+# Functions of torch / numpy / math modules that only read (under the usual module names).
+_MODULE_NAMES = frozenset({"torch", "np", "numpy", "math", "F", "cmath", "statistics"})
+_PURE_MODULE_FUNCTIONS = _PURE_METHODS | frozenset(
+    "isnan isinf isfinite any all allclose equal isclose norm abs maximum minimum where count_nonzero is_tensor "
+    "numel fabs sqrt exp log fsum prod mean stdev median add sub mul div matmul mm isin unique".split()
+)
+
+
+def side_effects(tree: ast.AST) -> tuple[str, ...]:
+    """What in a parsed condition may change the program when it runs: in-place methods (a trailing underscore),
+    ``out=``, ``:=``, I/O and state-changing builtins, ``yield``/``await``, and calls TensorSight cannot prove harmless
+    (the ``tensorsight`` helpers, read-only builtins, tensor methods and torch/numpy/math functions are). Iterative
+    (``ast.walk``): a deep expression cannot overflow the stack."""
+    found: list[str] = []
+
+    def add(text: str) -> None:
+        if text not in found:
+            found.append(text)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.NamedExpr):
+            add(t("`{0} := ...` assigns a variable", _short(node.target)))
+        elif isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
+            add(t("`{0}` suspends the frame", _short(node)))
+        elif isinstance(node, ast.Call):
+            if any(k.arg == "out" for k in node.keywords):
+                add(t("`{0}` writes into `out=`", _short(node.func)))
+            described = _call_effect(node.func)
+            if described is not None:
+                add(described)
+    if len(found) > MAX_SIDE_EFFECTS:
+        rest = len(found) - MAX_SIDE_EFFECTS
+        found = [*found[:MAX_SIDE_EFFECTS], t("{0} more", rest)]
+    return tuple(found)
+
+
+def _call_effect(func: ast.expr) -> str | None:
+    """Why calling ``func`` may change the program, or None when it is known to only read."""
+    if isinstance(func, ast.Name):
+        if func.id in _IO_BUILTINS:
+            return t("`{0}(...)` does I/O or changes the program's state", func.id)
+        if func.id in _PURE_BUILTINS:
+            return None
+        return t("`{0}(...)` runs code TensorSight cannot prove harmless", func.id)
+    if isinstance(func, ast.Attribute):
+        name = func.attr
+        if name.endswith("_") and not name.endswith("__"):
+            return t("`{0}(...)` writes in place", _short(func))
+        receiver = func.value
+        if isinstance(receiver, ast.Name) and receiver.id == BUILTIN_NAME:
+            return None  # the tensorsight helpers only read (their own running state is theirs)
+        if isinstance(receiver, ast.Name) and receiver.id in _MODULE_NAMES:
+            if name in _PURE_MODULE_FUNCTIONS:
+                return None
+            return t("`{0}(...)` runs code TensorSight cannot prove harmless", _short(func))
+        if name in _PURE_METHODS:
+            return None
+        return t("`{0}(...)` runs code TensorSight cannot prove harmless", _short(func))
+    return t("`{0}(...)` runs code TensorSight cannot prove harmless", _short(func))
+
+
+def _short(node: ast.AST, limit: int = 40) -> str:
+    """The expression as the user wrote it, or ``....name`` for a long (or deeply nested) method chain."""
+    try:
+        text = ast.unparse(node)
+    except (RecursionError, ValueError, AttributeError):
+        text = ""
+    if text and len(text) <= limit:
+        return text
+    if isinstance(node, ast.Attribute):
+        return f"....{node.attr}"
+    return text[: limit - 3] + "..." if text else type(node).__name__
 
 
 def _is_builtin(name: str) -> bool:

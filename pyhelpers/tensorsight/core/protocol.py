@@ -132,6 +132,11 @@ MAX_HELLO_BYTES = 16 << 10  # a longer hello is rejected (what a peer without th
 MAX_ARGV_ITEM_CHARS = 256  # the agent cuts each of its hello's "argv" items to this, so a real hello always fits
 MAX_LINE_BYTES = 1 << 20  # a longer line is rejected as malformed
 MAX_TYPE_LENGTH = 64  # an event "type" longer than this is malformed
+# What the server forwards to the editor (``tensorsight/runEvent``): an event whose JSON is longer than this is not
+# forwarded (the server still reads it) but counted in the batch's server ``dropped`` event (``oversize``), and one
+# notification carries at most this many bytes of events.
+MAX_FORWARDED_EVENT_BYTES = 64 << 10
+MAX_RUN_EVENT_BATCH_BYTES = 1 << 20
 ORIGINS = ("debugger", "doctor")  # the hello's "origin": who installed the agent
 HELLO = "hello"
 DROPPED = "dropped"  # client -> hub: {"type": "dropped", "count"} after the bounded queue dropped events
@@ -403,6 +408,12 @@ INTERFACES: tuple[Interface, ...] = (
             Field("undefinedNames", "string[]", doc="names (and unknown tensorsight helpers) not defined at the line"),
             Field("message", "string", doc="one sentence for a warning; empty when the condition is fine"),
             Field("syntaxError", "string | null", doc="why the condition is not a Python expression"),
+            Field(
+                "sideEffects",
+                "string[]",
+                doc="what in the condition may change the program when it runs (in-place methods, out=, :=, I/O, "
+                "calls not known to be harmless); the message warns about them",
+            ),
             Field("available", "boolean", doc="the server could check the condition"),
         ),
     ),
@@ -466,7 +477,8 @@ INTERFACES: tuple[Interface, ...] = (
     Interface(
         "RunEventBatch",
         (Field("sessionId", "string"), Field("events", "RunEvent[]")),
-        "A session's run events in one notification: at most 4 a second per session, 500 events each.",
+        "A session's run events in one notification: at most 4 a second per session, 500 events and 1 MiB each; an "
+        "event over 64 KiB is not forwarded but counted (a server `dropped` event with `oversize`).",
     ),
     Interface(
         "GpuInfo",

@@ -1,12 +1,19 @@
 """Findings (static rules and runtime) as LSP diagnostics, and the per-document analysis cache with its debounce.
 
-On open/change of a Python file that uses torch, ``server`` runs ``analyze_document`` in a worker thread: the rules
+On open/change of a Python file that uses torch, ``server`` runs ``analyze_document`` through ``analysis_process``:
+in a worker thread for a file of ordinary size, in a child process for a larger one (parsing holds the GIL and big
+syntax trees stay in memory, neither of which may delay the server's answers): the rules
 on the document and on the project files its imports reach (a trainer class in ``trainer.py``, read from the open
 buffer or, under ``source_files``' rules, from disk), kept by ``StaticAnalysis``. It then publishes ``to_diagnostic``
 of each touched file's problems, the document's and the other files' (open or not): the static findings, the tools'
 reports and the runs' findings, one per bug (``core.problems.one_per_bug``), each with a ``source_label`` naming who
 reported it. Columns in findings count characters; ``units`` (the negotiated position encoding's counter, UTF-16
 for VS Code) converts them.
+
+Size cap: a document (or project file) of more than ``MAX_ANALYZED_LINES`` lines or ``MAX_ANALYZED_BYTES`` bytes is
+not analysed; it gets one information diagnostic on its first line saying so (``too_large``). On the server's own
+thread (a quick fix asked for while the analysis of the latest text is on its way, a code lens) the rules run only on
+text up to ``SYNC_ANALYSIS_MAX_BYTES``; a larger document uses its last analysis meanwhile.
 """
 
 from __future__ import annotations
@@ -25,6 +32,11 @@ from tensorsight.server.runtime_view import normalize_path
 SOURCE_STATIC = "TensorSight"
 SOURCE_RUNTIME = "TensorSight (run)"
 DEBOUNCE_SECONDS = 0.25  # after a keystroke; opening a file analyses at once
+MAX_ANALYZED_LINES = 20_000  # a longer document gets no static rules (one information diagnostic says so)
+MAX_ANALYZED_BYTES = 1 << 20
+SYNC_ANALYSIS_MAX_BYTES = 48 << 10  # rules run on the server's thread only on text this short (about 1,500 lines)
+THREAD_ANALYSIS_MAX_BYTES = 160 << 10  # up to this (about 5,000 lines: a parse of tens of ms), a worker thread
+TOO_LARGE_CODE = "file-too-large"
 
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -117,19 +129,59 @@ class ProjectResult:
         return set(self.lines)
 
 
+def too_large(source: str) -> int | None:
+    """The document's line count when it is over the cap (``MAX_ANALYZED_LINES`` / ``MAX_ANALYZED_BYTES``), else
+    None. Cheap: no parse."""
+    if len(source) > MAX_ANALYZED_BYTES:
+        return source.count("\n") + 1
+    lines = source.count("\n") + 1
+    return lines if lines > MAX_ANALYZED_LINES else None
+
+
+def too_large_finding(path: str, lines: int) -> Finding:
+    return Finding(
+        kind="performance",
+        severity="info",
+        message=t(
+            "TensorSight's static checks skip this file: it has {0} lines, more than the {1} they analyse (or over "
+            "{2} KiB). Hovers, breakpoint conditions and run findings still work.",
+            lines,
+            MAX_ANALYZED_LINES,
+            MAX_ANALYZED_BYTES >> 10,
+        ),
+        file=path,
+        line=1,
+        details={"code": TOO_LARGE_CODE},
+    )
+
+
+def loops_of(source: str) -> list[tuple[int, int]]:
+    """The training loops (code lenses) of a document under the size cap; [] otherwise."""
+    if too_large(source) is not None or not rules.is_training_source(source):
+        return []
+    return rules.training_loops(source)
+
+
 def analyze_document(
     source: str, path: str, read: Callable[[str], str | None], roots: Sequence[str] = ()
 ) -> ProjectResult:
     """The rules on an open document and on the project files its imports reach (``read`` gives their text). Blocks
-    on reads: the server runs it in a worker thread."""
+    on reads: the server runs it in its analysis process (or a worker thread). A document over the size cap gets
+    only ``too_large_finding``; a project file over it is not read."""
     key = normalize_path(path)
     result = ProjectResult(key, {key: []}, {key: source.splitlines(keepends=True)})
     if not rules.is_training_source(source):
+        return result
+    lines = too_large(source)
+    if lines is not None:
+        result.findings[key].append(too_large_finding(path, lines))
         return result
     texts: dict[str, str] = {}
 
     def remembering(file: str) -> str | None:
         text = read(file)
+        if text is not None and too_large(text) is not None:
+            return None
         if text is not None:
             texts[normalize_path(file)] = text
         return text
@@ -166,12 +218,18 @@ class StaticAnalysis:
         cached = self._results.get(uri)
         return cached is not None and version is not None and cached[0] == version
 
-    def findings(self, uri: str, version: int | None, source: str, path: str) -> list[Finding]:
+    def findings(self, uri: str, version: int | None, source: str, path: str, stale_ok: bool = True) -> list[Finding]:
         """The findings on the document itself: from its project analysis when that is current, else the rules on
-        its text alone (no reads), so quick fixes always match the text they edit."""
+        its text alone (no reads) when it is short (``SYNC_ANALYSIS_MAX_BYTES``), so quick fixes always match the
+        text they edit. A longer document's rules never run on the server's thread: its last analysis serves
+        (``stale_ok``, for diagnostics, which the editor has moved with the edits) or nothing (quick fixes)."""
         if self.current(uri, version):
             return self.findings_for(path)
-        return rules.analyze(source, path) if rules.is_training_source(source) else []
+        if not rules.is_training_source(source):
+            return []
+        if len(source) <= SYNC_ANALYSIS_MAX_BYTES:
+            return rules.analyze(source, path)
+        return self.findings_for(path) if stale_ok and uri in self._results else []
 
     def findings_for(self, path: str) -> list[Finding]:
         key = normalize_path(path)

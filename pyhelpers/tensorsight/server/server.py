@@ -3,7 +3,8 @@
 Started by ``__main__`` (``python -m tensorsight.server``, stdio) from the extension. This module only connects the
 parts; each LSP feature lives in its own module, which says what a user sees:
 - ``diagnostics``: static rules on Python files that use torch and on the project files they import (on open at
-  once, on change debounced, in a worker thread; published for the other files too), plus the run's findings (NaN
+  once, on change debounced, in the ``analysis_process`` child, so no parse holds this interpreter; files over the
+  size cap get one information diagnostic instead; published for the other files too), plus the run's findings (NaN
   origin, runtime findings, diverging or hung ranks); ``code_actions``: their quick fixes;
 - ``inlay_hints``, ``hover``, ``code_lens``: observed shapes, the last observed tensor, the phase breakdown;
 - ``conditions``: ``tensorsight/validateCondition`` and ``tensorsight/suggestConditions``;
@@ -45,12 +46,12 @@ from tensorsight.server import code_lens as code_lens_feature
 from tensorsight.server import conditions
 from tensorsight.server import hover as hover_feature
 from tensorsight.server import inlay_hints as inlay_hints_feature
+from tensorsight.server.analysis_process import AnalysisFailed, AnalysisProcess
 from tensorsight.server.code_actions import quick_fixes
 from tensorsight.server.code_lens import TrainingLoops
 from tensorsight.server.diagnostics import (
     DEBOUNCE_SECONDS,
     StaticAnalysis,
-    analyze_document,
     source_label,
     to_diagnostic,
 )
@@ -59,7 +60,7 @@ from tensorsight.server.hub import Hub, printable
 from tensorsight.server.params import as_dict, required_str
 from tensorsight.server.run_events import RunEventBatcher
 from tensorsight.server.runtime_view import RuntimeView, normalize_path
-from tensorsight.server.source_files import MAX_SOURCE_BYTES, project_reader, source_lines
+from tensorsight.server.source_files import MAX_SOURCE_BYTES, source_lines
 
 GPU_POLL_SECONDS = 1.0
 RANK_CHECK_SECONDS = 1.0  # a silent rank or a hang shows without any event arriving, so the ranks are also polled
@@ -77,11 +78,12 @@ class TensorSightServer(LanguageServer):
         super().__init__("tensorsight", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.view = RuntimeView()
         self.hub = Hub(self.on_hub_event, self.log, self.send_status)
-        self.run_events = RunEventBatcher(self._send_run_events)
+        self.run_events = RunEventBatcher(self._send_run_events, log=self.log)
         self.trusted = False  # until the client says otherwise in initializationOptions
         self.gpu = gpu or GpuMonitor()
         self.static = StaticAnalysis()
         self.loops = TrainingLoops()
+        self.analysis = AnalysisProcess(self.log)
         self._pending_analysis: dict[str, asyncio.TimerHandle] = {}
         self._analysis_generation: dict[str, int] = {}
         self._analyses: set[asyncio.Task[None]] = set()
@@ -169,12 +171,25 @@ class TensorSightServer(LanguageServer):
             return self.publish(uri)
         buffers = {normalize_path(to_fs_path(u) or u): d.source for u, d in list(self.workspace.text_documents.items())}
         workspace = self.workspace_folders()
-        read = project_reader(buffers, [*self.source_folders(), os.path.dirname(path)], normalize_path)
-        result = await asyncio.to_thread(analyze_document, document.source, path, read, workspace)
-        if self._analysis_generation.get(uri) != generation or uri not in self.workspace.text_documents:
+        folders = [*self.source_folders(), os.path.dirname(path)]
+
+        def wanted() -> bool:
+            return self._analysis_generation.get(uri) == generation and uri in self.workspace.text_documents
+
+        try:
+            answer = await self.analysis.analyze(document.source, path, buffers, folders, workspace, wanted)
+        except AnalysisFailed as exc:
+            self.log("warning", f"static analysis of {path} failed: {exc}")
+            return
+        if answer is None or not wanted():
             return  # closed, or a newer analysis of it started
         if self.workspace.get_text_document(uri).version != version:
             return  # changed meanwhile: its debounced analysis is on the way
+        result, loops = answer
+        if self.loops.store(uri, version, loops):
+            capabilities = self.client_capabilities.workspace
+            if capabilities and capabilities.code_lens and capabilities.code_lens.refresh_support:
+                self.workspace_code_lens_refresh(None)
         touched = self.static.store(uri, version, result)
         self.publish(uri)
         self.publish_files(touched - {normalize_path(path)})
@@ -201,15 +216,19 @@ class TensorSightServer(LanguageServer):
         self._analysis_generation.pop(uri, None)
         touched = self.static.forget(uri)
         self.loops.forget(uri)
+        if not any(u != uri for u in self.workspace.text_documents):  # the last one: the analysis child's memory goes
+            task = asyncio.ensure_future(self.analysis.close())
+            self._analyses.add(task)
+            task.add_done_callback(self._analysis_done)
         path = to_fs_path(uri) or uri
         return touched - {normalize_path(path)}
 
-    def static_findings(self, uri: str) -> list[Finding]:
+    def static_findings(self, uri: str, stale_ok: bool = True) -> list[Finding]:
         document = self.workspace.get_text_document(uri)
         path = to_fs_path(uri) or uri
         if not (path.endswith(".py") or document.language_id == "python"):
             return []
-        return self.static.findings(uri, document.version, document.source, path)
+        return self.static.findings(uri, document.version, document.source, path, stale_ok)
 
     def publish(self, uri: str, file_lines: Sequence[str] | None = None) -> None:
         """Static findings (of an open document, or those other open documents' projects found in this file) plus
@@ -422,7 +441,9 @@ def did_close(ls: TensorSightServer, params: types.DidCloseTextDocumentParams) -
 def code_action(ls: TensorSightServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     uri = params.text_document.uri
     document = ls.workspace.get_text_document(uri)
-    return quick_fixes(uri, ls.static_findings(uri), document.lines, params.range, params.context.diagnostics, ls.units)
+    return quick_fixes(
+        uri, ls.static_findings(uri, stale_ok=False), document.lines, params.range, params.context.diagnostics, ls.units
+    )
 
 
 @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
@@ -455,6 +476,7 @@ def code_lens(ls: TensorSightServer, params: types.CodeLensParams) -> list[types
 @server.feature(types.SHUTDOWN)
 async def shutdown(ls: TensorSightServer, params: None) -> None:
     await ls.hub.close()
+    ls.analysis.kill()
     ls.gpu.close()
 
 
