@@ -295,6 +295,8 @@ class _TorchStats:
         self.torch = torch
         self.budget = budget
         self.want_zeros = zeros
+        self._nonzero: Any = None  # the zero count's tensor, brought back with the next transfer (``_fetch``)
+        self._nonzero_fetched: int | None = None
 
     def of(self, t: Any) -> Stats:
         if getattr(t, "is_nested", False):
@@ -367,6 +369,8 @@ class _TorchStats:
         else:
             chunks = pieces()
         counted = sum(int(c.numel()) for c in chunks)
+        if self.want_zeros:  # queued before the figures, so that their transfer brings it back too (one sync)
+            self._nonzero = torch.stack([torch.count_nonzero(c) for c in chunks]).sum()
         if flat is not None and len(chunks) == 1 and chunks[0] is flat and flat.device.type == "cpu":
             totals = self._float(chunks, pieces, tiled=self.budget.spread)
         elif kind == "bool":
@@ -379,15 +383,21 @@ class _TorchStats:
             totals = self._float(chunks, pieces)
         totals.counted = counted
         if self.want_zeros:
-            torch = self.torch
-            nonzero = torch.stack([torch.count_nonzero(c) for c in chunks]).sum()
-            totals.zeros = counted - int(nonzero)
+            nonzero = self._nonzero_fetched if self._nonzero is None else int(self._nonzero)
+            self._nonzero = self._nonzero_fetched = None
+            totals.zeros = counted - int(nonzero or 0)
         return totals
 
     def _fetch(self, values: list[Any]) -> list[Any]:
-        """The one device-to-host transfer of a pass."""
+        """The one device-to-host transfer of a pass (carrying the zero count, when one is waiting)."""
         torch = self.torch
-        return list(torch.stack([v.to(torch.float64).reshape(()) for v in values]).tolist())
+        waiting = self._nonzero
+        if waiting is not None:
+            values = [*values, waiting]
+        fetched = list(torch.stack([v.to(torch.float64).reshape(()) for v in values]).tolist())
+        if waiting is not None:
+            self._nonzero, self._nonzero_fetched = None, int(fetched.pop())
+        return fetched
 
     def _float(self, chunks: list[Any], pieces: Callable[[], list[Any]], tiled: bool = False) -> _Totals:
         """Float and complex chunks: three reductions each (per-row Σ and Σ|x|², and the range), one chunk after the
