@@ -23,7 +23,7 @@ Timings are the best of ``--rounds`` interleaved rounds, since other work on the
 ``--device cuda``: the same tensors on the GPU (no DAP part, no lovely-tensors). ``x.sum()`` is then timed with its
 result read back (``.item()``: a reduction the program can use), the extra memory is the device's (peak allocated
 during one cold summary, from PyTorch's allocator), and the device synchronisations of one cold summary are counted
-(target: 1 for a finite tensor; a few more with a NaN).
+(target: 1 for a finite tensor, at most 4 with a NaN).
 """
 
 from __future__ import annotations
@@ -267,7 +267,12 @@ def dap_heavy(rounds: int, inject: bool) -> dict[str, float]:
     return best
 
 
+CPU_TARGETS = True  # False under --device cuda: the targets above are the CPU's, a GPU's ratios are reported
+
+
 def ratio_line(label: str, value: float, target: str, ok: bool) -> str:
+    if not CPU_TARGETS:
+        return f"{label:<58} {value:>10.3g}×   (reported; the CPU's target is {target})"
     return f"{label:<58} {value:>10.3g}×   target {target:<8} {'ok' if ok else 'MISSED'}"
 
 
@@ -288,6 +293,8 @@ def main() -> int:
 
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     on_gpu = args.device.startswith("cuda")
+    global CPU_TARGETS
+    CPU_TARGETS = not on_gpu
     where = args.device.upper() if on_gpu else "CPU"
     print(f"float32 {where} tensor of {args.elements:.3g} elements ({args.elements * 4 / 2**20:.0f} MiB)")
     print(f"machine: {os.cpu_count()} CPUs, load average {load} (other work inflates every time; ratios less so)")
@@ -327,7 +334,10 @@ def main() -> int:
             f"{'device syncs of one cold summary':<58} {t['syncs']:>10.0f}    target 1        "
             + ("ok" if t["syncs"] == 1 else "MISSED")
         )
-        print(f"{'device syncs of one cold summary, one NaN':<58} {t['syncs_nan']:>10.0f}    (reported)")
+        print(
+            f"{'device syncs of one cold summary, one NaN':<58} {t['syncs_nan']:>10.0f}    target ≤ 4      "
+            + ("ok" if t["syncs_nan"] <= 4 else "MISSED")
+        )
     if not args.skip_dap and not on_gpu:
         size = f"20 × {args.dap_elements:.3g} float32"
         print(f"\nDAP Variables request on a frame of {size} tensors (best of {args.rounds} pauses):")

@@ -544,7 +544,9 @@ class _TorchStats:
         sums_finite = torch.isfinite(sums).all(1) if is_complex else torch.isfinite(sums)
         spread = squares is not None
         good = sums_finite & torch.isfinite(squares) if spread else sums_finite
-        bad = [int(i) for i in (~good).nonzero().view(-1).tolist()]
+        # the row flags come back in one transfer and are searched on the host: ``nonzero`` on the device would
+        # synchronise once for its size and once more for its values
+        bad = [int(i) for i in (~good).cpu().nonzero().view(-1).tolist()]
         if spread:
             low, high = _good_range(torch, _magnitudes(c), per_row, good, bad)
             square_sum = torch.where(good, squares, 0).sum()
@@ -829,7 +831,7 @@ def _good_range(torch: Any, values: Any, per_row: int, good: Any, bad: list[int]
         if index > start:
             runs.append((start * per_row, min(index * per_row, n)))
         start = index + 1
-    inf = torch.tensor(math.inf, dtype=values.dtype, device=values.device)
+    inf = torch.full((), math.inf, dtype=values.dtype, device=values.device)  # filled there: no host copy, no sync
     if not runs:
         return inf, -inf
     if len(runs) <= MAX_RANGE_RUNS:
