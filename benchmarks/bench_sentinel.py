@@ -1,6 +1,6 @@
 """What "Break on NaN/Inf" costs, and what breakpoint conditions cost: ratios against a baseline, in one run.
 
-    .venv/bin/python benchmarks/bench_sentinel.py [--rounds 7] [--steps 15]
+    .venv/bin/python benchmarks/bench_sentinel.py [--rounds 7] [--steps 15] [--device cuda]
 
 Part 1: one training step (forward, hand-written-style loss, backward, optimizer step) of an MLP, a small CNN and a
 small transformer on the CPU, unarmed vs. with the NaN sentinel armed (target: at most 1.15x), and with
@@ -19,6 +19,12 @@ sentinel checks them op by op within its cost budget, once past the first 50 ste
 (b) After training: small ops after the last optimizer step with no module call in sight (metrics over saved
 predictions): the budget holds in time, within such a stretch too. (c) Small ops before the program's first module
 call (torch code that runs before training): nothing of the sentinel's is on their path.
+
+``--device cuda``: the same models, data and conditions on the GPU. Times are then wall-clock, each step ending in
+``torch.cuda.synchronize()`` (a GPU step's cost is not the thread's CPU time), and each part also prints the device
+synchronisations per step, unarmed and armed (PyTorch's sync debug mode counts them): the sentinel's checks reduce
+a group of tensors on the device and read the group's result back in one sync. ``--doctor``: the doctor's budget
+(every training step observed) instead of a debug session's.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import os
 import statistics
 import sys
 import time
+import warnings
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyhelpers"))
@@ -43,10 +50,12 @@ from tensorsight.agent.runtime import options
 from tensorsight.agent.sentinel import state as sentinel_state
 from tensorsight.agent.sentinel.budget import budget as sentinel_budget
 
+DEVICE = torch.device("cpu")  # --device
+
 
 def mlp() -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
     model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
-    return model, torch.randn(128, 256), torch.randint(0, 10, (128,))
+    return model.to(DEVICE), torch.randn(128, 256, device=DEVICE), torch.randint(0, 10, (128,), device=DEVICE)
 
 
 class SmallCNN(nn.Module):
@@ -64,7 +73,11 @@ class SmallCNN(nn.Module):
 
 
 def cnn() -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
-    return SmallCNN(), torch.randn(32, 3, 32, 32), torch.randint(0, 10, (32,))
+    return (
+        SmallCNN().to(DEVICE),
+        torch.randn(32, 3, 32, 32, device=DEVICE),
+        torch.randint(0, 10, (32,), device=DEVICE),
+    )
 
 
 class Block(nn.Module):
@@ -85,7 +98,7 @@ class Block(nn.Module):
         shape = (batch, time_, self.heads, width // self.heads)
         q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(width // self.heads)
-        mask = torch.full((time_, time_), float("-inf")).triu(1)
+        mask = torch.full((time_, time_), float("-inf"), device=x.device).triu(1)
         attention = torch.softmax(scores + mask, dim=-1)
         y = (attention @ v).transpose(1, 2).reshape(batch, time_, width)
         x = x + self.proj(y)
@@ -102,14 +115,18 @@ class TinyGPT(nn.Module):
         self.head = nn.Linear(width, vocab)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        x = self.tokens(idx) + self.positions(torch.arange(idx.shape[1]))
+        x = self.tokens(idx) + self.positions(torch.arange(idx.shape[1], device=idx.device))
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln(x)).flatten(0, 1)
 
 
 def transformer() -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
-    return TinyGPT(), torch.randint(0, 96, (16, 32)), torch.randint(0, 96, (16 * 32,))
+    return (
+        TinyGPT().to(DEVICE),
+        torch.randint(0, 96, (16, 32), device=DEVICE),
+        torch.randint(0, 96, (16 * 32,), device=DEVICE),
+    )
 
 
 def make_step(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> Callable[[], None]:
@@ -122,10 +139,37 @@ def make_step(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> 
         loss.backward()
         optimizer.step()
 
-    return step
+    return on_device(step)
 
 
 CLOCK = time.thread_time
+
+
+def on_device(step: Callable[[], None]) -> Callable[[], None]:
+    """On a GPU a step ends when its kernels have run: the timed step waits for them."""
+    if DEVICE.type != "cuda":
+        return step
+
+    def synchronized() -> None:
+        step()
+        torch.cuda.synchronize()
+
+    return synchronized
+
+
+def syncs_per_call(fn: Callable[[], object]) -> int:
+    """Device synchronisations one call makes (PyTorch's sync debug mode warns at each); 0 off CUDA."""
+    if DEVICE.type != "cuda":
+        return 0
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn()
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    return sum(1 for w in caught if "synchroniz" in str(w.message))
 
 
 def timed(step: Callable[[], None], steps: int) -> float:
@@ -145,6 +189,15 @@ def measure_training(rounds: int, steps: int) -> None:
         step = make_step(*build())
         for _ in range(5):
             step()
+        if DEVICE.type == "cuda":
+            unarmed_syncs = syncs_per_call(step)
+            sentinel.break_on_nonfinite(True)
+            for _ in range(3):
+                step()
+            armed_syncs = syncs_per_call(step)
+            sentinel.break_on_nonfinite(False)
+            step()
+            print(f"  {name:<12} device syncs per step: unarmed {unarmed_syncs}, sentinel armed {armed_syncs}")
         armed_ratios, anomaly_ratios, bases = [], [], []
         for _ in range(rounds):
             base = timed(step, steps)
@@ -180,7 +233,7 @@ def measure_conditions() -> None:
     model, inputs, targets = mlp()
     loss = F.cross_entropy(model(inputs), targets)
     loss.backward()
-    activations = torch.randn(128, 512)
+    activations = torch.randn(128, 512, device=DEVICE)
     rows = [
         (
             "nan(loss)",
@@ -214,19 +267,20 @@ def measure_conditions() -> None:
     for label, ours, plain_label, plain in rows:
         ours_t, plain_t = per_call(ours), per_call(plain)
         ours_text, plain_text = f"{ours_t * 1e6:.1f}us", f"{plain_t * 1e6:.1f}us"
-        print(f"  {label:<26} {ours_text:>10}   {plain_label:<40} {plain_text:>10} {ours_t / plain_t:>6.2f}x")
+        syncs = f"  syncs {syncs_per_call(ours)} vs {syncs_per_call(plain)}" if DEVICE.type == "cuda" else ""
+        print(f"  {label:<26} {ours_text:>10}   {plain_label:<40} {plain_text:>10} {ours_t / plain_t:>6.2f}x{syncs}")
 
 
 def outside_heavy_step() -> Callable[[], None]:
     """A step dominated by small ops outside modules: per-class losses and metrics written out in the loop."""
-    model = nn.Linear(32, 8)
+    model = nn.Linear(32, 8).to(DEVICE)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-    inputs, targets = torch.randn(64, 32), torch.randint(0, 8, (64,))
+    inputs, targets = torch.randn(64, 32, device=DEVICE), torch.randint(0, 8, (64,), device=DEVICE)
 
     def step() -> None:
         optimizer.zero_grad()
         probabilities = model(inputs).softmax(dim=-1)
-        loss = torch.zeros(())
+        loss = torch.zeros((), device=DEVICE)
         for label in range(8):
             chosen = probabilities[:, label]
             truth = (targets == label).float()
@@ -236,16 +290,17 @@ def outside_heavy_step() -> Callable[[], None]:
         optimizer.step()
         del accuracy
 
-    return step
+    return on_device(step)
 
 
 def after_training_ops() -> Callable[[], None]:
     """What a program runs after its last optimizer step with no module call in sight: metrics over saved predictions,
     op by op (an evaluation summary, post-processing), about 5,000 small ops with no boundary of the sentinel's, after
     one training step of a tiny model (which leaves the outside-modules mode on the stack when it observes)."""
-    predictions, targets = torch.randn(256, 10).softmax(dim=-1), torch.randint(0, 10, (256,))
+    predictions = torch.randn(256, 10, device=DEVICE).softmax(dim=-1)
+    targets = torch.randint(0, 10, (256,), device=DEVICE)
     thresholds = [i / 50 for i in range(1, 50)]
-    model = nn.Linear(10, 10)
+    model = nn.Linear(10, 10).to(DEVICE)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
 
     def summarise() -> None:
@@ -263,14 +318,16 @@ def after_training_ops() -> Callable[[], None]:
                 f1 = 2 * precision * recall / (precision + recall + 1e-9)
                 torch.log(f1 + 1e-6)
 
-    return summarise
+    return on_device(summarise)
 
 
 def small_ops() -> None:
     """Small ops with no module call: what runs before training starts."""
-    x = torch.ones(16)
+    x = torch.ones(16, device=DEVICE)
     for _ in range(20):
         x = torch.sqrt(x * 1.0001 + 0.5)
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def measure_outside(rounds: int, steps: int) -> None:
@@ -310,10 +367,14 @@ def main() -> None:
     parser.add_argument("--wall", action="store_true", help="measure wall-clock time instead of thread CPU time")
     parser.add_argument("--only", choices=("training", "conditions", "outside"), help="run one part")
     parser.add_argument("--doctor", action="store_true", help="the doctor's budget (every step observed)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (wall-clock times, synchronised steps)")
     args = parser.parse_args()
-    global CLOCK
-    if args.wall:
+    global CLOCK, DEVICE
+    DEVICE = torch.device(args.device)
+    if args.wall or DEVICE.type == "cuda":
         CLOCK = time.perf_counter
+    if DEVICE.type == "cuda":
+        print(f"device: {torch.cuda.get_device_name()} (torch {torch.__version__})")
     torch.set_num_threads(1)
     options.set_options({})
     sentinel.arm("doctor")  # no debugger here: a birth would be reported, never stopped at

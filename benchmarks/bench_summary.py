@@ -1,6 +1,6 @@
 """Speed and memory of TensorSight's tensor summaries, as ratios against baselines measured in the same run.
 
-    .venv/bin/python benchmarks/bench_summary.py [--elements 100000000] [--rounds 5] [--skip-dap]
+    .venv/bin/python benchmarks/bench_summary.py [--elements 100000000] [--rounds 5] [--skip-dap] [--device cuda]
 
 Targets (issue 2), on a 1e8-element float32 CPU tensor unless said otherwise:
 - summary (exact, cold cache)          ≤ 4× one ``x.sum()``
@@ -19,6 +19,11 @@ Targets (issue 12), the same tensor with one NaN, and frames that would stall an
   Variables request for its children), reported beside them
 
 Timings are the best of ``--rounds`` interleaved rounds, since other work on the machine only ever adds time.
+
+``--device cuda``: the same tensors on the GPU (no DAP part, no lovely-tensors). ``x.sum()`` is then timed with its
+result read back (``.item()``: a reduction the program can use), the extra memory is the device's (peak allocated
+during one cold summary, from PyTorch's allocator), and the device synchronisations of one cold summary are counted
+(target: 1 for a finite tensor, at most 4 with a NaN).
 """
 
 from __future__ import annotations
@@ -57,16 +62,18 @@ def seed_debug_print(x: Any) -> str:
     )
 
 
-def in_process(elements: int, rounds: int) -> tuple[dict[str, float], float | None]:
-    """Best times in seconds (sum, summary, debug_print, cached), and lovely-tensors' (None when absent)."""
+def in_process(elements: int, rounds: int, device: str = "cpu") -> tuple[dict[str, float], float | None]:
+    """Best times in seconds (sum, summary, debug_print, cached), and lovely-tensors' (None when absent or on a GPU).
+    On CUDA also ``syncs``/``syncs_nan`` (device synchronisations of one cold summary) and ``extra_bytes``."""
     import torch
 
     from tensorsight.agent.display import presentation
 
-    x = torch.empty(elements).normal_(generator=torch.Generator().manual_seed(0))
+    x = torch.empty(elements).normal_(generator=torch.Generator().manual_seed(0)).to(device)
     with_nan = x.clone()
     with_nan[elements // 3] = float("nan")
     summary = presentation.summarize
+    on_gpu = x.device.type == "cuda"
 
     def cold(value: Any = x) -> str:
         presentation.CACHE.clear()
@@ -75,7 +82,7 @@ def in_process(elements: int, rounds: int) -> tuple[dict[str, float], float | No
     print(f"summary line: {cold()}")
     print(f"summary line (one NaN): {cold(with_nan)}")
     contenders: tuple[tuple[str, Callable[[], Any]], ...] = (
-        ("sum", lambda: x.sum()),
+        ("sum", (lambda: x.sum().item()) if on_gpu else (lambda: x.sum())),
         ("summary", cold),
         ("debug_print", lambda: seed_debug_print(x)),
         ("summary_nan", lambda: cold(with_nan)),
@@ -90,6 +97,15 @@ def in_process(elements: int, rounds: int) -> tuple[dict[str, float], float | No
             times[name] = min(times[name], best_time(fn, 1))
     summary(x)
     times["cached"] = best_time(lambda: summary(x), rounds * 20)
+    if on_gpu:
+        times["syncs"], times["syncs_nan"] = device_syncs(lambda: cold(x)), device_syncs(lambda: cold(with_nan))
+        presentation.CACHE.clear()
+        torch.cuda.synchronize()
+        base = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        cold(x)
+        times["extra_bytes"] = float(torch.cuda.max_memory_allocated() - base)
+        return times, None
     try:
         from lovely_tensors import lovely
     except ImportError:
@@ -98,6 +114,23 @@ def in_process(elements: int, rounds: int) -> tuple[dict[str, float], float | No
         str(lovely(x))
         lovely_time = best_time(lambda: str(lovely(x)), 2)
     return times, lovely_time
+
+
+def device_syncs(fn: Callable[[], Any]) -> float:
+    """Device synchronisations one call of ``fn`` makes (PyTorch's sync debug mode warns at each)."""
+    import warnings
+
+    import torch
+
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn()
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    return float(sum(1 for w in caught if "synchroniz" in str(w.message)))
 
 
 def memory_probe(elements: int) -> None:
@@ -234,7 +267,12 @@ def dap_heavy(rounds: int, inject: bool) -> dict[str, float]:
     return best
 
 
+CPU_TARGETS = True  # False under --device cuda: the targets above are the CPU's, a GPU's ratios are reported
+
+
 def ratio_line(label: str, value: float, target: str, ok: bool) -> str:
+    if not CPU_TARGETS:
+        return f"{label:<58} {value:>10.3g}×   (reported; the CPU's target is {target})"
     return f"{label:<58} {value:>10.3g}×   target {target:<8} {'ok' if ok else 'MISSED'}"
 
 
@@ -246,6 +284,7 @@ def main() -> int:
         "--dap-elements", type=int, default=1_000_000, help="elements per tensor in the 20-tensor frame"
     )
     parser.add_argument("--skip-dap", action="store_true")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (a CUDA run has no DAP part)")
     parser.add_argument("--memory-probe", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_probe:
@@ -253,11 +292,22 @@ def main() -> int:
         return 0
 
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    print(f"float32 CPU tensor of {args.elements:.3g} elements ({args.elements * 4 / 2**20:.0f} MiB)")
+    on_gpu = args.device.startswith("cuda")
+    global CPU_TARGETS
+    CPU_TARGETS = not on_gpu
+    where = args.device.upper() if on_gpu else "CPU"
+    print(f"float32 {where} tensor of {args.elements:.3g} elements ({args.elements * 4 / 2**20:.0f} MiB)")
     print(f"machine: {os.cpu_count()} CPUs, load average {load} (other work inflates every time; ratios less so)")
-    t, lovely_time = in_process(args.elements, args.rounds)
+    if on_gpu:
+        import torch
+
+        print(f"device: {torch.cuda.get_device_name()} (torch {torch.__version__})")
+    t, lovely_time = in_process(args.elements, args.rounds, args.device)
     gc.collect()  # the 1e8-element tensor is gone with in_process's frame: free it before the child process
-    memory = measure_memory(args.elements)
+    if on_gpu:
+        memory = {"extra_bytes": t["extra_bytes"], "tensor_bytes": args.elements * 4}
+    else:
+        memory = measure_memory(args.elements)
     print(
         f"times (best of {args.rounds}): x.sum() {t['sum'] * 1e3:.1f} ms, summary {t['summary'] * 1e3:.1f} ms, "
         f"debug_print {t['debug_print'] * 1e3:.1f} ms, cached summary {t['cached'] * 1e6:.1f} µs, "
@@ -279,7 +329,16 @@ def main() -> int:
     print(ratio_line("summary with one NaN / x.sum()", nan_ratio, "≤ 5", nan_ratio <= 5))
     seed_ratio = t["debug_print_nan"] / t["summary_nan"]
     print(ratio_line("seed debug_print / summary, one NaN", seed_ratio, "≥ 5", seed_ratio >= 5))
-    if not args.skip_dap:
+    if on_gpu:
+        print(
+            f"{'device syncs of one cold summary':<58} {t['syncs']:>10.0f}    target 1        "
+            + ("ok" if t["syncs"] == 1 else "MISSED")
+        )
+        print(
+            f"{'device syncs of one cold summary, one NaN':<58} {t['syncs_nan']:>10.0f}    target ≤ 4      "
+            + ("ok" if t["syncs_nan"] <= 4 else "MISSED")
+        )
+    if not args.skip_dap and not on_gpu:
         size = f"20 × {args.dap_elements:.3g} float32"
         print(f"\nDAP Variables request on a frame of {size} tensors (best of {args.rounds} pauses):")
         ours_cold, ours_repeat = dap_variables(args.dap_elements, args.rounds, inject=True)

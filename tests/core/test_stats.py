@@ -440,6 +440,94 @@ def test_cuda_finite_tensor_costs_one_transfer():
     assert len(syncs) == 1, [str(w.message) for w in syncs]
 
 
+CUDA_CASES = {
+    "f32 contiguous": (torch.float32, False),
+    "f32 transposed": (torch.float32, True),
+    "f64": (torch.float64, False),
+    "f16": (torch.float16, False),
+    "bf16 transposed": (torch.bfloat16, True),
+    "complex64": (torch.complex64, False),
+}
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("case", sorted(CUDA_CASES))
+@pytest.mark.parametrize("poisoned", [False, True], ids=["finite", "nan-inf"])
+def test_cuda_figures_and_nonfinite_counts_match_the_cpu(case, poisoned):
+    """Every path of a CUDA summary (dense whole-tensor reductions, converted chunks, complex, the repair of rows
+    holding NaN/Inf) gives the CPU's figures of the same values."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    dtype, transposed = CUDA_CASES[case]
+    x = seeded(2000, 777, dtype=torch.complex64 if dtype.is_complex else torch.float32, seed=3)
+    if poisoned:
+        x[0, 0] = float("nan")
+        x[1999, 776] = float("inf")
+        x[1000, :50] = -float("inf")
+        x[77, 1:3] = float("nan")
+    x = x.to(dtype)
+    if transposed:
+        x = x.t()
+    cpu = tensor_stats(x, CHUNKED, zeros=True)
+    gpu = tensor_stats(x.cuda(), CHUNKED, zeros=True)
+    assert gpu.exact and gpu.kind == cpu.kind
+    assert (gpu.nan, gpu.posinf, gpu.neginf, gpu.zeros, gpu.finite) == (
+        cpu.nan,
+        cpu.posinf,
+        cpu.neginf,
+        cpu.zeros,
+        cpu.finite,
+    )
+    if poisoned:  # a complex element with an infinite part counts as +Inf (its sign has no meaning)
+        assert (gpu.nan, gpu.posinf, gpu.neginf) == ((3, 51, 0) if dtype.is_complex else (3, 1, 50))
+    for field in ("min", "max", "std"):
+        assert getattr(gpu, field) == pytest.approx(getattr(cpu, field), rel=1e-4)
+    assert gpu.mean == pytest.approx(cpu.mean, rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.cuda
+def test_cuda_int_and_bool_figures_match_the_cpu():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    ints = torch.arange(-5000, 5000, dtype=torch.int64).reshape(100, 100)
+    flags = ints % 3 == 0
+    for value in (ints, flags):
+        cpu, gpu = tensor_stats(value, CHUNKED, zeros=True), tensor_stats(value.cuda(), CHUNKED, zeros=True)
+        assert (gpu.min, gpu.max, gpu.total, gpu.zeros) == (cpu.min, cpu.max, cpu.total, cpu.zeros)
+        assert gpu.std == pytest.approx(cpu.std, rel=1e-9)
+
+
+@pytest.mark.cuda
+def test_cuda_summary_with_zero_count_costs_one_transfer():
+    """The expanded "stats" row asks for the zero count too: still one transfer for a finite tensor."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from support.cuda import count_syncs
+
+    x = seeded(4096, 1024).cuda()
+    x[:7, 0] = 0.0
+    syncs, stats = count_syncs(lambda: tensor_stats(x, zeros=True))
+    assert stats.zeros == 7
+    assert syncs == 1
+
+
+@pytest.mark.cuda
+def test_cuda_nan_costs_a_few_transfers_not_one_per_row():
+    """A tensor with NaN/Inf in a few rows: the first transfer finds them, the repair adds a bounded few (the bad
+    rows' indices, the clean rows' figures, the bad rows' exact counts), however many rows the tensor has."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from support.cuda import count_syncs
+
+    x = seeded(4096, 4096).cuda()
+    for row in (5, 900, 3000):
+        x[row, 17] = float("nan")
+    x[4000, 1] = -float("inf")
+    syncs, stats = count_syncs(lambda: tensor_stats(x))
+    assert (stats.nan, stats.neginf, stats.finite) == (3, 1, x.numel() - 4)
+    assert syncs <= 4
+
+
 # ---- core.nonfinite (shared with the sentinel and conditions) ----------------------------------------------------
 
 

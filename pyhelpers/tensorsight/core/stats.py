@@ -295,6 +295,8 @@ class _TorchStats:
         self.torch = torch
         self.budget = budget
         self.want_zeros = zeros
+        self._nonzero: Any = None  # the zero count's tensor, brought back with the next transfer (``_fetch``)
+        self._nonzero_fetched: int | None = None
 
     def of(self, t: Any) -> Stats:
         if getattr(t, "is_nested", False):
@@ -367,6 +369,8 @@ class _TorchStats:
         else:
             chunks = pieces()
         counted = sum(int(c.numel()) for c in chunks)
+        if self.want_zeros:  # queued before the figures, so that their transfer brings it back too (one sync)
+            self._nonzero = torch.stack([torch.count_nonzero(c) for c in chunks]).sum()
         if flat is not None and len(chunks) == 1 and chunks[0] is flat and flat.device.type == "cpu":
             totals = self._float(chunks, pieces, tiled=self.budget.spread)
         elif kind == "bool":
@@ -379,15 +383,21 @@ class _TorchStats:
             totals = self._float(chunks, pieces)
         totals.counted = counted
         if self.want_zeros:
-            torch = self.torch
-            nonzero = torch.stack([torch.count_nonzero(c) for c in chunks]).sum()
-            totals.zeros = counted - int(nonzero)
+            nonzero = self._nonzero_fetched if self._nonzero is None else int(self._nonzero)
+            self._nonzero = self._nonzero_fetched = None
+            totals.zeros = counted - int(nonzero or 0)
         return totals
 
     def _fetch(self, values: list[Any]) -> list[Any]:
-        """The one device-to-host transfer of a pass."""
+        """The one device-to-host transfer of a pass (carrying the zero count, when one is waiting)."""
         torch = self.torch
-        return list(torch.stack([v.to(torch.float64).reshape(()) for v in values]).tolist())
+        waiting = self._nonzero
+        if waiting is not None:
+            values = [*values, waiting]
+        fetched = list(torch.stack([v.to(torch.float64).reshape(()) for v in values]).tolist())
+        if waiting is not None:
+            self._nonzero, self._nonzero_fetched = None, int(fetched.pop())
+        return fetched
 
     def _float(self, chunks: list[Any], pieces: Callable[[], list[Any]], tiled: bool = False) -> _Totals:
         """Float and complex chunks: three reductions each (per-row Σ and Σ|x|², and the range), one chunk after the
@@ -534,7 +544,9 @@ class _TorchStats:
         sums_finite = torch.isfinite(sums).all(1) if is_complex else torch.isfinite(sums)
         spread = squares is not None
         good = sums_finite & torch.isfinite(squares) if spread else sums_finite
-        bad = [int(i) for i in (~good).nonzero().view(-1).tolist()]
+        # the row flags come back in one transfer and are searched on the host: ``nonzero`` on the device would
+        # synchronise once for its size and once more for its values
+        bad = [int(i) for i in (~good).cpu().nonzero().view(-1).tolist()]
         if spread:
             low, high = _good_range(torch, _magnitudes(c), per_row, good, bad)
             square_sum = torch.where(good, squares, 0).sum()
@@ -819,7 +831,7 @@ def _good_range(torch: Any, values: Any, per_row: int, good: Any, bad: list[int]
         if index > start:
             runs.append((start * per_row, min(index * per_row, n)))
         start = index + 1
-    inf = torch.tensor(math.inf, dtype=values.dtype, device=values.device)
+    inf = torch.full((), math.inf, dtype=values.dtype, device=values.device)  # filled there: no host copy, no sync
     if not runs:
         return inf, -inf
     if len(runs) <= MAX_RANGE_RUNS:
