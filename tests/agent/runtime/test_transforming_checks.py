@@ -116,3 +116,35 @@ def test_our_modes_are_off_the_stack_while_a_compiled_module_runs(armed):
         compiled(torch.ones(1))
         assert _get_current_function_mode_stack() == [ours, theirs]
     assert inside == [["Theirs"]]
+
+
+def test_a_compiled_function_runs_with_our_modes_aside_and_a_mode_its_feature_dropped_stays_off(armed):
+    from torch._dynamo.utils import counters
+
+    class Theirs(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    class Ours(Theirs):
+        pass
+
+    Ours.__module__ = "tensorsight.agent.example"
+    window = {"open": True}
+
+    @torch.compile(backend="eager", fullgraph=True)
+    def step(x):
+        return x * 2
+
+    counters.clear()
+    kept, dropped, theirs = Ours(), Ours(), Theirs()
+    transforming.own_mode(dropped, lambda: window["open"])
+    with kept, dropped, theirs:
+        assert step(torch.ones(2)).tolist() == [2.0, 2.0]
+        assert _get_current_function_mode_stack() == [kept, dropped, theirs]
+        window["open"] = False  # its feature took it off (say, at a step inside the compiled call)
+        step(torch.ones(2))
+        assert _get_current_function_mode_stack() == [kept, theirs]
+        transforming._set_stack([kept, dropped, theirs])  # as the with-blocks expect to leave it
+    # compiled once: each call started with the stack the program made ([theirs]), whatever ours did
+    assert counters["stats"]["unique_graphs"] == 1
+    assert sum(counters["recompiles"].values()) == 0

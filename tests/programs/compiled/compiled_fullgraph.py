@@ -1,6 +1,6 @@
-"""Trains a regressor compiled whole (``torch.compile(..., fullgraph=True)``) with a TorchScript loss, and prints
-what the compiler captured through a backend of its own (the way users check for graph breaks): the graphs, their
-operators, then the eager backend runs them."""
+"""Trains a regressor compiled whole (``torch.compile(..., fullgraph=True)``) with a TorchScript loss and a compiled
+gradient clipping step, and prints what the compiler captured through a backend of its own (the way users check for
+graph breaks): the graphs, their operators, and how many graphs Dynamo made in all."""
 
 import argparse
 
@@ -31,6 +31,11 @@ def huber(pred: torch.Tensor, target: torch.Tensor, delta: float = 1.0) -> torch
     return torch.where(err < delta, 0.5 * err**2, delta * (err - 0.5 * delta)).mean()
 
 
+@torch.compile(backend="eager", fullgraph=True)
+def clipped_norm(parameters: list[torch.Tensor], max_norm: float) -> torch.Tensor:
+    return nn.utils.clip_grad_norm_(parameters, max_norm)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=6)
@@ -47,12 +52,16 @@ def main() -> None:
         opt.zero_grad()
         loss = huber(compiled(x), y)
         loss.backward()
+        norm = clipped_norm(list(model.parameters()), 5.0)
         opt.step()
-        print(f"step {step} loss {loss.item():.6f}")
+        print(f"step {step} loss {loss.item():.6f} grad norm {norm.item():.4f}")
     with torch.no_grad():
         print(f"eval loss {huber(compiled(x), y).item():.6f}")
     for index, graph in enumerate(captured):
         print(f"graph {index}: {len(graph)} calls: {' '.join(graph)}")
+    from torch._dynamo.utils import counters
+
+    print(f"dynamo graphs {counters['stats']['unique_graphs']}")
 
 
 if __name__ == "__main__":

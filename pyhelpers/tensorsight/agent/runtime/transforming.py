@@ -23,11 +23,15 @@ not ours.
 A mode of ours must also be off the torch-function mode stack when compiled code starts: Dynamo guards on the stack
 (its length and the type of each mode), so a mode that is on for one call and off for the next recompiles the
 program's function. A pair of global module hooks takes every mode of ours off the stack for the call of a compiled
-module (``torch.compile(model)``'s ``OptimizedModule``) and puts them back after it.
+module (``torch.compile(model)``'s ``OptimizedModule``) and puts them back after it; a compiled function
+(``torch.compile(fn)``, ``@torch.compile``) is returned wrapped to do the same around each call. A feature that
+takes its mode off by itself tells how to know (``own_mode``), so a mode whose window closed during the call stays
+off.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 from collections.abc import Callable
@@ -95,16 +99,18 @@ def _on_torch(torch: ModuleType) -> None:
     modules = sys.modules.get("torch.nn.modules.module")
     if modules is not None and callable(getattr(modules, "_has_any_global_hook", None)):
         _patches.replace(modules, "_has_any_global_hook", _programs_hooks_only(modules))
+    if callable(getattr(torch, "compile", None)):
+        _patches.replace(torch, "compile", _compile_keeping_modes_aside)
     if not _handles:
         from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-        from tensorsight.agent.runtime.untraced_hooks import untraced_hook
+        # not through ``untraced_hooks`` (which asks this module): each hook asks ``transforming`` itself and is
+        # one type check for every module call but a compiled one's (``never_raise``'s frame is skipped by Dynamo)
+        _handles.append(register_module_forward_pre_hook(_before_compiled_module))
+        _handles.append(register_module_forward_hook(_after_compiled_module, always_call=True))
 
-        _handles.append(register_module_forward_pre_hook(untraced_hook(_before_compiled_module)))
-        _handles.append(register_module_forward_hook(untraced_hook(_after_compiled_module), always_call=True))
 
-
-# ---- our modes off the stack while a compiled module runs ------------------------------------------------------------
+# ---- our modes off the stack while compiled code runs --------------------------------------------------------------
 
 
 class _Aside(threading.local):
@@ -114,6 +120,54 @@ class _Aside(threading.local):
 
 _aside = _Aside()
 _handles: list[Any] = []
+_wanted: dict[int, tuple[Any, Callable[[], bool]]] = {}  # id(mode) -> (mode, does its feature still want it on?)
+
+
+def own_mode(mode: Any, wanted: Callable[[], bool]) -> None:
+    """Tell how to know whether ``mode`` (one of ours) should still be on the stack after a compiled call during
+    which it was set aside: its feature may have taken it off meanwhile (a window closed by a step inside)."""
+    _wanted[id(mode)] = (mode, wanted)
+
+
+def modes_aside() -> list[Any] | None:
+    """Take every mode of ours off this thread's stack (the program's own stay, in their order); the stack as it was,
+    for ``modes_back``, or None when none of ours was on it."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch._C._len_torch_function_stack():
+        return None
+    from torch.overrides import _get_current_function_mode_stack
+
+    stack = list(_get_current_function_mode_stack())
+    if not any(is_ours(type(mode)) for mode in stack):
+        return None
+    _set_stack([mode for mode in stack if not is_ours(type(mode))])
+    return stack
+
+
+def modes_back(saved: list[Any] | None) -> None:
+    """Our modes back where ``modes_aside`` found them, unless their feature no longer wants them or already put them
+    back; what was pushed meanwhile stays on top."""
+    if saved is None:
+        return
+    from torch.overrides import _get_current_function_mode_stack
+
+    current = list(_get_current_function_mode_stack())
+
+    def present(mode: Any) -> bool:
+        return any(mode is other for other in current)
+
+    def keep(mode: Any) -> bool:
+        if present(mode):
+            return True
+        if not is_ours(type(mode)):
+            return False  # the program took its own mode off meanwhile
+        entry = _wanted.get(id(mode))
+        return entry is None or entry[0] is not mode or bool(entry[1]())
+
+    restored = [mode for mode in saved if keep(mode)]
+    restored += [mode for mode in current if not any(mode is old for old in saved)]
+    if len(restored) != len(current) or any(a is not b for a, b in zip(restored, current, strict=True)):
+        _set_stack(restored)
 
 
 def _is_compiled_module(module: Any) -> bool:
@@ -121,34 +175,62 @@ def _is_compiled_module(module: Any) -> bool:
     return kind.__name__ == "OptimizedModule" and kind.__module__ == "torch._dynamo.eval_frame"
 
 
+@never_raise()
 def _before_compiled_module(module: Any, args: Any) -> None:
-    """A compiled module's call (``torch.compile(model)``) starts with our modes off this thread's stack (the
-    program's own modes stay, in their order), so its guards see the same stack whatever we observe now. Our
-    hooks still see that outer call like any module call: only what runs inside it is compiled.
+    """A compiled module's call (``torch.compile(model)``) starts with our modes off this thread's stack, so its
+    guards see the same stack whatever we observe now. Our hooks still see that outer call like any module call:
+    only what runs inside it is compiled.
 
     This hook runs after every other global pre-hook (a feature's pre-hook may push a mode: the shape observers
     open a window at the first evaluation call), and its partner before every other global forward hook (the
     others then find the stack as they left it)."""
-    if not _is_compiled_module(module):
+    if transforming() or not _is_compiled_module(module):
         return
     _keep_order()
-    from torch.overrides import _get_current_function_mode_stack
-
-    stack = list(_get_current_function_mode_stack())
-    if not any(is_ours(type(mode)) for mode in stack):
-        _aside.saved.append(None)
-        return
-    _aside.saved.append(stack)
-    _set_stack([mode for mode in stack if not is_ours(type(mode))])
+    _aside.saved.append(modes_aside())
 
 
+@never_raise()
 def _after_compiled_module(module: Any, args: Any, output: Any) -> None:
-    """Our modes back, as they were, once the compiled module returned (or raised)."""
-    if not _is_compiled_module(module) or not _aside.saved:
+    """Our modes back once the compiled module returned (or raised)."""
+    if transforming() or not _is_compiled_module(module) or not _aside.saved:
         return
-    stack = _aside.saved.pop()
-    if stack is not None:
-        _set_stack(stack)
+    modes_back(_aside.saved.pop())
+
+
+def _compile_keeping_modes_aside(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``torch.compile`` whose compiled functions (not modules: their hooks do it) run with our modes aside."""
+
+    def compile_aside(*args: Any, **kwargs: Any) -> Any:
+        compiled = original(*args, **kwargs)
+        if getattr(compiled, "_torchdynamo_orig_callable", None) is None or _is_module(compiled):
+            return compiled  # a module, or the decorator ``torch.compile(backend=...)`` returns (it calls us)
+        return _running_aside(compiled)
+
+    return compile_aside
+
+
+def _is_module(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.nn.Module)
+
+
+def _running_aside(compiled: Callable[..., Any]) -> Callable[..., Any]:
+    def run_compiled(*args: Any, **kwargs: Any) -> Any:
+        if transforming():
+            return compiled(*args, **kwargs)
+        saved = modes_aside()
+        try:
+            return compiled(*args, **kwargs)
+        finally:
+            modes_back(saved)
+
+    skip_frames(run_compiled.__code__, calls_too=False)
+    functools.update_wrapper(run_compiled, compiled)
+    # torch unwraps nested compiled functions through these two (``innermost_fn``): through us, to the program's
+    run_compiled._torchdynamo_orig_callable = compiled  # type: ignore[attr-defined]
+    run_compiled._torchdynamo_wrapper_id = id(run_compiled)  # type: ignore[attr-defined]
+    return run_compiled
 
 
 def _keep_order() -> None:

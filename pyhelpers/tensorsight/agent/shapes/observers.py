@@ -46,7 +46,7 @@ from tensorsight.agent.runtime.forks import in_forked_children
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
-from tensorsight.agent.runtime.transforming import skip_frames, transforming
+from tensorsight.agent.runtime.transforming import own_mode, skip_frames, transforming
 from tensorsight.agent.runtime.untraced_hooks import is_hook_wrapper
 from tensorsight.agent.runtime.user_code import PACKAGE_ROOT, is_user_file
 from tensorsight.agent.shapes import shape_errors
@@ -240,7 +240,9 @@ def _make_mode(torch: ModuleType) -> Any:
             return result
 
     skip_frames(ObserverMode.__torch_function__.__code__)
-    return ObserverMode()
+    mode = ObserverMode()
+    own_mode(mode, lambda: _state.mode is mode and _state.mode_thread is not None)  # on while a window is open
+    return mode
 
 
 def _foreign_modes(torch: ModuleType) -> bool:
