@@ -79,6 +79,11 @@ def render() -> str:
     out += [f"  {o.name}: {_literal(o.default)}," for o in protocol.LAUNCH_OPTIONS]
     out += ["};", ""]
 
+    out += ['/** The debugpy launch fields a "Debug Training" configuration gets when it leaves them out. */']
+    out += ["export const DEBUG_TRAINING_DEFAULTS = {"]
+    out += [f"  {key}: {_literal(value)}," for key, value in protocol.DEBUG_TRAINING_DEFAULTS.items()]
+    out += ["} as const;", ""]
+
     out += ["/** A run's phase breakdown leaves its first step out once this many later steps are measured. */"]
     out += [f"export const PHASE_STEPS_WITHOUT_THE_FIRST = {protocol.PHASE_STEPS_WITHOUT_THE_FIRST};", ""]
 

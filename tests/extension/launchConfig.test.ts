@@ -10,7 +10,7 @@ import {
   type TensorSightLaunchConfig,
   toDebugpyLaunch,
 } from '../../extension/src/debug/launchConfig';
-import { AgentEnvironment } from '../../extension/src/server/protocol';
+import { AgentEnvironment, DEBUG_TRAINING_DEFAULTS } from '../../extension/src/server/protocol';
 
 const context = {
   pyhelpers: '/ext/pyhelpers',
@@ -19,6 +19,9 @@ const context = {
   sessionId: 'abc',
   hub: { address: '127.0.0.1:4567', token: 's3cret' },
 };
+
+/** The settings' defaults (tensorsight.breakOnNonFinite, tensorsight.justMyCode). */
+const settings = { breakOnNonFinite: true, justMyCode: DEBUG_TRAINING_DEFAULTS.justMyCode };
 
 const base: TensorSightLaunchConfig = {
   type: 'tensorsight',
@@ -31,11 +34,11 @@ const base: TensorSightLaunchConfig = {
 
 describe('toDebugpyLaunch', () => {
   test('fills debugpy fields and injects the agent', () => {
-    const launch = toDebugpyLaunch(base, '/usr/bin/python3', true, context);
+    const launch = toDebugpyLaunch(base, '/usr/bin/python3', settings, context);
     assert.equal(launch.program, '/w/train.py');
     assert.equal(launch.cwd, '/w');
     assert.equal(launch.python, '/usr/bin/python3');
-    assert.equal(launch.justMyCode, false);
+    assert.equal(launch.justMyCode, true, 'Step Into steps over torch by default');
     assert.equal(launch.console, 'internalConsole');
     assert.deepEqual(launch.args, []);
     assert.equal(launch[SESSION_ID_KEY], 'abc');
@@ -52,19 +55,30 @@ describe('toDebugpyLaunch', () => {
 
   test('user choices win: python, justMyCode, console, breakOnNonFinite', () => {
     const launch = toDebugpyLaunch(
-      { ...base, python: '/venv/bin/python', justMyCode: true, console: 'integratedTerminal', breakOnNonFinite: false },
+      {
+        ...base,
+        python: '/venv/bin/python',
+        justMyCode: false,
+        console: 'integratedTerminal',
+        breakOnNonFinite: false,
+      },
       '/usr/bin/python3',
-      true,
+      settings,
       context,
     );
     assert.equal(launch.python, '/venv/bin/python');
-    assert.equal(launch.justMyCode, true);
+    assert.equal(launch.justMyCode, false);
     assert.equal(launch.console, 'integratedTerminal');
     assert.equal(JSON.parse(String(launch.env?.TENSORSIGHT_OPTIONS)).breakOnNonFinite, false);
   });
 
   test('without a hub the agent runs alone (no HUB/TOKEN variables)', () => {
-    const launch = toDebugpyLaunch(base, 'python3', false, { ...context, hub: undefined });
+    const launch = toDebugpyLaunch(
+      base,
+      'python3',
+      { ...settings, breakOnNonFinite: false },
+      { ...context, hub: undefined },
+    );
     assert.equal(launch.env?.TENSORSIGHT_HUB, undefined);
     assert.equal(launch.env?.TENSORSIGHT_TOKEN, undefined);
     assert.equal(JSON.parse(String(launch.env?.TENSORSIGHT_OPTIONS)).breakOnNonFinite, false);
@@ -72,7 +86,15 @@ describe('toDebugpyLaunch', () => {
 
   test('no cwd stays absent (debugpy then uses the program folder)', () => {
     const { cwd: _cwd, ...noCwd } = base;
-    assert.equal('cwd' in toDebugpyLaunch(noCwd, 'python3', true, context), false);
+    assert.equal('cwd' in toDebugpyLaunch(noCwd, 'python3', settings, context), false);
+  });
+
+  test('justMyCode: the configuration wins, else the tensorsight.justMyCode setting (on by default)', () => {
+    assert.equal(DEBUG_TRAINING_DEFAULTS.justMyCode, true);
+    const stepInto = { ...settings, justMyCode: false };
+    assert.equal(toDebugpyLaunch(base, 'python3', stepInto, context).justMyCode, false, 'the setting steps into torch');
+    assert.equal(toDebugpyLaunch({ ...base, justMyCode: true }, 'python3', stepInto, context).justMyCode, true);
+    assert.equal(toDebugpyLaunch({ ...base, justMyCode: false }, 'python3', settings, context).justMyCode, false);
   });
 });
 

@@ -12,6 +12,7 @@ import {
   repairSnippetSyntax,
   type TensorSightLaunchConfig,
 } from '../../extension/src/debug/launchConfig';
+import { DEBUG_TRAINING_DEFAULTS } from '../../extension/src/server/protocol';
 import { PACKAGE_JSON, REPO } from './support/paths';
 
 function readJson(relative: string): Record<string, unknown> {
@@ -100,6 +101,20 @@ test('workspace trust, activation and the debug type are declared', () => {
   ).debuggers;
   assert.equal(debuggers[0]?.type, 'tensorsight');
   assert.ok((debuggers[0]?.configurationSnippets.length ?? 0) > 0);
+});
+
+test('"Debug Training" steps over library code by default, in the setting and the debug type alike', () => {
+  const contributes = PACKAGE_JSON.contributes as {
+    configuration: { properties: Record<string, { default: unknown }> };
+    debuggers: Array<{ configurationAttributes: { launch: { properties: Record<string, { default: unknown }> } } }>;
+  };
+  assert.equal(
+    contributes.configuration.properties['tensorsight.justMyCode']?.default,
+    DEBUG_TRAINING_DEFAULTS.justMyCode,
+  );
+  const launch = contributes.debuggers[0]?.configurationAttributes.launch.properties;
+  assert.equal(launch?.justMyCode?.default, DEBUG_TRAINING_DEFAULTS.justMyCode);
+  assert.equal(launch?.console?.default, DEBUG_TRAINING_DEFAULTS.console);
 });
 
 test('@types/vscode does not exceed engines.vscode (else the API used may be missing at run time)', () => {

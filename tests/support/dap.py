@@ -42,6 +42,7 @@ class DebugSession:
         self._cond = threading.Condition()
         self._closed = False
         self.output: list[str] = []
+        self.output_by_category: dict[str, list[str]] = {}  # "stdout", "stderr", "console"... -> texts in order
         self.first_seen: dict[str, float] = {}  # event name -> time.perf_counter() when the first one arrived
         self._reader = threading.Thread(target=self._read_loop, daemon=True)
         self._reader.start()
@@ -150,7 +151,10 @@ class DebugSession:
                     self.first_seen.setdefault(str(message.get("event")), time.perf_counter())
                     self._events.append(message)
                     if message.get("event") == "output":
-                        self.output.append(message.get("body", {}).get("output", ""))
+                        body = message.get("body", {})
+                        self.output.append(body.get("output", ""))
+                        category = str(body.get("category", "console"))
+                        self.output_by_category.setdefault(category, []).append(body.get("output", ""))
                 elif message.get("type") == "request":
                     pass  # reverse requests (runInTerminal, startDebugging) are not used by these tests
                 self._cond.notify_all()

@@ -3,6 +3,7 @@
  * level only while the workspace is untrusted (VS Code also restricts them via `restrictedConfigurations`; this is
  * the belt to that pair of braces).
  */
+import { DEBUG_TRAINING_DEFAULTS } from '../server/protocol';
 import { workspace } from './vscodeapi';
 
 export const SECTION = 'tensorsight';
@@ -10,6 +11,8 @@ export const SECTION = 'tensorsight';
 export interface Settings {
   python: string | undefined;
   breakOnNonFinite: boolean;
+  /** "Debug Training" steps over library code (torch, site-packages) unless a configuration says `justMyCode`. */
+  justMyCode: boolean;
   injectIntoPythonDebugger: boolean;
   serverEnabled: boolean;
   statusBarGpu: boolean;
@@ -23,6 +26,7 @@ export function readSettings(): Settings {
   return {
     python: trusted ? config.get<string>('python') : (python?.globalValue ?? python?.defaultValue),
     breakOnNonFinite: config.get<boolean>('breakOnNonFinite', true),
+    justMyCode: config.get<boolean>('justMyCode', DEBUG_TRAINING_DEFAULTS.justMyCode),
     injectIntoPythonDebugger: config.get<boolean>('injectIntoPythonDebugger', true),
     serverEnabled: config.get<boolean>('server.enabled', true),
     statusBarGpu: config.get<boolean>('statusBar.gpu', true),

@@ -10,7 +10,7 @@
  * The variable names come from the generated contract (../server/protocol.ts).
  */
 import * as path from 'node:path';
-import { AgentEnvironment } from '../server/protocol';
+import { AgentEnvironment, DEBUG_TRAINING_DEFAULTS } from '../server/protocol';
 
 export const DEBUG_TYPE = 'tensorsight';
 export const SESSION_ID_KEY = 'tensorsightSessionId';
@@ -31,6 +31,13 @@ export interface TensorSightLaunchConfig {
   breakOnNonFinite?: boolean;
   options?: Record<string, unknown>;
   [key: string]: unknown;
+}
+
+/** What the settings say for the fields a configuration leaves out (`tensorsight.breakOnNonFinite`, `.justMyCode`). */
+export interface LaunchDefaults {
+  breakOnNonFinite: boolean;
+  /** Step over library code (torch, site-packages); false steps into it. */
+  justMyCode: boolean;
 }
 
 export interface Hub {
@@ -95,22 +102,26 @@ export function launcherFolder(pyhelpers: string): string {
   return path.join(pyhelpers, 'tensorsight', 'debugpy_start', 'launcher');
 }
 
-/** The launch request for debugpy's adapter (`python -m tensorsight.debugpy_start.adapter`). */
+/**
+ * The launch request for debugpy's adapter (`python -m tensorsight.debugpy_start.adapter`). `justMyCode` is on unless
+ * the configuration or the setting turns it off: Step Into on `model(x)` lands in the model's `forward`, not in
+ * torch's `Module.__call__` (debugpy treats site-packages and the standard library as library code).
+ */
 export function toDebugpyLaunch(
   config: TensorSightLaunchConfig,
   python: string,
-  breakOnNonFiniteDefault: boolean,
+  defaults: LaunchDefaults,
   context: AgentContext,
 ): TensorSightLaunchConfig {
-  const options = launchOptions(config, breakOnNonFiniteDefault);
+  const options = launchOptions(config, defaults.breakOnNonFinite);
   const launch: TensorSightLaunchConfig = {
     ...config,
     type: config.type,
     request: 'launch',
     name: config.name,
     args: config.args ?? [],
-    console: config.console ?? 'internalConsole',
-    justMyCode: config.justMyCode ?? false,
+    console: config.console ?? DEBUG_TRAINING_DEFAULTS.console,
+    justMyCode: typeof config.justMyCode === 'boolean' ? config.justMyCode : defaults.justMyCode,
     python: config.python ?? python,
     env: agentEnvironment(config.env, options, context),
     breakOnNonFinite: options.breakOnNonFinite === true,

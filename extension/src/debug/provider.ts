@@ -168,7 +168,8 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
     if (!python) return undefined;
     const { sessionId, hub } = await this.sessions.open();
     const settings = readSettings();
-    const resolved = toDebugpyLaunch(launch, python, settings.breakOnNonFinite, {
+    const defaults = { breakOnNonFinite: settings.breakOnNonFinite, justMyCode: settings.justMyCode };
+    const resolved = toDebugpyLaunch(launch, python, defaults, {
       pyhelpers: this.paths.pyhelpers,
       separator: path.delimiter,
       baseEnv: process.env,

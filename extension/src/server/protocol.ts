@@ -125,6 +125,12 @@ export const LAUNCH_OPTION_DEFAULTS: Required<LaunchOptions> = {
   rankWaitAfter: 2.0,
 };
 
+/** The debugpy launch fields a "Debug Training" configuration gets when it leaves them out. */
+export const DEBUG_TRAINING_DEFAULTS = {
+  justMyCode: true,
+  console: 'internalConsole',
+} as const;
+
 /** A run's phase breakdown leaves its first step out once this many later steps are measured. */
 export const PHASE_STEPS_WITHOUT_THE_FIRST = 3;
 

@@ -114,6 +114,13 @@ LAUNCH_OPTIONS: tuple[LaunchOption, ...] = (
 )
 OPTIONS_BY_NAME: dict[str, LaunchOption] = {o.name: o for o in LAUNCH_OPTIONS}
 
+# The debugpy launch fields a "Debug Training" configuration gets when it leaves them out
+# (extension/src/debug/launchConfig.ts; the ``tensorsight.justMyCode`` setting's default is the same). With
+# ``justMyCode`` debugpy treats the standard library and site-packages (torch) as library code: Step Into on
+# ``model(x)`` lands in the model's ``forward``, not in ``torch/nn/modules/module.py``. TensorSight's own frames are
+# hidden either way (``agent.debugger.pause``).
+DEBUG_TRAINING_DEFAULTS: dict[str, Any] = {"justMyCode": True, "console": "internalConsole"}
+
 
 def option_default(name: str) -> Any:
     """The declared default of launch option ``name`` (KeyError for an undeclared one: a typo fails loudly)."""

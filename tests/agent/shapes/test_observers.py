@@ -1,7 +1,8 @@
 """``agent.shapes.observers`` in process: file kinds, one observation window on lines of this test, its step rules.
 
-Each test gets a fresh observer state; a window is always closed again (its TorchFunctionMode and global module hooks
-are taken out), and the evaluation watch that closing a window would leave behind is not armed. End-to-end behaviour
+Each test gets a fresh observer state; a window is always closed again (its TorchFunctionMode taken out; the global
+module hooks, which stay registered between windows, are removed by the fixture), and the evaluation watch that closing
+a window would leave behind is not armed. End-to-end behaviour
 (sampling over a real training script, a debug session) is tests/agent/shapes/test_observers_dap.py.
 """
 
@@ -32,7 +33,9 @@ def state(monkeypatch):
     monkeypatch.setattr(observers, "_state", fresh)
     monkeypatch.setattr(steps, "_step", 0)
     monkeypatch.setattr(guard, "_reported", set())
-    return fresh
+    yield fresh
+    for handle in fresh.handles:  # registered at the first window, kept between windows
+        handle.remove()
 
 
 @pytest.fixture
@@ -51,7 +54,12 @@ def window(state):
     observers._close_window()
     assert not state.window
     assert _get_current_function_mode_stack() == []
-    assert (len(torch_module._global_forward_pre_hooks), len(torch_module._global_forward_hooks)) == hooks_before
+    # the hooks stay between windows (Dynamo guards on how many global hooks there are): two, registered once
+    observers._open_window()
+    observers._close_window()
+    assert len(state.handles) == 2
+    hooks_now = (len(torch_module._global_forward_pre_hooks), len(torch_module._global_forward_hooks))
+    assert hooks_now == (hooks_before[0] + 1, hooks_before[1] + 1)
 
 
 def shapes_at(seen, line):

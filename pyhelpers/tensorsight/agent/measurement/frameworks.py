@@ -34,6 +34,7 @@ from typing import Any
 from tensorsight.agent.measurement.scalars import learning_rate
 from tensorsight.agent.runtime import op_calls
 from tensorsight.agent.runtime.patches import Patches
+from tensorsight.agent.runtime.transforming import skip_frames, transforming
 from tensorsight.agent.runtime.untraced_hooks import untraced_hook
 
 
@@ -146,11 +147,14 @@ class ClipWatch:
 
     def _wrapper(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def clip_grad_norm_(*args: Any, **kwargs: Any) -> Any:
+            if transforming():  # torch is tracing the program's call: it is the program's alone
+                return original(*args, **kwargs)
             # run from the caller's line: a warning torch raises in there keeps the program's location
             total = op_calls.call_as_caller(original, args, kwargs, sys._getframe(1))
             self._observe(total, kwargs.get("max_norm", args[1] if len(args) > 1 else None))
             return total
 
+        skip_frames(clip_grad_norm_.__code__, calls_too=False)
         return clip_grad_norm_
 
     def _observe(self, total: Any, max_norm: Any) -> None:

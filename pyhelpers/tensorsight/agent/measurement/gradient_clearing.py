@@ -36,6 +36,7 @@ from typing import Any
 
 from tensorsight.agent.runtime.guard import never_raise
 from tensorsight.agent.runtime.patches import Patches
+from tensorsight.agent.runtime.transforming import skip_frames
 from tensorsight.agent.runtime.untraced_hooks import untraced_hook
 from tensorsight.core.findings import Finding
 from tensorsight.core.l10n import t
@@ -102,6 +103,7 @@ class ClearingWatch:
                 after(args[0] if args else None)
                 return result
 
+            skip_frames(observing.__code__, calls_too=False)  # the program's call inside is Dynamo's to compile
             return observing
 
         self._patches.replace(owners, name, make)

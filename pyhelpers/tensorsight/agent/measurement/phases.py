@@ -48,6 +48,7 @@ from tensorsight.agent.measurement import frameworks
 from tensorsight.agent.runtime import steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.patches import Patches
+from tensorsight.agent.runtime.transforming import skip_frames, transforming
 from tensorsight.agent.runtime.untraced_hooks import untraced_hook
 from tensorsight.agent.runtime.user_code import is_user_file
 from tensorsight.core.phases import PHASES, LoaderSettings
@@ -263,13 +264,18 @@ class PhaseClock:
                 after(args, kwargs, result)
                 return result
 
+            skip_frames(observing.__code__, calls_too=False)
             return observing
 
         clock = self
         read, add, honour_quiet = timing.read, timing.add, timing.looks_away_when_quiet
 
         def timed(*args: Any, **kwargs: Any) -> Any:
-            if (honour_quiet and _quiet) or (threading.get_ident() != clock._owner and not clock._is_owner()):
+            if (
+                transforming()
+                or (honour_quiet and _quiet)
+                or (threading.get_ident() != clock._owner and not clock._is_owner())
+            ):
                 return original(*args, **kwargs)
             start = read()
             result = None
@@ -280,6 +286,7 @@ class PhaseClock:
                 add(read() - start)
                 after(args, kwargs, result)
 
+        skip_frames(timed.__code__, calls_too=False)  # the program's call inside is Dynamo's to compile, not ours
         return timed
 
     def uninstall(self) -> None:

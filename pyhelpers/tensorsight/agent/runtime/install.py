@@ -17,6 +17,7 @@ from tensorsight.agent.runtime.guard import never_raise, report_once
 # Order matters: the hub client first, so that every later feature's events can reach the editor.
 FEATURES = (
     "tensorsight.agent.runtime.hub_client",  # connects lazily to the language server's runtime hub
+    "tensorsight.agent.runtime.transforming",  # every hook stands aside while torch compiles, traces or exports
     "tensorsight.agent.conditions.predicates",  # state for breakpoint predicates (tensorsight.nan(...), spike(...))
     "tensorsight.agent.sentinel",  # breakOnNonFinite: stop at the first op that produces NaN/Inf
     "tensorsight.agent.shapes.observers",  # observed shapes per source line, device mismatches, broadcasting

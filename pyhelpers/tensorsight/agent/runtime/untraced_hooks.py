@@ -28,6 +28,7 @@ it through a native helper that skips the trampoline's copy of a frame's locals 
 first hook the thread is traced as under ``pdb`` (about 0.07 µs more per traced call, measured).
 
 Without a debugger, with a tracer other than pydevd's or on Python 3.12+ (``sys.monitoring``), hooks run as they are.
+While torch compiles, traces or exports, they do not run at all (``runtime.transforming``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from tensorsight.agent.runtime.transforming import skip_frames, transforming
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,11 +61,17 @@ def armed() -> bool:
     return _switch[0] is not None
 
 
-def untraced_hook(hook: F) -> F:
-    """``hook``, run with this thread's debugger tracer off when armed and traced (see the module docstring)."""
+def untraced_hook(hook: F, *, aside: Callable[..., Any] | None = None) -> F:
+    """``hook``, run with this thread's debugger tracer off when armed and traced (see the module docstring).
+
+    While torch compiles, traces or exports (``runtime.transforming``) the hook does not run: the wrapper returns
+    ``aside(*args, **kwargs)`` (None without ``aside``, what a hook that changes nothing returns) before touching the
+    tracer, so Dynamo traces nothing of ours."""
 
     @functools.wraps(hook)
     def run_untraced(*args: Any, **kwargs: Any) -> Any:
+        if transforming():
+            return None if aside is None else aside(*args, **kwargs)
         switch = _switch[0]
         tracer = _gettrace()
         if switch is None or tracer is None:
@@ -80,7 +89,18 @@ def untraced_hook(hook: F) -> F:
     return run_untraced  # type: ignore[return-value]
 
 
+def _pass_op_on(_mode: Any, func: Any, _types: Any, args: Any = (), kwargs: Any = None) -> Any:
+    return func(*args, **(kwargs or {}))
+
+
+def untraced_torch_function(method: F) -> F:
+    """``untraced_hook`` for a mode's ``__torch_function__``: while torch transforms code, the op passes straight
+    on (the mode does nothing, and a trace records the program's op alone)."""
+    return untraced_hook(method, aside=_pass_op_on)
+
+
 _WRAPPER_CODE = untraced_hook(lambda: None).__code__
+skip_frames(_WRAPPER_CODE)  # torch calls our hooks through it: never a frame for Dynamo to compile
 
 
 def is_hook_wrapper(code: Any) -> bool:

@@ -31,7 +31,7 @@ from tensorsight.agent.runtime import op_calls
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.op_calls import shielded
 from tensorsight.agent.runtime.tensor_walk import exact_counts, is_tensor
-from tensorsight.agent.runtime.untraced_hooks import untraced_hook
+from tensorsight.agent.runtime.untraced_hooks import untraced_torch_function
 from tensorsight.agent.runtime.user_code import is_agent_file
 from tensorsight.agent.sentinel.backward import flush_pending, watch_backward
 from tensorsight.agent.sentinel.budget import budget
@@ -130,7 +130,7 @@ def make_outside_mode(torch: types.ModuleType) -> Any:
     class _OutsideModulesMode(TorchFunctionMode):
         """On the stack only in observed steps, outside module forwards and optimizer steps: checks each op."""
 
-        @untraced_hook  # the op itself runs traced: call_as_caller
+        @untraced_torch_function  # the op itself runs traced: call_as_caller; passed straight on while torch transforms
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             entered = clock()
             kwargs = kwargs or {}

@@ -46,6 +46,7 @@ from tensorsight.agent.runtime.forks import in_forked_children
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
+from tensorsight.agent.runtime.transforming import own_mode, skip_frames, transforming
 from tensorsight.agent.runtime.untraced_hooks import is_hook_wrapper
 from tensorsight.agent.runtime.user_code import PACKAGE_ROOT, is_user_file
 from tensorsight.agent.shapes import shape_errors
@@ -145,7 +146,7 @@ class _State:
         self.window_ops = 0
         self.window_limit = MAX_WINDOW_OPS
         self.initial = True
-        self.eval_watch: list[Any] = []
+        self.eval_watch = False  # between windows, until the first evaluation pass: look for one
         self.eval_seen = False
         self.mode: Any = None
         self.mode_thread: int | None = None
@@ -221,6 +222,8 @@ def _make_mode(torch: ModuleType) -> Any:
 
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
+            if transforming():
+                return func(*args, **kwargs)
             result = op_calls.call_as_caller(func, args, kwargs, op_calls.caller_frame(func, sys._getframe(1)))
             if _state.window and not _state.busy and os.getpid() == _state.pid:
                 _state.busy = True
@@ -236,7 +239,10 @@ def _make_mode(torch: ModuleType) -> Any:
                     _state.busy = False
             return result
 
-    return ObserverMode()
+    skip_frames(ObserverMode.__torch_function__.__code__)
+    mode = ObserverMode()
+    own_mode(mode, lambda: _state.mode is mode and _state.mode_thread is not None)  # on while a window is open
+    return mode
 
 
 def _foreign_modes(torch: ModuleType) -> bool:
@@ -255,12 +261,15 @@ def _open_window(limit: int = MAX_WINDOW_OPS) -> None:
     _state.window_limit = limit
     _state.depth = 0
     _state.device_checked.clear()
-    from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+    if not _state.handles:
+        # Registered once and kept: the hooks do nothing between windows. Dynamo guards on the number of global
+        # module hooks, so hooks that came and went with each window would recompile a compiled model each time.
+        from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-    _state.handles = [
-        register_module_forward_pre_hook(_before_module),
-        register_module_forward_hook(_after_module, always_call=True),
-    ]
+        _state.handles = [
+            register_module_forward_pre_hook(_before_module),
+            register_module_forward_hook(_after_module, always_call=True),
+        ]
     if _foreign_modes(torch):
         report_once("observers-foreign-mode", "another TorchFunctionMode is active: per-line shapes limited to modules")
         return
@@ -280,32 +289,24 @@ def _close_window() -> None:
     _state.origins.clear()
     _state.window = False
     _state.initial = False
-    for handle in _state.handles:
-        handle.remove()
-    _state.handles = []
     _state.map_recorder = None
     if _state.mode_thread is not None and _state.mode_thread == threading.get_ident():
         remove_mode(_state.mode)
         _state.mode_thread = None
-    if not _state.eval_seen and not _state.eval_watch:
-        # Global, not on the user's model: a hook stored on the model would travel into torch.save(model) pickles.
-        from torch.nn.modules.module import register_module_forward_pre_hook
+    if not _state.eval_seen:
+        # Our global hooks (not the user's model: a hook stored on the model would travel into torch.save(model)
+        # pickles) watch for the first evaluation pass from now on.
+        _state.eval_watch = True
 
-        _state.eval_watch.append(register_module_forward_pre_hook(_watch_for_evaluation))
 
-
-@never_raise()
-def _watch_for_evaluation(module: Any, args: Any) -> None:
+def _watch_for_evaluation(module: Any) -> None:
     """Until the first evaluation pass: open a window for it (validation code runs rarely, often with bugs)."""
     torch = _state.torch
     if _state.window or torch is None or (module.training and torch.is_grad_enabled()):
         return
     _state.eval_seen = True
-    for handle in _state.eval_watch:
-        handle.remove()
-    _state.eval_watch = []
+    _state.eval_watch = False
     _open_window(MAX_EVAL_OPS)
-    _before_module(module, args)  # the global hooks just registered do not see this call
 
 
 @never_raise()
@@ -750,8 +751,14 @@ def _report_transfers() -> None:
 
 @never_raise()
 def _before_module(module: Any, args: Any) -> None:
-    if _state.busy:
+    if transforming() or _state.busy:
         return
+    if not _state.window:
+        if not _state.eval_watch:
+            return
+        _watch_for_evaluation(module)
+        if not _state.window:
+            return
     if _state.window_ops > _state.window_limit:
         _close_window()
         return
@@ -780,7 +787,7 @@ def _enter_module(module: Any, args: Any) -> None:
 
 @never_raise()
 def _after_module(module: Any, args: Any, output: Any) -> None:
-    if _state.busy:
+    if transforming() or _state.busy or not _state.window:
         return
     _state.busy = True
     try:
