@@ -25,6 +25,12 @@ empty mode alone 1.7× on tiny ops). Two tiers, one section each:
   reaches nothing outside that copy; the first op whose output is born non-finite is where the debugger stops.
 - ``backward``: a gradient born inside a module is found by replaying backward from the gradient that arrived at the
   module's output, with a hook on every autograd node; outside modules, by a hook on each op's node.
+- ``graph_search``, ``sites``, ``call_replay``: the stop does not depend on which steps were observed. Before
+  ``backward()`` runs, the loss is checked (one sum, ``boundaries``); a NaN/Inf there that the mode did not see at
+  its op is located in the loss's autograd graph from the values its nodes saved (no program code runs), named at
+  the line the mode saw make such a node in an observed step (``sites``), and stopped at in the frame still running
+  that line, or, when the function that ran it has returned, in a replay of that call on private copies of its
+  arguments (``call_replay``).
 - ``records``: the report (``NonFiniteRecord``), its event and finding, and the stop.
 
 How it stops: ``agent.debugger.pause.stop_in_frame`` presents the stop as an exception in the user's frame ("NaN
@@ -41,7 +47,10 @@ Limits (also in the README): code compiled by ``torch.compile`` is checked at it
 that reaches state outside its module (globals, closures, I/O, other libraries) is not replayed: the stop is then at
 the module call, with the reason; with fp16 autocast, non-finite gradients are left to the GradScaler (a skipped step
 is not reported); FSDP modules are not replayed; ops outside modules before the first module call are not checked
-one by one, and in a program whose steps are mostly tiny ops outside modules only some steps are.
+one by one, and in a program whose steps are mostly tiny ops outside modules only some steps are (a birth there that
+reaches a ``backward()`` is still named from the graph; a gradient born outside modules in such a step is reported at
+the optimizer step, without its op); a long stretch of ops with no boundary is checked until it has cost its share of
+its own time (``budget.stretch_over``).
 """
 
 from __future__ import annotations
