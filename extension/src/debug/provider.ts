@@ -37,6 +37,7 @@ import {
   type TensorSightLaunchConfig,
   toDebugpyLaunch,
 } from './launchConfig';
+import { withTensorBoardLogging } from '../commands/tensorboardLogging';
 import type { AgentSessions } from './sessions';
 import {
   type DistributedLaunchConfig,
@@ -168,7 +169,8 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
     if (!python) return undefined;
     const { sessionId, hub } = await this.sessions.open();
     const settings = readSettings();
-    const resolved = toDebugpyLaunch(launch, python, settings.breakOnNonFinite, {
+    // `tensorsight.tensorboard.logRuns`: this run writes TensorBoard events (Open TensorBoard offers to turn it on).
+    const resolved = toDebugpyLaunch(withTensorBoardLogging(launch), python, settings.breakOnNonFinite, {
       pyhelpers: this.paths.pyhelpers,
       separator: path.delimiter,
       baseEnv: process.env,
