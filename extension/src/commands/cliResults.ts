@@ -56,6 +56,8 @@ export interface ToolReport {
   /** Scalar top-level fields (e.g. overfit's final loss, a verdict), shown as a summary. */
   summary: Array<[string, Cell]>;
   error?: string;
+  /** Set when the run was stopped before its end (`--timeout`, `--max-steps`, cancelled): the doctor's own words. */
+  partial?: string;
 }
 
 /** The JSON document in a tool's stdout (the last line that parses as an object, or the whole text). */
@@ -136,11 +138,13 @@ export function readReport(document: Record<string, unknown>, labels: ReportLabe
   for (const [key, value] of Object.entries(document)) {
     if (key !== 'error' && isCell(value)) summary.push([key, value]);
   }
+  const partial = isRecord(document.partial) ? document.partial.message : undefined;
   return {
     findings: readFindings(document),
     tables: readTables(document),
     summary,
     ...(typeof document.error === 'string' && document.error ? { error: document.error } : {}),
+    ...(typeof partial === 'string' && partial ? { partial } : {}),
   };
 }
 

@@ -89,7 +89,7 @@ export function serverLaunch(
 }
 
 /**
- * A CLI tool on a user's script (`python -m tensorsight TOOL --json FILE`): it runs user code, so only in a trusted
+ * A CLI tool on a user's script (`python -m tensorsight TOOL --json [OPTIONS] FILE`): it runs user code, so only in a trusted
  * workspace (the caller checks). The script sees the user's PYTHONPATH (behind the standard library) and runs in
  * `cwd`.
  */
@@ -101,6 +101,7 @@ export function toolLaunch(
   cwd: string,
   baseEnv: Environment,
   separator: string = path.delimiter,
+  toolOptions: readonly string[] = [],
 ): PythonLaunch {
   const env = helpersEnvironment(baseEnv, paths, separator);
   return isolatedLaunch(
@@ -108,7 +109,7 @@ export function toolLaunch(
     paths.pyhelpers,
     {
       module: CLI_MODULE,
-      args: [tool, '--json', target],
+      args: [tool, '--json', ...toolOptions, target],
       searchPath: [paths.pyhelpers],
       searchPathAfter: userPythonPath(baseEnv, separator),
       chdir: cwd,

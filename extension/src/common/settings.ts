@@ -17,6 +17,10 @@ export interface Settings {
   serverEnabled: boolean;
   statusBarGpu: boolean;
   tensorboardLogDir: string;
+  /** Debug Training and Run Doctor write TensorBoard event files under `tensorboardLogDir`. */
+  tensorboardLogRuns: boolean;
+  /** Seconds Run Doctor lets the script run before it stops it for a partial report; 0: no limit. */
+  doctorTimeout: number;
 }
 
 export function readSettings(): Settings {
@@ -31,6 +35,8 @@ export function readSettings(): Settings {
     serverEnabled: config.get<boolean>('server.enabled', true),
     statusBarGpu: config.get<boolean>('statusBar.gpu', true),
     tensorboardLogDir: config.get<string>('tensorboard.logDir', 'runs'),
+    tensorboardLogRuns: config.get<boolean>('tensorboard.logRuns', false),
+    doctorTimeout: Math.max(0, config.get<number>('doctor.timeout', 600) || 0),
   };
 }
 

@@ -81,6 +81,7 @@ export const window = {
   showQuickPick: <T extends vscode.QuickPickItem>(items: T[], options: vscode.QuickPickOptions) =>
     vscode.window.showQuickPick<T>(items, options),
   showInputBox: (options: vscode.InputBoxOptions) => vscode.window.showInputBox(options),
+  showOpenDialog: (options: vscode.OpenDialogOptions) => vscode.window.showOpenDialog(options),
   showTextDocument: (uri: vscode.Uri, options?: vscode.TextDocumentShowOptions) =>
     vscode.window.showTextDocument(uri, options),
   withProgress: <R>(

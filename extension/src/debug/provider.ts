@@ -37,6 +37,7 @@ import {
   type TensorSightLaunchConfig,
   toDebugpyLaunch,
 } from './launchConfig';
+import { withTensorBoardLogging } from '../commands/tensorboardLogging';
 import type { AgentSessions } from './sessions';
 import {
   type DistributedLaunchConfig,
@@ -169,7 +170,8 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
     const { sessionId, hub } = await this.sessions.open();
     const settings = readSettings();
     const defaults = { breakOnNonFinite: settings.breakOnNonFinite, justMyCode: settings.justMyCode };
-    const resolved = toDebugpyLaunch(launch, python, defaults, {
+    // `tensorsight.tensorboard.logRuns`: this run writes TensorBoard events (Open TensorBoard offers to turn it on).
+    const resolved = toDebugpyLaunch(withTensorBoardLogging(launch), python, defaults, {
       pyhelpers: this.paths.pyhelpers,
       separator: path.delimiter,
       baseEnv: process.env,

@@ -12,14 +12,18 @@ exit), 2 when the doctor itself was misused (no such script, a folder, a bad ``-
 report carries the shape map of the model's first forward pass (``shapeMap`` in ``--json``).
 
 The report is printed however the run ends: ``--timeout`` and ``--max-steps`` stop a script that would run on and give
-a report marked partial (``partial`` in ``--json``: reason, limit, steps); a script that ends the process itself with
-``os._exit(n)`` gets the report of what was found before it.
+a report marked partial (``partial`` in ``--json``: reason, limit, steps); so do Ctrl+C and SIGTERM (what the editor
+sends when its user cancels Run Doctor): ``partial.reason`` is "interrupted", ``partial.signal`` names the signal,
+and the exit status is then the shell's for that signal (130 for Ctrl+C, 143 for SIGTERM), report printed first.
+Where the script was when it was stopped is printed on stderr, ending at the user's own line. A script that ends the
+process itself with ``os._exit(n)`` gets the report of what was found before it.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import stat
 import sys
 from typing import IO, Any
@@ -57,7 +61,7 @@ def limits_of(args: argparse.Namespace) -> Limits:
         raise ValueError(f"--timeout expects a positive number of seconds, got {args.timeout:g}")
     if args.max_steps is not None and args.max_steps < 1:
         raise ValueError(f"--max-steps expects a positive number of steps, got {args.max_steps}")
-    return Limits(timeout=args.timeout, max_steps=args.max_steps)
+    return Limits(timeout=args.timeout, max_steps=args.max_steps, stop_on_signals=True)
 
 
 MAX_PROJECT_SOURCE_BYTES = 2 << 20  # a project file bigger than this is not parsed (generated code, data in .py)
@@ -152,6 +156,11 @@ def build_document(
 
 
 def _partial(outcome: ScriptOutcome, limits: Limits) -> dict[str, Any]:
+    if outcome.limit == "interrupted":
+        name = signal.Signals(outcome.signal_number or signal.SIGINT).name
+        why = t("interrupted ({0}) at step {1}", name, outcome.steps)
+        message = t("partial report: the script was {0}; the findings cover only what ran until then", why)
+        return {"reason": "interrupted", "signal": name, "limit": None, "steps": outcome.steps, "message": message}
     if outcome.limit == "timeout":
         limit: float | int | None = limits.timeout
         why = t("stopped after {0} s (--timeout), at step {1}", f"{limits.timeout:g}", outcome.steps)
@@ -163,12 +172,16 @@ def _partial(outcome: ScriptOutcome, limits: Limits) -> dict[str, Any]:
 
 
 def publish(document: dict[str, Any], as_json: bool, stream: IO[str]) -> int:
-    """Print the report (JSON or text) on ``stream``; the doctor's exit status."""
+    """Print the report (JSON or text) on ``stream``; the doctor's exit status (128 + the signal's number for an
+    interrupted run)."""
     if as_json:
         prelude.write_json(document, stream)
     else:
         print_report(document, stream)
     stream.flush()
+    partial = document.get("partial") or {}
+    if partial.get("reason") == "interrupted":  # as a shell reports a process a signal ended: 128 + its number
+        return 128 + int(getattr(signal.Signals, str(partial.get("signal")), signal.SIGINT))
     severities = {f["severity"] for f in document["findings"]}
     return 1 if "error" in severities or document.get("error") else 0
 

@@ -10,6 +10,13 @@ optimizer steps or ``timeout`` seconds (delivered to the script's thread between
 not stop within ``GRACE_S`` after its time is up (blocked in a long C call, or swallowing every exception), and a
 script that ends the process itself with ``os._exit(n)``, never returns here: the tool's ``on_hard_exit`` then gets
 the outcome so far, reports it, and names the exit status the process ends with.
+
+With ``Limits.stop_on_signals`` (the doctor) an interrupted run is a stopped run too: Ctrl+C (``KeyboardInterrupt``)
+and SIGTERM (what an editor sends when its user cancels; raised as ``Interrupted`` in the script's thread) end it with
+``limit`` "interrupted" and the signal's number, so the tool still reports what ran; a script that does not unwind
+within ``GRACE_S`` of the SIGTERM, or a second SIGTERM, is reported and ended like a script past its timeout. Where the
+script was when a limit or a signal stopped it is printed on stderr as a traceback that starts at the script and ends
+at its innermost frame of the user's code (``user_traceback``), never in ours.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import builtins
 import ctypes
 import os
+import signal
 import sys
 import threading
 import tokenize
@@ -28,6 +36,8 @@ from typing import Any
 
 from tensorsight.agent.runtime import steps
 from tensorsight.agent.runtime.lazy_import import when_imported
+from tensorsight.agent.runtime.user_code import is_agent_file, is_user_file
+from tensorsight.core.l10n import t
 
 GRACE_S = 2.0  # after the timeout, how long the script gets to unwind before the process is ended for it
 
@@ -44,6 +54,10 @@ class StepLimitReached(StopScript):
     """``Limits.max_steps`` optimizer steps have completed."""
 
 
+class Interrupted(StopScript):
+    """SIGTERM arrived while the script ran (``Limits.stop_on_signals``)."""
+
+
 @dataclass(frozen=True)
 class Limits:
     """When to stop the script even though it has not ended: after ``timeout`` seconds or ``max_steps`` optimizer
@@ -51,13 +65,14 @@ class Limits:
 
     timeout: float | None = None
     max_steps: int | None = None
+    stop_on_signals: bool = False  # Ctrl+C and SIGTERM stop the run with a report instead of ending the process
 
 
 @dataclass
 class ScriptOutcome:
     """How the run ended: ``stopped`` when a tool or a limit stopped it, ``limit`` ("timeout" / "max-steps") when a
     limit did, ``error`` when the script itself failed, ``exit_status`` when it ended the process (``os._exit``)
-    or had to be ended for it (it did not stop within ``GRACE_S`` of its timeout)."""
+    or had to be ended for it (it did not stop within ``GRACE_S`` of its timeout or of a SIGTERM)."""
 
     steps: int
     stopped: bool
@@ -65,6 +80,7 @@ class ScriptOutcome:
     exception: BaseException | None = None
     limit: str = ""
     exit_status: int | None = None
+    signal_number: int | None = None  # the signal that interrupted the run (limit "interrupted")
 
 
 HardExit = Callable[[ScriptOutcome], int]  # reports the outcome; returns the status the process exits with
@@ -124,8 +140,19 @@ def run_script(
         outcome.stopped = True
         if isinstance(stop, TimeLimitReached):
             outcome.limit = "timeout"
+            _print_stopped_here(stop, path, t("the script was stopped by --timeout here"))
         elif isinstance(stop, StepLimitReached):
             outcome.limit = "max-steps"
+        elif isinstance(stop, Interrupted):
+            outcome.limit, outcome.signal_number = "interrupted", signal.SIGTERM
+            _print_stopped_here(stop, path, t("the script was interrupted (SIGTERM) here"))
+    except KeyboardInterrupt as interrupt:
+        if not watch.limits.stop_on_signals:
+            outcome.error, outcome.exception = "KeyboardInterrupt", interrupt
+            traceback.print_exc(file=sys.stderr)
+        else:
+            outcome.stopped, outcome.limit, outcome.signal_number = True, "interrupted", signal.SIGINT
+            _print_stopped_here(interrupt, path, t("the script was interrupted (Ctrl+C) here"))
     except SystemExit as exc:
         if exc.code not in (None, 0):
             outcome.error = f"script exited with status {exc.code}"
@@ -142,6 +169,8 @@ def run_script(
             sys.modules["__main__"] = saved_main
     if watch.timed_out and not outcome.limit:  # the script caught the stop and then ended by itself
         outcome.stopped, outcome.limit = True, "timeout"
+    if watch.terminated and not outcome.limit:  # the script caught the SIGTERM and then ended by itself
+        outcome.stopped, outcome.limit, outcome.signal_number = True, "interrupted", signal.SIGTERM
     outcome.steps = steps.current_step()
     return outcome
 
@@ -162,10 +191,16 @@ class _Watch:
         self._pid = os.getpid()
         self._real_exit: Callable[[int], Any] | None = None
         self._ending = False
+        self._terminated = False
+        self._saved_sigterm: Any = None
 
     @property
     def timed_out(self) -> bool:
         return self._timed_out
+
+    @property
+    def terminated(self) -> bool:
+        return self._terminated
 
     def start(self) -> None:
         self._running = True
@@ -176,6 +211,8 @@ class _Watch:
         if self.on_hard_exit is not None:
             self._real_exit = os._exit
             os._exit = self._exit  # type: ignore[assignment]
+        if self.limits.stop_on_signals and threading.current_thread() is threading.main_thread():
+            self._saved_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
 
     def stop(self) -> None:
         with self._lock:
@@ -187,6 +224,31 @@ class _Watch:
         steps.remove_step_listener(self._on_step)
         if self._real_exit is not None and os._exit is self._exit:  # type: ignore[comparison-overlap]
             os._exit = self._real_exit  # type: ignore[assignment]
+        if self._saved_sigterm is not None and signal.getsignal(signal.SIGTERM) == self._on_sigterm:
+            signal.signal(signal.SIGTERM, self._saved_sigterm)
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        """SIGTERM while the script runs: stop it (``Interrupted``) and give it ``GRACE_S`` to unwind; a second one,
+        or a script still running after that, is reported and the process ended."""
+        if not self._running:
+            return
+        if self._terminated:
+            self._end_interrupted()
+        self._terminated = True
+        threading.Thread(target=self._grace_after_sigterm, name="tensorsight-sigterm", daemon=True).start()
+        raise Interrupted
+
+    def _grace_after_sigterm(self) -> None:
+        if not self._finished.wait(GRACE_S):
+            self._end_interrupted()
+
+    def _end_interrupted(self) -> None:
+        if self.on_hard_exit is None:
+            return
+        self.outcome.stopped, self.outcome.limit = True, "interrupted"
+        self.outcome.signal_number = signal.SIGTERM
+        self.outcome.error = f"the script did not stop within {GRACE_S:g} s of SIGTERM; the process was ended"
+        self._end_process(None)
 
     def _on_step(self, step: int, optimizer: Any) -> None:
         if self._running and self.limits.max_steps is not None and step >= self.limits.max_steps:
@@ -233,6 +295,33 @@ class _Watch:
                 except Exception:  # noqa: BLE001
                     pass
             (self._real_exit or os._exit)(code)
+
+
+def user_traceback(exc: BaseException, script: str) -> list[traceback.FrameSummary]:
+    """Where ``exc`` found the script, as the user reads it: from the script's first frame (the runner's ``exec``
+    left out) to the innermost frame of the user's code, our own frames in between left out. Empty when no frame of
+    the user's is on it."""
+    # our code objects named for the user's line (``<tensorsight op call>``, compiled with the user's file name) are
+    # ours too: they would repeat the user's line below the library frames that called them
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.name.startswith("<tensorsight")]
+    script = os.path.abspath(script)
+    start = next((i for i, frame in enumerate(frames) if os.path.abspath(frame.filename) == script), None)
+    if start is None:
+        return []
+    user = [i for i in range(start, len(frames)) if is_user_file(frames[i].filename)]
+    return [frame for frame in frames[start : user[-1] + 1] if not is_agent_file(frame.filename)]
+
+
+def _print_stopped_here(exc: BaseException, script: str, heading: str) -> None:
+    frames = user_traceback(exc, script)
+    if not frames:
+        return
+    try:
+        sys.stderr.write(heading + " " + t("(most recent call last):") + "\n")
+        sys.stderr.write("".join(traceback.format_list(frames)))
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001 - stderr may be closed; the report matters more
+        pass
 
 
 def _raise_in_thread(thread_id: int, kind: type[BaseException]) -> None:

@@ -134,6 +134,9 @@ export const fake = {
   quickPick: (items: Array<{ label: string; condition?: string }>) =>
     Promise.resolve<{ label: string; condition?: string } | undefined>(items[0]),
   inputBox: () => Promise.resolve<string | undefined>(undefined),
+  /** The folders "Choose Folder…" dialogs answer with (undefined: cancelled). */
+  openDialog: undefined as string[] | undefined,
+  openDialogs: [] as Array<Record<string, unknown>>,
   warningChoice: undefined as string | undefined,
   messages: [] as Array<{ level: 'info' | 'warning' | 'error'; text: string; items: string[] }>,
   breakpoints: [] as SourceBreakpoint[],
@@ -147,6 +150,8 @@ export const fake = {
     this.activeEditor = undefined;
     this.quickPick = (items) => Promise.resolve(items[0]);
     this.inputBox = () => Promise.resolve(undefined);
+    this.openDialog = undefined;
+    this.openDialogs = [];
     this.warningChoice = undefined;
     this.messages = [];
     this.breakpoints = [];
@@ -182,6 +187,10 @@ export const window = {
     return fake.quickPick(items);
   },
   showInputBox: () => fake.inputBox(),
+  showOpenDialog: (options: Record<string, unknown>) => {
+    fake.openDialogs.push(options);
+    return Promise.resolve(fake.openDialog?.map((folder) => Uri.file(folder)));
+  },
   activeTextEditor: () => fake.activeEditor,
   setStatusBarMessage: () => ({ dispose: () => undefined }),
   createTerminal: () => ({ show: () => undefined, sendText: () => undefined }),
