@@ -241,6 +241,12 @@ def test_the_agent_imports_neither_server_pygls_nor_lsprotocol():
     assert violations("tensorsight.agent", ("tensorsight.server", "pygls", "lsprotocol")) == []
 
 
+def test_the_agent_imports_no_cli_module():
+    """The headless commands (cli) use the agent, never the other way round: what runs a script for a tool that the
+    agent drives (profiling) lives in agent.runtime."""
+    assert violations("tensorsight.agent", ("tensorsight.cli",)) == []
+
+
 # ---- the runtime tier ------------------------------------------------------------------------------------------------
 
 _IMPORT_ALL_AGENT = """

@@ -28,8 +28,9 @@ import stat
 import sys
 from typing import IO, Any
 
-from tensorsight.cli import prelude, script_runner
-from tensorsight.cli.script_runner import Limits, ScriptOutcome
+from tensorsight.agent.runtime import script_runner
+from tensorsight.agent.runtime.script_runner import Limits, ScriptOutcome
+from tensorsight.cli import prelude
 from tensorsight.core.findings import Finding, findings_document, format_finding
 from tensorsight.core.l10n import t
 

@@ -75,7 +75,7 @@ def _bind_loss(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict
 
 def capture_training(path: str, script_args: list[str]) -> CapturedTraining:
     """Run the script up to its first optimizer step and collect model, batch and loss."""
-    from tensorsight.cli import script_runner
+    from tensorsight.agent.runtime import script_runner
 
     captured = CapturedTraining()
     state: dict[str, Any] = {}

@@ -3,7 +3,7 @@
 ``python -m tensorsight doctor|shapes|profile|overfit [options] script.py [args...]`` all take a script and its
 arguments, refuse a missing script or a folder with exit status 2, send the script's own prints to stderr when they
 print one JSON document on stdout, and (doctor) take ``--set KEY=VALUE`` launch options and install the agent the way
-a debug session does. Running the script itself is ``cli.script_runner``.
+a debug session does. Running the script itself is ``agent.runtime.script_runner``.
 """
 
 from __future__ import annotations

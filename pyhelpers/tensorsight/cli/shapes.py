@@ -22,7 +22,8 @@ import sys
 from types import FrameType, ModuleType
 from typing import Any
 
-from tensorsight.cli import prelude, script_runner
+from tensorsight.agent.runtime import script_runner
+from tensorsight.cli import prelude
 from tensorsight.core.notation import format_bytes, shape_text
 from tensorsight.core.shapes import ShapeRow, format_shape_table
 

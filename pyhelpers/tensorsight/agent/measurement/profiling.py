@@ -23,8 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tensorsight.agent.runtime import script_runner
 from tensorsight.agent.runtime.user_code import PACKAGE_ROOT, is_user_file
-from tensorsight.cli import script_runner
 from tensorsight.core.phases import PHASES
 
 

@@ -1,6 +1,7 @@
 """Runs a user's training script in this process as ``__main__``, within limits, and says how it ended.
 
-Used by every headless command (doctor, shapes, profile, overfit; see ``cli.prelude``). The script runs like
+Used by every headless command (doctor, shapes, profile, overfit; see ``cli.prelude``) and by the agent's profiling
+(``agent.measurement.profiling``), which is why it lives in the agent's runtime, not in ``cli``. The script runs like
 ``python script.py args`` (own ``sys.argv``, its folder first on ``sys.path``, its PEP 263 source encoding honoured),
 compiled here so a tool can transform its code first (line-level profiling swaps in instrumented function bodies).
 
