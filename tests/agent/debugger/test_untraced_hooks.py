@@ -190,7 +190,8 @@ def launch_dataset_tracing(breakpoints: list[tuple[str, int, str | None]], args:
 def test_without_breakpoints_batches_are_fetched_untraced_in_the_main_process_and_in_a_worker():
     pytest.importorskip("torch")
     with launch_dataset_tracing([], []) as job:
-        job.wait_for_workers(1, timeout=SLOW)
+        # the worker is not attached: with nothing to stop at it starts at once (debugger.forked_start) and may end
+        # before an attach could finish (the adapter then answers "disconnected"), as it may in VS Code
         assert job.root.wait_for_exit(timeout=SLOW) == 0
         output = job.root.stdout()
     assert "traced in main 0.00" in output and "traced in worker 0.00" in output
