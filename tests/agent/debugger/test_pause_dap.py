@@ -33,7 +33,11 @@ def test_stop_in_frame_in_a_real_session():
         session.request("next", {"threadId": stop["threadId"]})  # stepping continues in the user's frame
         stop = session.wait_for_stop()
         assert stop["reason"] == "step" and session.top_frame(stop)["line"] == lines["next"]
-        assert "(extra)" not in session.locals(session.top_frame_id(stop)), "the extra entry lasts for its stop only"
+        after = session.locals(session.top_frame_id(stop))
+        if sys.version_info[:3] == (3, 13, 0):  # its f_locals proxy cannot remove a name (fixed in 3.13.1)
+            assert after["(extra)"]["value"] == "None", "the extra value is let go after its stop"
+        else:
+            assert "(extra)" not in after, "the extra entry lasts for its stop only"
 
         session.continue_(stop["threadId"])
         stop = session.wait_for_stop()

@@ -184,10 +184,15 @@ def _add_locals(frame: types.FrameType, values: Mapping[str, Any]) -> list[str]:
 
 
 def _remove_locals(frame: types.FrameType, names: list[str]) -> None:
+    """Take the added values out again. Python 3.13.0's ``f_locals`` proxy (PEP 667) can add a name but not remove
+    one (fixed in 3.13.1): there the name stays, holding None, as pydevd leaves its ``__exception__``."""
     try:
         scope = frame.f_locals
         for name in names:
-            scope.pop(name, None)
+            if hasattr(scope, "pop"):
+                scope.pop(name, None)
+            else:
+                scope[name] = None
     except Exception:  # noqa: BLE001
         pass
 
