@@ -7,7 +7,7 @@
 #   4. pytest -m numpy_only      the agent and core tests that need no torch, under Python 3.10, 3.12 and 3.13 (each
 #                                found on the machine; scripts/setup.sh numpy-only makes .venvs/py3.X); a missing one
 #                                is skipped with a message
-#   5. pytest (torch debugger)  the debugger-facing tests (TORCH_DEBUGGER_TESTS: the first-NaN stop, stop_in_frame,
+#   5. pytest (torch debugger)  the debugger-facing tests (TORCH_DEBUGGER_TESTS_3_X: the first-NaN stop, stop_in_frame,
 #                                conditions, hidden frames, forked workers, untraced hooks) with torch under Python 3.12
 #                                and 3.13, where pydevd runs on sys.monitoring (PEP 669) instead of sys.settrace
 #                                (scripts/setup.sh torch-pythons makes .venvs/torch3.X); a missing one is skipped with
@@ -43,11 +43,21 @@ tier_started=$SECONDS
 tier_start() { echo "== $1"; tier_started=$SECONDS; }
 tier_end() { local took=$((SECONDS - tier_started)); times+=("$1 ${took}s"); echo "[test] $1 took ${took}s"; }
 
-# The torch debugger tiers' selection: pydevd's sys.monitoring path meets every debugger-facing feature here
-TORCH_DEBUGGER_TESTS=(
+# The torch debugger tiers' selection: pydevd's sys.monitoring path meets every debugger-facing feature here (about
+# 6 min on a loaded 2-core machine). 3.13 runs the same pydevd code as 3.12; what differs is the interpreter (PEP 667's
+# f_locals proxy, which the stop's Variables use): it runs the stops, stepping and conditions (about 3 min).
+TORCH_DEBUGGER_TESTS_3_12=(
   tests/agent/sentinel/test_sentinel_dap.py
   tests/agent/sentinel/test_spanish_stop_dap.py
   tests/agent/debugger
+  tests/agent/conditions/test_breakpoints_dap.py
+)
+TORCH_DEBUGGER_TESTS_3_13=(
+  tests/agent/sentinel/test_sentinel_dap.py
+  tests/agent/sentinel/test_spanish_stop_dap.py
+  tests/agent/debugger/test_pause_dap.py
+  tests/agent/debugger/test_stepping_dap.py
+  tests/agent/debugger/test_debugger_internals.py
   tests/agent/conditions/test_breakpoints_dap.py
 )
 
@@ -90,8 +100,9 @@ for version in 3.12 3.13; do
   tier_start "pytest, Python $version with torch (debugger tests on sys.monitoring)"
   log="test-output/pytest-torch$version.log"
   # the dev .venv's pytest-asyncio option is unknown to this venv's plain pytest: not a problem, not a warning
+  selection="TORCH_DEBUGGER_TESTS_${version/./_}[@]"
   ".venvs/torch$version/bin/python" -m pytest -p no:cacheprovider -W ignore::pytest.PytestConfigWarning \
-    "${TORCH_DEBUGGER_TESTS[@]}" 2>&1 | tee "$log"
+    "${!selection}" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   tally_pytest "pytest-torch$version" "$rc" "$log"
   tier_end "pytest-torch$version"
