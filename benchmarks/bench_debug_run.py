@@ -19,6 +19,11 @@ mode runs ``--repeat`` times (default 2), alternately; the best and the median o
 average before and after: on a shared machine only the ratios of one run mean something, and the best of its rounds
 is the least disturbed one.
 
+Each interpreter is measured on its own (plain and debug runs under the same Python): the one running this script
+(the dev ``.venv``'s 3.11, where pydevd traces with ``sys.settrace``) and, when ``scripts/setup.sh torch-pythons``
+made it, ``.venvs/torch3.12`` (pydevd on ``sys.monitoring``, PEP 669), side by side; ``--python PATH`` (repeatable)
+names others instead. The language server stays on this script's interpreter, as the extension runs it on its own.
+
 Python writes byte code as a user's machine does (a ``PYTHONDONTWRITEBYTECODE`` of the calling shell is dropped:
 with it, every debug run would compile the agent's modules again, which no installed extension does after its first
 run), and one untimed debug run comes first so that the byte code exists.
@@ -67,15 +72,27 @@ def clean_env() -> dict[str, str]:
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # the debug runs' processes inherit this process's environment
 
 
-def run_plain() -> float:
+def default_pythons() -> list[str]:
+    """This script's interpreter, then the torch venv of Python 3.12 where the set-up made it."""
+    pythons = [sys.executable]
+    other = os.path.join(REPO, ".venvs", "torch3.12", "bin", "python")
+    if os.access(other, os.X_OK):
+        pythons.append(other)
+    return pythons
+
+
+def version_of(python: str) -> str:
+    code = "import sys, torch; print('%d.%d' % sys.version_info[:2], torch.__version__)"
+    return subprocess.run([python, "-c", code], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def run_plain(python: str) -> float:
     started = time.perf_counter()
-    subprocess.run(
-        [sys.executable, SCRIPT], cwd=os.path.dirname(SCRIPT), env=clean_env(), check=True, capture_output=True
-    )
+    subprocess.run([python, SCRIPT], cwd=os.path.dirname(SCRIPT), env=clean_env(), check=True, capture_output=True)
     return time.perf_counter() - started
 
 
-def run_debug(options: dict[str, Any] | None, hub: dict[str, str] | None, session_id: str) -> float:
+def run_debug(python: str, options: dict[str, Any] | None, hub: dict[str, str] | None, session_id: str) -> float:
     """One debugged run, every DataLoader worker attached as VS Code attaches it (a child session per process)."""
     env = {"TENSORSIGHT_SESSION": session_id}
     if hub is not None:
@@ -93,6 +110,7 @@ def run_debug(options: dict[str, Any] | None, hub: dict[str, str] | None, sessio
         exception_filters=VSCODE_EXCEPTION_FILTERS,
         timeout=RUN_TIMEOUT,
         as_the_extension=options is not None,
+        python=python,
     ) as job:
         while True:
             try:
@@ -163,6 +181,13 @@ async def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--no-hub", action="store_true", help="debug runs without the language server")
     parser.add_argument("--variant", action="append", default=[], metavar="NAME=JSON")
+    parser.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="an interpreter with torch and debugpy (repeatable)",
+    )
     args = parser.parse_args()
     variants: dict[str, dict[str, Any] | None] = {"debug": dict(PLAIN_F5_OPTIONS)}
     for item in args.variant:
@@ -174,47 +199,59 @@ async def main() -> None:
     hub = None if args.no_hub else Hub()
     if hub is not None:
         await hub.start()
-    times: dict[str, list[float]] = {"plain": [], **{name: [] for name in variants}}
-    try:
-        warm_up = str(uuid.uuid4())
-        address = await hub.session(warm_up) if hub is not None else None
-        await asyncio.to_thread(run_debug, dict(PLAIN_F5_OPTIONS), address, warm_up)  # writes the byte code
+    pythons = args.python or default_pythons()
+    # times[python][mode]
+    times: dict[str, dict[str, list[float]]] = {p: {"plain": [], **{name: [] for name in variants}} for p in pythons}
+
+    async def debug_round(python: str, options: dict[str, Any] | None) -> float:
+        session_id = str(uuid.uuid4())
+        address = await hub.session(session_id) if hub is not None else None
+        elapsed = await asyncio.to_thread(run_debug, python, options, address, session_id)
         if hub is not None:
-            await hub.end(warm_up)
+            await hub.end(session_id)
+        return elapsed
+
+    try:
+        for python in pythons:
+            await debug_round(python, dict(PLAIN_F5_OPTIONS))  # writes the byte code
         for _ in range(args.repeat):
-            times["plain"].append(await asyncio.to_thread(run_plain))
-            for name, options in variants.items():
-                session_id = str(uuid.uuid4())
-                address = await hub.session(session_id) if hub is not None else None
-                times[name].append(await asyncio.to_thread(run_debug, options, address, session_id))
-                if hub is not None:
-                    await hub.end(session_id)
+            for python in pythons:
+                times[python]["plain"].append(await asyncio.to_thread(run_plain, python))
+                for name, options in variants.items():
+                    times[python][name].append(await debug_round(python, options))
     finally:
         if hub is not None:
             await hub.stop()
 
     load_after = os.getloadavg()
-    plain, plain_best = statistics.median(times["plain"]), min(times["plain"])
     print(f"examples/correct_training.py, {args.repeat} rounds (process start to exit): best, median")
     print(f"  load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")
-    print(f"  plain python            {plain_best:7.2f} s {plain:7.2f} s")
-    for name, options in variants.items():
-        best, median = min(times[name]), statistics.median(times[name])
-        print(
-            f"  {name:<22}  {best:7.2f} s {median:7.2f} s  {best / plain_best:5.2f}x {median / plain:5.2f}x"
-            f"  options {json.dumps(options)}"
-        )
     if hub is not None:
         print(f"  run events forwarded to the editor: {hub.events}")
-    # each round runs plain python right before the debug run: their ratio sees the same load
-    rounds = [debug / plain_round for debug, plain_round in zip(times["debug"], times["plain"], strict=True)]
-    print(f"  per round, debug / plain: {', '.join(f'{r:.2f}x' for r in rounds)}")
-    best_ratio = min(times["debug"]) / plain_best
-    ratio = statistics.median(times["debug"]) / plain
-    print(
-        f"plain F5 Debug Training / plain python = {best_ratio:.2f}x best, {ratio:.2f}x median,"
-        f" {min(rounds):.2f}x best round (target <= {TARGET}x): {best_ratio / TARGET:.2f} of it"
-    )
+    summary = []
+    for python in pythons:
+        version = version_of(python)
+        print(f"Python {version} ({os.path.relpath(python, REPO)})")
+        mine = times[python]
+        plain, plain_best = statistics.median(mine["plain"]), min(mine["plain"])
+        print(f"  plain python            {plain_best:7.2f} s {plain:7.2f} s")
+        for name, options in variants.items():
+            best, median = min(mine[name]), statistics.median(mine[name])
+            print(
+                f"  {name:<22}  {best:7.2f} s {median:7.2f} s  {best / plain_best:5.2f}x {median / plain:5.2f}x"
+                f"  options {json.dumps(options)}"
+            )
+        # each round runs plain python right before the debug run: their ratio sees the same load
+        rounds = [debug / plain_round for debug, plain_round in zip(mine["debug"], mine["plain"], strict=True)]
+        print(f"  per round, debug / plain: {', '.join(f'{r:.2f}x' for r in rounds)}")
+        best_ratio = min(mine["debug"]) / plain_best
+        ratio = statistics.median(mine["debug"]) / plain
+        summary.append(
+            f"Python {version.split()[0]}: plain F5 Debug Training / plain python = {best_ratio:.2f}x best,"
+            f" {ratio:.2f}x median, {min(rounds):.2f}x best round (target <= {TARGET}x):"
+            f" {best_ratio / TARGET:.2f} of it"
+        )
+    print("\n".join(summary))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Idempotent set-up for a fresh machine. Usage: scripts/setup.sh [python|numpy-only|node|e2e|all]  (default: all)
+# Idempotent set-up for a fresh machine. Usage: scripts/setup.sh [python|numpy-only|torch-pythons|node|e2e|all]  (default: all)
 #   python: .venv with the pinned test/check requirements (torch pinned to the local CPU build)
 #   numpy-only: .venvs/py3.10, py3.12, py3.13 (each Python found on the machine) for the tests that need no torch
+#   torch-pythons: .venvs/torch3.12, torch3.13 with torch for the debugger tests on sys.monitoring (pydevd >= 3.12)
 #   node:   npm dependencies and the built extension (out/, extension/bundled/libs, the .vsix)
 #   e2e:    Debian Chromium, Node 24 and code-server under .tools/ for the real-VS-Code tests and the demo
 set -euo pipefail
@@ -70,6 +71,28 @@ setup_numpy_only() {
   done
 }
 
+TORCH_VERSIONS="3.12 3.13"
+
+# Venvs of their own, not the numpy-only ones: those tiers test the agent where torch cannot be imported.
+setup_torch_pythons() {
+  local version python venv want
+  want=$(sha256sum scripts/requirements-torch-pythons.txt | cut -d' ' -f1)
+  for version in $TORCH_VERSIONS; do
+    venv=.venvs/torch$version
+    if ! python=$(find_python "$version"); then
+      log "python$version not found: its torch debugger tier will be skipped"
+      continue
+    fi
+    [ -x "$venv/bin/python" ] || { log "creating $venv"; "$python" -m venv "$venv"; }
+    if [ "$(cat "$venv/.requirements.sha" 2>/dev/null)" != "$want" ]; then
+      # pip's cache (the default one) is kept: a rerun or a second venv downloads nothing
+      log "pip install -r scripts/requirements-torch-pythons.txt ($venv; torch's wheels are large)"
+      "$venv/bin/python" -m pip install -q --disable-pip-version-check -r scripts/requirements-torch-pythons.txt
+      echo "$want" > "$venv/.requirements.sha"
+    fi
+  done
+}
+
 setup_node() {
   if [ -f package.json ]; then
     if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
@@ -91,8 +114,9 @@ setup_e2e() {
 case "$what" in
   python) setup_python ;;
   numpy-only) setup_numpy_only ;;
+  torch-pythons) setup_torch_pythons ;;
   node) setup_node ;;
   e2e) setup_e2e ;;
-  all) setup_python; setup_numpy_only; setup_node; setup_e2e ;;
-  *) echo "usage: scripts/setup.sh [python|numpy-only|node|e2e|all]" >&2; exit 2 ;;
+  all) setup_python; setup_numpy_only; setup_torch_pythons; setup_node; setup_e2e ;;
+  *) echo "usage: scripts/setup.sh [python|numpy-only|torch-pythons|node|e2e|all]" >&2; exit 2 ;;
 esac

@@ -137,12 +137,14 @@ class MultiProcessSession:
         exception_filters: Iterable[str] = (),
         timeout: float = DEFAULT_TIMEOUT,
         as_the_extension: bool = False,
+        python: str = PYTHON,
     ) -> MultiProcessSession:
         """Launch ``module`` (``python -m``) or ``program`` under a real adapter over stdio, with pyhelpers injected.
 
         The same breakpoints and exception filters go to the root and, later, to every worker (as VS Code sends a
         workspace's breakpoints to every session). ``as_the_extension`` starts debugpy's adapter and launcher as a
         "Debug Training" launch does (``tensorsight.debugpy_start``: the adapter module, ``debugLauncherPath``).
+        ``python`` runs the adapter and the program (its environment must hold debugpy).
         """
         if (module is None) == (program is None):
             raise ValueError("launch needs exactly one of module= or program=")
@@ -155,7 +157,7 @@ class MultiProcessSession:
             adapter_env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (PYHELPERS, existing_path) if p)}
             extra["debugLauncherPath"] = os.path.join(PYHELPERS, "tensorsight", "debugpy_start", "launcher")
         adapter = subprocess.Popen(
-            [PYTHON, "-m", adapter_module],
+            [python, "-m", adapter_module],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -183,7 +185,7 @@ class MultiProcessSession:
                     "console": "internalConsole",
                     "justMyCode": False,
                     "subProcess": True,
-                    "python": [PYTHON],
+                    "python": [python],
                     "env": launch_env,
                     **extra,
                 },

@@ -4,6 +4,7 @@ stopped, and line breakpoints set after ``drop_line_breakpoints`` never stop (th
 
 import sys
 import threading
+import time
 
 from support.dap import DebugSession
 from support.paths import marked_lines, program
@@ -18,6 +19,12 @@ def test_hidden_thread_suspend_detection_and_dropped_breakpoints_in_a_real_sessi
         assert session.top_frame(stop)["line"] == lines["held"]
         names = {t["name"] for t in session.request("threads")["threads"]}
         assert "user-visible-thread" in names and "tensorsight-test-watcher" not in names, names
+        # the watcher samples every 20 ms: the stop lasts until it has seen the main thread held (a held thread
+        # answers evaluations from inside pydevd's suspend loop), however quickly this client would resume
+        deadline = time.monotonic() + 10
+        while session.evaluate("any(samples)", session.top_frame_id(stop))["result"] != "True":
+            assert time.monotonic() < deadline, "the hidden watcher never saw the main thread held"
+            time.sleep(0.02)
         # set while line breakpoints are dropped: pydevd keeps none, the editor still sees the breakpoint verified
         (placed,) = session.set_breakpoints(path, [(lines["dropped"], None)])
         assert placed["verified"]

@@ -1,6 +1,7 @@
 """agent.pause (pydevd's private API, wrapped in one module) against a real debugpy session: the stop lands in the
 caller's frame at its line with our title and reason, extra values show in Variables, stepping works afterwards,
-and a stop can be shown on an earlier line of a still-running frame."""
+and a stop can be shown on an earlier line of a still-running frame. Under Python 3.12+ (scripts/test.sh runs this
+module there too) pydevd traces through sys.monitoring, a path of its own."""
 
 import sys
 
@@ -14,12 +15,6 @@ from tensorsight.agent.runtime.user_code import is_agent_file
 pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13 (scripts/test.sh)
 
 
-@pytest.mark.xfail(
-    sys.version_info >= (3, 12),
-    strict=True,
-    reason="pydevd's sys.monitoring path (3.12+) suspends at the first stdlib line run after set_suspend "
-    "(contextlib, inside do_wait_suspend), so the stop shows 'exception: type unknown' in contextlib.py",
-)
 def test_stop_in_frame_in_a_real_session():
     path = program("pause_in_frame.py")
     lines = marked_lines(path)
@@ -38,7 +33,11 @@ def test_stop_in_frame_in_a_real_session():
         session.request("next", {"threadId": stop["threadId"]})  # stepping continues in the user's frame
         stop = session.wait_for_stop()
         assert stop["reason"] == "step" and session.top_frame(stop)["line"] == lines["next"]
-        assert "(extra)" not in session.locals(session.top_frame_id(stop)), "the extra entry lasts for its stop only"
+        after = session.locals(session.top_frame_id(stop))
+        if sys.version_info[:3] == (3, 13, 0):  # its f_locals proxy cannot remove a name (fixed in 3.13.1)
+            assert after["(extra)"]["value"] == "None", "the extra value is let go after its stop"
+        else:
+            assert "(extra)" not in after, "the extra entry lasts for its stop only"
 
         session.continue_(stop["threadId"])
         stop = session.wait_for_stop()

@@ -3,7 +3,9 @@
 pydevd has nothing to stop at in library code, and every breakpoint of the program still stops: after the import, in
 the program's functions, and in the program's code that torch calls back (a Dataset's ``__getitem__`` in the main
 process and in a DataLoader worker, a forward hook). A breakpoint inside the library keeps its import traced, so it
-stops too.
+stops too. Under Python 3.12+ (scripts/test.sh runs this module there too) pydevd traces through sys.monitoring, which
+costs nothing per call once it has turned a code object's events off: nothing is armed there
+(``SETTRACE_DEBUGGER``), and every breakpoint still stops.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 
 from support.dap import DebugSession
 from support.dap_multi import MultiProcessSession
+from support.interpreters import SETTRACE_DEBUGGER
 from support.paths import marked_lines
 
 torch = pytest.importorskip("torch")
@@ -63,15 +66,17 @@ def test_a_library_imports_untraced_and_the_programs_breakpoints_still_stop(tmp_
         first = session.wait_for_stop(timeout=SLOW)
         frame = session.top_frame(first)
         assert (frame["source"]["path"], frame["line"]) == (IMPORT_LIBRARY, lines["after-import"])
-        assert session.evaluate("sys.gettrace() is not None", frame["id"])["result"] == "True"
-        assert int(session.evaluate(UNTRACED_IMPORTS, frame["id"])["result"]) >= 1
+        assert session.evaluate("sys.gettrace() is not None", frame["id"])["result"] == str(SETTRACE_DEBUGGER)
+        untraced = int(session.evaluate(UNTRACED_IMPORTS, frame["id"])["result"])
+        assert untraced >= 1 if SETTRACE_DEBUGGER else untraced == 0
         session.continue_(first["threadId"])
         second = session.wait_for_stop()
         frame = session.top_frame(second)
         assert (frame["source"]["path"], frame["line"]) == (IMPORT_LIBRARY, lines["in-function"])
         session.continue_(second["threadId"])
         assert session.wait_for_exit() == 0
-    assert "traced outer=False inner=False after True" in session.stdout()
+    if SETTRACE_DEBUGGER:
+        assert "traced outer=False inner=False after True" in session.stdout()
 
 
 @pytest.mark.timeout(300)
@@ -86,7 +91,8 @@ def test_a_breakpoint_in_the_library_keeps_its_import_traced_and_stops(tmp_path)
         assert (os.path.realpath(frame["source"]["path"]), frame["line"]) == (os.path.realpath(inner), done)
         session.continue_(stop["threadId"])
         assert session.wait_for_exit() == 0
-    assert "traced outer=True inner=True after True" in session.stdout()
+    if SETTRACE_DEBUGGER:
+        assert "traced outer=True inner=True after True" in session.stdout()
 
 
 @pytest.mark.timeout(300)
@@ -127,7 +133,8 @@ def test_user_code_that_torch_calls_back_stops_in_the_main_process_and_in_a_work
         assert (frame["source"]["path"], frame["line"]) == (USER_CODE_FROM_LIBRARY, lines["getitem"])
         assert root.evaluate("self.where", frame["id"])["result"] == "'main'"
         # torch and the torch._dynamo that Adam imported ran untraced, with the program's breakpoints set
-        assert int(root.evaluate(UNTRACED_IMPORTS, frame["id"])["result"]) >= 2
+        untraced = int(root.evaluate(UNTRACED_IMPORTS, frame["id"])["result"])
+        assert untraced >= 2 if SETTRACE_DEBUGGER else untraced == 0
         assert root.evaluate("'torch._dynamo' in __import__('sys').modules", frame["id"])["result"] == "True"
         root.continue_(stop["threadId"])
         stop = root.wait_for_stop(timeout=SLOW)

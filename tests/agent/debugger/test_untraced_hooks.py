@@ -2,7 +2,9 @@
 (``agent.runtime.untraced_hooks``), and a DataLoader's batches are fetched untraced while nothing could stop there
 (``agent.debugger.untraced_data``): against a plain Python tracer, and in real debugpy sessions where every
 breakpoint of the program still stops (a tensor subclass's ``__torch_function__`` reached through the NaN sentinel's
-mode, a Dataset's ``__getitem__`` in the main process and in a worker, one set while the worker runs).
+mode, a Dataset's ``__getitem__`` in the main process and in a worker, one set while the worker runs). Under Python
+3.12+ (pydevd on sys.monitoring; scripts/test.sh runs this module there too) nothing is armed
+(``SETTRACE_DEBUGGER``) and the same breakpoints stop, with our frames hidden.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 
 from support.dap import DebugSession
 from support.dap_multi import MultiProcessSession
+from support.interpreters import SETTRACE_DEBUGGER
 from support.paths import marked_lines
 from tensorsight.agent.runtime import op_calls, untraced_hooks
 from tensorsight.agent.runtime.untraced_hooks import traced_call, untraced_hook
@@ -159,9 +162,10 @@ def test_a_subclass_torch_function_reached_through_the_sentinels_untraced_hook_s
         stop = session.wait_for_stop(timeout=SLOW)
         frame = session.top_frame(stop)
         assert (frame["source"]["path"], frame["line"]) == (SUBCLASS_IN_TRAINING, line)
-        # reached from inside our untraced hook (the sentinel's mode), through traced_call
+        # reached from inside our untraced hook (the sentinel's mode), through traced_call (under sys.monitoring the
+        # same wrappers, not armed, pass the calls straight on)
         assert session.evaluate(CALLERS, frame["id"])["result"] == "['run_untraced', 'traced_call']"
-        assert session.evaluate(ARMED, frame["id"])["result"] == "True"
+        assert session.evaluate(ARMED, frame["id"])["result"] == str(SETTRACE_DEBUGGER)
         session.continue_(stop["threadId"])
         assert session.wait_for_exit(timeout=SLOW) == 0
     assert "subclass calls" in session.stdout()
@@ -180,10 +184,14 @@ def launch_dataset_tracing(breakpoints: list[tuple[str, int, str | None]], args:
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.skipif(
+    not SETTRACE_DEBUGGER, reason="Python 3.12+: pydevd on sys.monitoring, no settrace tracer to take off a batch"
+)
 def test_without_breakpoints_batches_are_fetched_untraced_in_the_main_process_and_in_a_worker():
     pytest.importorskip("torch")
     with launch_dataset_tracing([], []) as job:
-        job.wait_for_workers(1, timeout=SLOW)
+        # the worker is not attached: with nothing to stop at it starts at once (debugger.forked_start) and may end
+        # before an attach could finish (the adapter then answers "disconnected"), as it may in VS Code
         assert job.root.wait_for_exit(timeout=SLOW) == 0
         output = job.root.stdout()
     assert "traced in main 0.00" in output and "traced in worker 0.00" in output
@@ -212,7 +220,8 @@ def test_with_a_breakpoint_anywhere_batches_are_fetched_traced_and_the_program_s
         job.root.continue_(stop["threadId"])
         assert job.root.wait_for_exit(timeout=SLOW) == 0
         output = job.root.stdout()
-    assert "traced in main 1.00" in output and "traced in worker 1.00" in output
+    if SETTRACE_DEBUGGER:  # under sys.monitoring sys.gettrace() is None in every frame
+        assert "traced in main 1.00" in output and "traced in worker 1.00" in output
 
 
 @pytest.mark.timeout(300)

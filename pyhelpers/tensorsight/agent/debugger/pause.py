@@ -112,7 +112,11 @@ def stop_in_frame(
     added = _add_locals(frame, extra_locals or {})
     # pydevd's tracer suspends at the first traced line it sees while the thread is marked suspended; marking this
     # thread as "inside the tracer" keeps it from stopping in our own frames on the way into do_wait_suspend.
+    # Under sys.monitoring (Python 3.12+) that mark is not read: the thread's monitoring switch is turned off instead
+    # (what pydevd's own trigger_exception_handler does), or the first line event on the way in, in a library frame
+    # such as contextlib's, would become the stop, with no reason.
     info.is_tracing += 1
+    monitoring_was_on = _suspend_monitoring()
     try:
         py_db.set_suspend(thread, CMD_STEP_CAUGHT_EXCEPTION)
         py_db.do_wait_suspend(thread, frame, "exception", (stop_type, error, trace), EXCEPTION_TYPE_HANDLED)
@@ -120,6 +124,8 @@ def stop_in_frame(
         report_once("pause-wait", f"the debugger stop failed ({type(exc).__name__}: {exc}); reporting only")
         return False
     finally:
+        if monitoring_was_on:
+            _resume_monitoring()
         info.is_tracing -= 1
         _remove_locals(frame, added)
         del trace, error
@@ -129,6 +135,38 @@ def stop_in_frame(
     except Exception:  # noqa: BLE001 - stepping then behaves like continue; the stop itself happened
         pass
     return True
+
+
+def sys_monitoring() -> Any:
+    """pydevd's ``pydevd_sys_monitoring`` module when this debugger traces through ``sys.monitoring`` (PEP 669,
+    Python 3.12+), else None (``sys.settrace``, or no pydevd)."""
+    constants = sys.modules.get("_pydevd_bundle.pydevd_constants")
+    if not getattr(constants, "PYDEVD_USE_SYS_MONITORING", False):
+        return None
+    return sys.modules.get("_pydevd_sys_monitoring.pydevd_sys_monitoring")
+
+
+def _suspend_monitoring() -> bool:
+    """Turn this thread's sys.monitoring events off (pydevd's per-thread switch); True when they were on."""
+    monitoring = sys_monitoring()
+    suspend = getattr(monitoring, "suspend_current_thread_tracing", None)
+    if suspend is None:
+        return False
+    try:
+        return bool(suspend())
+    except Exception as exc:  # noqa: BLE001 - the stop goes ahead; it may land in a library frame
+        report_once("pause-monitoring", f"could not pause the debugger's sys.monitoring for a stop: {exc!r}")
+        return False
+
+
+def _resume_monitoring() -> None:
+    monitoring = sys_monitoring()
+    resume = getattr(monitoring, "resume_current_thread_tracing", None)
+    if resume is not None:
+        try:
+            resume()
+        except Exception as exc:  # noqa: BLE001
+            report_once("pause-monitoring-resume", f"could not resume the debugger's sys.monitoring: {exc!r}")
 
 
 def _add_locals(frame: types.FrameType, values: Mapping[str, Any]) -> list[str]:
@@ -146,10 +184,15 @@ def _add_locals(frame: types.FrameType, values: Mapping[str, Any]) -> list[str]:
 
 
 def _remove_locals(frame: types.FrameType, names: list[str]) -> None:
+    """Take the added values out again. Python 3.13.0's ``f_locals`` proxy (PEP 667) can add a name but not remove
+    one (fixed in 3.13.1): there the name stays, holding None, as pydevd leaves its ``__exception__``."""
     try:
         scope = frame.f_locals
         for name in names:
-            scope.pop(name, None)
+            if hasattr(scope, "pop"):
+                scope.pop(name, None)
+            else:
+                scope[name] = None
     except Exception:  # noqa: BLE001
         pass
 

@@ -24,7 +24,15 @@ the import that a library module body happens to trigger (a logging handler, ``w
 collected mid-import); such a callback runs untraced for the duration of that import and its breakpoints do not stop
 there. The switch is debugpy's public ``debugpy.trace_this_thread``; tracing is restored in a ``finally``, so the frame
 that imported the library stops at its next breakpoint as before. Without a debugger, or where pydevd does not trace
-through ``sys.settrace`` (Python 3.12+ ``sys.monitoring``, already cheap), nothing changes.
+through ``sys.settrace``, nothing changes.
+
+Python 3.12+: pydevd traces through ``sys.monitoring`` (PEP 669). Its callbacks return ``DISABLE`` for a code object
+with nothing to stop at (a library's, ours), so each code object pays once, not per call; turning the thread's
+monitoring off (``trace_this_thread(False)``) would keep those events firing instead. Nothing is armed there.
+Measured in a debugged 3.12 process (thread CPU time, a loaded 2-core machine): a call into an agent function
+29 ns, 28 ns without a debugger (3.11 under pydevd: 280 ns); ``import torch`` no slower than without a debugger;
+a training step of a 3-layer MLP with the agent's hooks, in two runs, 0.69 and 1.64 ms with pydevd's events on
+against 0.67 and 1.49 ms with all of them switched off in the same process (within the machine's noise).
 """
 
 from __future__ import annotations

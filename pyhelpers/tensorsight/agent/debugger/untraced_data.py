@@ -14,7 +14,10 @@ in any file, the user's included (the dataset's code is the user's), no function
 still steps into ``__getitem__``). A breakpoint set while the program runs reaches the next batch: the worker's
 session gets it from the editor as before, and the next fetch runs traced. A pause waits for the batch in hand.
 
-Without a debugger, or where the private names moved, nothing is wrapped.
+Without a debugger, or where the private names moved, nothing is wrapped. On Python 3.12+ (pydevd on
+``sys.monitoring``, where a code object with nothing to stop at costs nothing after its first call; see
+``agent.debugger.untraced``) the hooks are not armed and a batch runs as it is; only the worker's hiding of our
+frames applies.
 """
 
 from __future__ import annotations
