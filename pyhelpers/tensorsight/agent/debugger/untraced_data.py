@@ -52,7 +52,7 @@ def nothing_could_stop_here() -> bool:
 
 
 def _untraced_when_quiet(original: Callable[..., Any]) -> Callable[..., Any]:
-    untraced = untraced_hook(original)
+    untraced = untraced_hook(original, aside=original)  # while torch traces: the fetch as it is
 
     def when_quiet(*args: Any, **kwargs: Any) -> Any:
         if _in_worker[0]:
