@@ -48,12 +48,14 @@ tier_end() { local took=$((SECONDS - tier_started)); times+=("$1 ${took}s"); ech
 # f_locals proxy, which the stop's Variables use): it runs the stops, stepping and conditions (about 3 min).
 TORCH_DEBUGGER_TESTS_3_12=(
   tests/agent/sentinel/test_sentinel_dap.py
+  tests/agent/sentinel/test_first_nan_every_run_dap.py
   tests/agent/sentinel/test_spanish_stop_dap.py
   tests/agent/debugger
   tests/agent/conditions/test_breakpoints_dap.py
 )
 TORCH_DEBUGGER_TESTS_3_13=(
   tests/agent/sentinel/test_sentinel_dap.py
+  tests/agent/sentinel/test_first_nan_every_run_dap.py
   tests/agent/sentinel/test_spanish_stop_dap.py
   tests/agent/debugger/test_pause_dap.py
   tests/agent/debugger/test_stepping_dap.py
