@@ -337,7 +337,9 @@ def _backward_boundary(original: Callable[..., Any], roots_at: str, check: Calla
     starts from checked first; the call itself is the program's, unchanged."""
 
     def backward(*args: Any, **kwargs: Any) -> Any:
-        if sw.enabled and not sw.first_reported and not st.busy and st.replay is None:
+        # a step whose ops outside modules the mode is checking needs no second look (on a GPU, one sync less)
+        observed = st.observing and st.mode_on
+        if sw.enabled and not sw.first_reported and not st.busy and st.replay is None and not observed:
             check(args[0] if args else kwargs.get(roots_at))
         return original(*args, **kwargs)
 
