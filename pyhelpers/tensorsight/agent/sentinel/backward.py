@@ -142,7 +142,7 @@ def locate_backward_birth(params: list[Any], bad: list[int], counts: NonFiniteCo
     for call in reversed(list(st.calls)):
         found = _replay_backward(call)
         if isinstance(found, str):
-            reasons.append(f"{type(unwrap(call.module)).__name__} was not replayed: {found}")
+            reasons.append(t("{0} was not replayed: {1}", type(unwrap(call.module)).__name__, found))
         elif found is not None:
             return
     names = _parameter_names()

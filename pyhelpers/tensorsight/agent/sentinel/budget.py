@@ -9,6 +9,7 @@ import math
 import time
 
 from tensorsight.agent.sentinel.state import st
+from tensorsight.core.l10n import t
 
 
 class Budget:
@@ -129,9 +130,11 @@ class Budget:
 
     def note(self) -> str:
         """Why a birth outside modules was not seen at its op (for the report of a step that was not observed)."""
-        return (
-            f"; this step's ops outside modules were not checked one by one (checking them costs {self.share:.0%} of "
-            f"a step, so the sentinel observes one step in {self.stride})"
+        return t(
+            "; this step's ops outside modules were not checked one by one (checking them costs {0} of a step, so "
+            "the sentinel observes one step in {1})",
+            f"{self.share:.0%}",
+            self.stride,
         )
 
 
