@@ -62,6 +62,7 @@ TARGET = 1.3
 # setting (its manifest default, true); everything else is left to the contract's defaults.
 PLAIN_F5_OPTIONS: dict[str, Any] = {"breakOnNonFinite": True}
 RUN_TIMEOUT = 600.0
+LATE_ATTACHES = [0]  # workers that had ended when their attach was configured (printed at the end)
 VSCODE_EXCEPTION_FILTERS = ["uncaught"]  # the filter debugpy's adapter declares on by default, as VS Code sends it
 
 
@@ -124,7 +125,13 @@ def run_debug(python: str, options: dict[str, Any] | None, hub: dict[str, str] |
                 attach = job.root.wait_for_event("debugpyAttach", timeout=0.2)
             except DapError:
                 continue
-            worker = WorkerSession.attach(dict(attach["body"]), exception_filters=VSCODE_EXCEPTION_FILTERS, timeout=60)
+            try:
+                worker = WorkerSession.attach(
+                    dict(attach["body"]), exception_filters=VSCODE_EXCEPTION_FILTERS, timeout=60
+                )
+            except DapError:  # a worker that started at once (nothing to stop at) ended before its attach finished
+                LATE_ATTACHES[0] += 1
+                continue
             job.workers.append(worker)
         # when the editor learnt that the program ended, not when this loop looked (it may have been waiting up to
         # 0.2 s for a worker's attach)
@@ -199,7 +206,8 @@ async def main() -> None:
     hub = None if args.no_hub else Hub()
     if hub is not None:
         await hub.start()
-    pythons = args.python or default_pythons()
+    # absolute: the launcher starts the program from its own folder
+    pythons = [os.path.abspath(p) for p in args.python] or default_pythons()
     # times[python][mode]
     times: dict[str, dict[str, list[float]]] = {p: {"plain": [], **{name: [] for name in variants}} for p in pythons}
 
@@ -228,6 +236,7 @@ async def main() -> None:
     print(f"  load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")
     if hub is not None:
         print(f"  run events forwarded to the editor: {hub.events}")
+    print(f"  workers that ended before their attach finished: {LATE_ATTACHES[0]}")
     summary = []
     for python in pythons:
         version = version_of(python)

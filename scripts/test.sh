@@ -44,7 +44,7 @@ tier_start() { echo "== $1"; tier_started=$SECONDS; }
 tier_end() { local took=$((SECONDS - tier_started)); times+=("$1 ${took}s"); echo "[test] $1 took ${took}s"; }
 
 # The torch debugger tiers' selection: pydevd's sys.monitoring path meets every debugger-facing feature here (about
-# 6 min on a loaded 2-core machine). 3.13 runs the same pydevd code as 3.12; what differs is the interpreter (PEP 667's
+# 6-7 min on a loaded 2-core machine). 3.13 runs the same pydevd code as 3.12; what differs is the interpreter (PEP 667's
 # f_locals proxy, which the stop's Variables use): it runs the stops, stepping and conditions (about 3 min).
 TORCH_DEBUGGER_TESTS_3_12=(
   tests/agent/sentinel/test_sentinel_dap.py
