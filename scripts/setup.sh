@@ -74,8 +74,13 @@ setup_numpy_only() {
 TORCH_VERSIONS="3.12 3.13"
 
 # Venvs of their own, not the numpy-only ones: those tiers test the agent where torch cannot be imported.
+# The torch venvs are large (torch's CUDA build and its nvidia-* wheels, about 5 GB each): they are made once per
+# machine in a store outside the clone, keyed by the requirements' hash, and each clone's .venvs/torch3.X links to it,
+# so a fresh clone on the same machine (CI's) sets up in a moment and a changed pin makes a new one.
+TORCH_VENV_STORE="${TENSORSIGHT_VENV_STORE:-${XDG_CACHE_HOME:-$HOME/.cache}/tensorsight/venvs}"
+
 setup_torch_pythons() {
-  local version python venv want
+  local version python venv want shared
   want=$(sha256sum scripts/requirements-torch-pythons.txt | cut -d' ' -f1)
   for version in $TORCH_VERSIONS; do
     venv=.venvs/torch$version
@@ -83,12 +88,20 @@ setup_torch_pythons() {
       log "python$version not found: its torch debugger tier will be skipped"
       continue
     fi
-    [ -x "$venv/bin/python" ] || { log "creating $venv"; "$python" -m venv "$venv"; }
-    if [ "$(cat "$venv/.requirements.sha" 2>/dev/null)" != "$want" ]; then
-      # pip's cache (the default one) is kept: a rerun or a second venv downloads nothing
-      log "pip install -r scripts/requirements-torch-pythons.txt ($venv; torch's wheels are large)"
-      "$venv/bin/python" -m pip install -q --disable-pip-version-check -r scripts/requirements-torch-pythons.txt
-      echo "$want" > "$venv/.requirements.sha"
+    shared="$TORCH_VENV_STORE/torch$version-${want:0:16}"
+    if [ "$(cat "$shared/.requirements.sha" 2>/dev/null)" != "$want" ]; then
+      log "creating $shared and pip install -r scripts/requirements-torch-pythons.txt (torch's wheels are large)"
+      rm -rf "$shared"
+      mkdir -p "$TORCH_VENV_STORE"
+      "$python" -m venv "$shared"
+      "$shared/bin/python" -m pip install -q --disable-pip-version-check --cache-dir "$TORCH_VENV_STORE/pip-cache" \
+        -r scripts/requirements-torch-pythons.txt
+      echo "$want" > "$shared/.requirements.sha"
+    fi
+    if [ "$(readlink "$venv" 2>/dev/null)" != "$shared" ]; then
+      mkdir -p .venvs
+      rm -rf "$venv"
+      ln -s "$shared" "$venv"
     fi
   done
 }
