@@ -61,6 +61,7 @@ def main() -> None:
     parser.add_argument("--python", default=PYTHON, help="interpreter with torch and debugpy (default: .venv)")
     parser.add_argument("--only", help="run the cases whose name contains this")
     args = parser.parse_args()
+    args.python = os.path.abspath(args.python)  # the launcher starts the program from its own folder
     print(f"First-NaN stop, {args.sessions} fresh debug sessions per program ({args.python})")
     total = hits = 0
     for name, path, extra, marked, label in CASES:
