@@ -35,10 +35,10 @@ import os
 import statistics
 import sys
 import time
-import warnings
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyhelpers"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 
 import torch
 import torch.nn.functional as F
@@ -158,18 +158,12 @@ def on_device(step: Callable[[], None]) -> Callable[[], None]:
 
 
 def syncs_per_call(fn: Callable[[], object]) -> int:
-    """Device synchronisations one call makes (PyTorch's sync debug mode warns at each); 0 off CUDA."""
+    """Device synchronisations one call makes (``support.cuda.count_syncs``); 0 off CUDA."""
     if DEVICE.type != "cuda":
         return 0
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("warn")
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            fn()
-    finally:
-        torch.cuda.set_sync_debug_mode(0)
-    return sum(1 for w in caught if "synchroniz" in str(w.message))
+    from support.cuda import count_syncs
+
+    return count_syncs(fn)[0]
 
 
 def timed(step: Callable[[], None], steps: int) -> float:

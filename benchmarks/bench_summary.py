@@ -117,20 +117,10 @@ def in_process(elements: int, rounds: int, device: str = "cpu") -> tuple[dict[st
 
 
 def device_syncs(fn: Callable[[], Any]) -> float:
-    """Device synchronisations one call of ``fn`` makes (PyTorch's sync debug mode warns at each)."""
-    import warnings
+    """Device synchronisations one call of ``fn`` makes (``support.cuda.count_syncs``)."""
+    from support.cuda import count_syncs
 
-    import torch
-
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("warn")
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            fn()
-    finally:
-        torch.cuda.set_sync_debug_mode(0)
-    return float(sum(1 for w in caught if "synchroniz" in str(w.message)))
+    return float(count_syncs(fn)[0])
 
 
 def memory_probe(elements: int) -> None:

@@ -2,7 +2,6 @@
 
 import dataclasses
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -426,18 +425,11 @@ def test_cuda_figures_match_cpu_and_stay_on_device():
 def test_cuda_finite_tensor_costs_one_transfer():
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
+    from support.cuda import count_syncs
+
     x = seeded(4096, 1024).cuda()
-    torch.cuda.synchronize()
-    previous = torch.cuda.get_sync_debug_mode()
-    torch.cuda.set_sync_debug_mode("warn")
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            tensor_stats(x, StatsBudget(chunk_elements=1 << 20))
-    finally:
-        torch.cuda.set_sync_debug_mode(previous)
-    syncs = [w for w in caught if "synchroniz" in str(w.message)]
-    assert len(syncs) == 1, [str(w.message) for w in syncs]
+    syncs, _ = count_syncs(lambda: tensor_stats(x, StatsBudget(chunk_elements=1 << 20)))
+    assert syncs == 1
 
 
 CUDA_CASES = {
