@@ -226,8 +226,8 @@ def _nonfinite_loss(curves: TrainingCurves, where: Location, subject: str) -> li
     if cause not in ("data", "domain") and step is not None and first_step is not None and step <= first_step:
         cause = "before-any-update"  # the first loss was already NaN: no learning rate could have done it
     details: dict[str, Any] = {"diagnosis": "diverging", "nonfinite_step": step, "lr": curves.lr, "cause": cause}
+    seen = t(" (see {0})", _origin_text(origin)) if origin is not None else ""  # where the sentinel saw it born
     if cause == "before-any-update":
-        seen = t(" (see {0})", _origin_text(origin)) if origin is not None else ""
         message = t(
             "{subject} was NaN/Inf from its first step, before any update{seen}: the learning rate is not the cause; "
             "look at the inputs, the initial weights and the loss computation",
@@ -256,7 +256,6 @@ def _nonfinite_loss(curves: TrainingCurves, where: Location, subject: str) -> li
     if not _learning_rate_evidence(curves, origin):
         # no sign of divergence: the learning rate is not blamed for a NaN nobody saw grow
         details["cause"] = "not located" if origin is None else cause
-        seen = t(" (see {0})", _origin_text(origin)) if origin is not None else ""
         message = t(
             "{subject} became NaN/Inf at step {step}{seen}; it did not grow before, so the learning rate is not a "
             "likely cause: look at the op that made it (Break on NaN/Inf stops there) and at the inputs of that step",
