@@ -49,6 +49,7 @@ from tensorsight.agent.sentinel.outside import (
 from tensorsight.agent.sentinel.reading import (
     display_module,
     fast_suspects,
+    running_frame,
     state_tensors,
     tensors_in,
     unwrap,
@@ -420,7 +421,7 @@ def _publish_graph_birth(birth: GraphBirth) -> None:
     record.details["located"] = "autograd graph"
     where = None
     if site is not None:
-        frame = _live_frame(site)
+        frame = running_frame(site.code)  # the loop that wrote the loss inline
         if frame is not None:
             where = (site.file, site.line, id(frame), site.code)
         elif birth.exact and len(sites) == 1:
@@ -430,17 +431,6 @@ def _publish_graph_birth(birth: GraphBirth) -> None:
                 return
             record.details["not_replayed"] = why
     publish_found_later(record, where, t("backward() was called"))
-
-
-def _live_frame(site: Site) -> Any:
-    """The frame on this thread's stack that runs the site's code (the training loop that wrote the loss inline),
-    or None when that function has returned."""
-    frame = user_frame()
-    while frame is not None:
-        if frame.f_code is site.code:
-            return frame
-        frame = frame.f_back
-    return None
 
 
 def _op_of_node(node_name: str) -> str:

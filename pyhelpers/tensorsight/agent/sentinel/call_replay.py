@@ -13,7 +13,8 @@ Only a call the sentinel can repeat without the program noticing is replayed:
   program's code: no call, no property, no operator on the program's objects);
 - the function passes the containment rule (``containment.function_unsafe_reason``: no global or closure writes, no
   I/O, only torch/math and immutable constants reached by name);
-- its tensor arguments are detached clones (the function may write to them), under a forked RNG stream.
+- it runs on private copies of its arguments (``containment.private_copy``: the function may write to them), under a
+  forked RNG stream.
 
 Otherwise nothing runs, and the caller reports the birth found later, at the call's frame (``boundaries``).
 Called by ``boundaries`` (the ``backward()`` boundary).
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import inspect
 import linecache
 import sys
@@ -32,8 +32,8 @@ from typing import Any
 
 from tensorsight.agent.runtime.tensor_walk import is_array, is_tensor
 from tensorsight.agent.runtime.untraced_hooks import traced_call
-from tensorsight.agent.sentinel.containment import function_unsafe_reason
-from tensorsight.agent.sentinel.reading import tensors_in, user_frame
+from tensorsight.agent.sentinel.containment import function_unsafe_reason, private_copy
+from tensorsight.agent.sentinel.reading import running_frame, tensors_in
 from tensorsight.agent.sentinel.replay import ReplayMode, replay_context
 from tensorsight.agent.sentinel.sites import Site
 from tensorsight.agent.sentinel.state import Call
@@ -53,7 +53,7 @@ def replay_call(site: Site) -> str | None:
     if site.caller is None:
         return "the function's caller was not seen"
     caller_code, caller_line = site.caller
-    frame = _live(caller_code)
+    frame = running_frame(caller_code)
     if frame is None:
         return "the function's caller has returned"
     try:
@@ -70,15 +70,16 @@ def replay_call(site: Site) -> str | None:
         reason = function_unsafe_reason(func, tensors_in((args, kwargs)))
         if reason is not None:
             raise NotRepeatable(reason)
-        args, kwargs = _private(args, kwargs)
+        with torch._C.DisableTorchFunction():  # our copies: no mode sees them, no subclass __torch_function__ runs
+            _, copied, kwargs = private_copy(None, tuple(args), kwargs)
     except NotRepeatable as why:
         return str(why)
     except Exception as exc:  # noqa: BLE001 - a value we could not read: no replay
         return f"the call could not be read ({type(exc).__name__}: {exc})"
-    return _run(func, args, kwargs)
+    return _run(func, copied, kwargs)
 
 
-def _run(func: Any, args: list[Any], kwargs: dict[str, Any]) -> str | None:
+def _run(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
     torch = sys.modules["torch"]
     cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
     call = Call(None, torch.get_rng_state(), cuda_rng, [], True)
@@ -86,15 +87,6 @@ def _run(func: Any, args: list[Any], kwargs: dict[str, Any]) -> str | None:
     with torch.enable_grad(), replay_context(call, replay):
         traced_call(func, *args, **kwargs)  # the program's function (on copies): its breakpoints stop as before
     return None if replay.found is not None else "a second run of the function made no NaN/Inf"
-
-
-def _live(code: types.CodeType) -> types.FrameType | None:
-    frame = user_frame()
-    while frame is not None:
-        if frame.f_code is code:
-            return frame
-        frame = frame.f_back
-    return None
 
 
 def _call_at(filename: str, line: int, name: str) -> ast.Call:
@@ -162,14 +154,3 @@ def _value(node: ast.expr, frame: types.FrameType) -> Any:
         if isinstance(operand, (int, float)) and not isinstance(operand, bool):
             return -operand
     raise NotRepeatable(f"the argument {ast.unparse(node)} could run the program's code")
-
-
-def _private(args: list[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    """Copies the function may change freely: tensors detached and cloned, everything else deep-copied."""
-    torch = sys.modules["torch"]
-    memo: dict[int, Any] = {}
-    with torch.no_grad(), torch._C.DisableTorchFunction():
-        for tensor in tensors_in((args, kwargs)):
-            memo[id(tensor)] = tensor.detach().clone()
-        copied = copy.deepcopy((args, kwargs), memo)
-    return copied[0], copied[1]

@@ -265,12 +265,14 @@ def function_unsafe_reason(func: Any, inputs: list[Any]) -> str | None:
 
 
 def private_copy(root: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, tuple[Any, ...], dict]:
-    """Deep copies of the module and its inputs, made together. Tensors that are part of the program's autograd graph
-    (non-leaf, which ``deepcopy`` refuses) are copied detached; nothing of the original is written to."""
+    """Deep copies of the module (None for a plain function's call, ``call_replay``) and its inputs, made together.
+    Tensors that are part of the program's autograd graph (non-leaf, which ``deepcopy`` refuses) are copied detached;
+    nothing of the original is written to."""
     torch = sys.modules["torch"]
     memo: dict[int, Any] = {}
+    state = list(vars(root).values()) if root is not None else []
     with torch.no_grad():
-        for value in _graph_tensors((args, kwargs, list(vars(root).values()))):
+        for value in _graph_tensors((args, kwargs, state)):
             memo[id(value)] = value.detach().clone()
         return copy.deepcopy((root, args, kwargs), memo)
 

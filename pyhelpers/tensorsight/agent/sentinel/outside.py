@@ -78,9 +78,7 @@ def sync_mode() -> None:
         _rebuild_stack(torch, with_ours=True)
         st.mode_on = True
     elif not want and st.mode_on:
-        _rebuild_stack(torch, with_ours=False)
-        st.mode_on = False
-        st.leave_watches.clear()
+        _take_off(torch)
 
 
 @never_raise()
@@ -94,9 +92,16 @@ def leave_forked_child() -> None:
         return
     torch = sys.modules.get("torch")
     if st.mode_on and torch is not None:
-        _rebuild_stack(torch, with_ours=False)
+        _take_off(torch)
     st.mode_on = False
     sw.mode = None  # ``sync_mode`` never puts it back in this process
+
+
+def _take_off(torch: types.ModuleType) -> None:
+    """Our mode off this thread's stack, and nothing left watching for a moment to take it off."""
+    _rebuild_stack(torch, with_ours=False)
+    st.mode_on = False
+    st.leave_watches.clear()
 
 
 def _rebuild_stack(torch: types.ModuleType, with_ours: bool) -> None:
@@ -216,9 +221,7 @@ def _released(_reference: Any) -> None:
     stack = torch._C
     if not any(stack._get_function_stack_at(i) is sw.mode for i in range(stack._len_torch_function_stack())):
         return
-    _rebuild_stack(torch, with_ours=False)
-    st.mode_on = False
-    st.leave_watches.clear()
+    _take_off(torch)
 
 
 def _after_outside_op(func: Any, args: Any, kwargs: Any, result: Any, was_clean: bool | None) -> None:

@@ -34,6 +34,15 @@ def user_frame() -> types.FrameType | None:
     return None
 
 
+def running_frame(code: types.CodeType) -> types.FrameType | None:
+    """The innermost frame on this thread's stack that runs ``code`` (a training loop still running), or None when
+    that function has returned."""
+    frame = user_frame()
+    while frame is not None and frame.f_code is not code:
+        frame = frame.f_back
+    return frame
+
+
 def tensors_in(value: Any, shallow: bool = False, depth: int = 0) -> list[Any]:
     """Tensors in an op's or a module's output: a tensor, or tensors in tuples/lists/dicts (model outputs)."""
     if is_tensor(value):
