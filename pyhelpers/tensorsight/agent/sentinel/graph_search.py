@@ -45,7 +45,10 @@ class GraphBirth:
     notes: list[str] = field(default_factory=list)
 
 
-def _unary(name: str) -> Callable[[Any, Callable[[int, str], Any]], tuple[Any, list[Any]] | None]:
+Rule = Callable[[Any, Callable[[int, str], Any]], "tuple[Any, list[Any]] | None"]  # (node, input reader) -> output
+
+
+def _unary(name: str) -> Rule:
     def run(node: Any, value: Callable[[int, str], Any]) -> tuple[Any, list[Any]] | None:
         x = value(0, "_saved_self")
         if x is None:
@@ -55,9 +58,9 @@ def _unary(name: str) -> Callable[[Any, Callable[[int, str], Any]], tuple[Any, l
     return run
 
 
-def _binary(name: str) -> Callable[[Any, Callable[[int, str], Any]], tuple[Any, list[Any]] | None]:
+def _binary(name: str, other: str = "_saved_other") -> Rule:
     def run(node: Any, value: Callable[[int, str], Any]) -> tuple[Any, list[Any]] | None:
-        x, y = value(0, "_saved_self"), value(1, "_saved_other")
+        x, y = value(0, "_saved_self"), value(1, other)
         if x is None or y is None:
             return None
         return getattr(sys.modules["torch"], name)(x, y), [x, y]
@@ -65,7 +68,7 @@ def _binary(name: str) -> Callable[[Any, Callable[[int, str], Any]], tuple[Any, 
     return run
 
 
-def _with_scalar(name: str, attribute: str) -> Callable[[Any, Callable[[int, str], Any]], tuple[Any, list[Any]] | None]:
+def _with_scalar(name: str, attribute: str) -> Rule:
     def run(node: Any, value: Callable[[int, str], Any]) -> tuple[Any, list[Any]] | None:
         x = value(0, "_saved_self")
         scalar = getattr(node, attribute, None)
@@ -86,31 +89,33 @@ def _var(node: Any, value: Callable[[int, str], Any]) -> tuple[Any, list[Any]] |
     return sys.modules["torch"].var(x, dim=dim, correction=correction, keepdim=keepdim), [x]
 
 
-_OPS: dict[str, Callable[[Any, Callable[[int, str], Any]], tuple[Any, list[Any]] | None]] = {
-    **{
-        f"{name.capitalize() if name != 'log1p' else 'Log1P'}Backward0": _unary(name)
-        for name in ("log", "log2", "log10", "log1p", "acos", "asin", "atanh", "acosh", "lgamma", "digamma")
-    },
-    "ErfinvBackward0": _unary("erfinv"),
-    "SinhBackward0": _unary("sinh"),
-    "CoshBackward0": _unary("cosh"),
-    "LogitBackward0": _unary("logit"),
+_UNARY = {
+    "LogBackward0": "log",
+    "Log2Backward0": "log2",
+    "Log10Backward0": "log10",
+    "Log1PBackward0": "log1p",
+    "AcosBackward0": "acos",
+    "AsinBackward0": "asin",
+    "AtanhBackward0": "atanh",
+    "AcoshBackward0": "acosh",
+    "LgammaBackward0": "lgamma",
+    "DigammaBackward0": "digamma",
+    "ErfinvBackward0": "erfinv",
+    "SinhBackward0": "sinh",
+    "CoshBackward0": "cosh",
+    "LogitBackward0": "logit",
+}
+_OPS: dict[str, Rule] = {
+    **{node: _unary(name) for node, name in _UNARY.items()},
     "DivBackward0": _binary("div"),
     "MulBackward0": _binary("mul"),
     "XlogyBackward0": _binary("xlogy"),
-    "MmBackward0": lambda node, value: _mm(value),
+    "MmBackward0": _binary("mm", other="_saved_mat2"),
     "DivBackward1": _with_scalar("div", "_saved_other"),
     "MulBackward1": _with_scalar("mul", "_saved_other"),
     "PowBackward0": _with_scalar("pow", "_saved_exponent"),
     "VarBackward0": _var,
 }
-
-
-def _mm(value: Callable[[int, str], Any]) -> tuple[Any, list[Any]] | None:
-    x, y = value(0, "_saved_self"), value(1, "_saved_mat2")
-    if x is None or y is None:
-        return None
-    return sys.modules["torch"].mm(x, y), [x, y]
 
 
 def locate(roots: list[Any], known: dict[Any, Any]) -> GraphBirth | None:
