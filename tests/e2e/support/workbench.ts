@@ -10,10 +10,15 @@ export const TIMEOUT = 60_000;
 /**
  * Opens a quick input with `key` and types `text`. The workbench may close a quick input right after it opens (a
  * previous one still closing, focus moving to a debugger stop's line): open it again, a bounded number of times.
+ * A webview that has just opened holds the focus, and a key pressed while its frame still loads never reaches the
+ * workbench: the focus is taken back to the workbench first.
  */
 async function typeInQuickInput(page: Page, key: string, text: string): Promise<void> {
   const input = page.locator('.quick-input-widget input');
   for (let attempt = 1; ; attempt++) {
+    await page.evaluate(() => {
+      if (document.activeElement instanceof HTMLIFrameElement) document.activeElement.blur();
+    });
     await page.keyboard.press(key);
     try {
       await input.waitFor({ state: 'visible', timeout: 10_000 });
