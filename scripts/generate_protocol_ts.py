@@ -84,6 +84,11 @@ def render() -> str:
     out += [f"  {key}: {_literal(value)}," for key, value in protocol.DEBUG_TRAINING_DEFAULTS.items()]
     out += ["} as const;", ""]
 
+    out += ["/** The default of each `tensorsight.*` setting (package.json declares the same). */"]
+    out += ["export const SETTING_DEFAULTS = {"]
+    out += [f"  {_key(key)}: {_literal(value)}," for key, value in protocol.SETTING_DEFAULTS.items()]
+    out += ["} as const;", ""]
+
     out += ["/** A run's phase breakdown leaves its first step out once this many later steps are measured. */"]
     out += [f"export const PHASE_STEPS_WITHOUT_THE_FIRST = {protocol.PHASE_STEPS_WITHOUT_THE_FIRST};", ""]
 
@@ -105,6 +110,11 @@ def render() -> str:
     out += [f"  '{n.method}': {n.params};" for n in protocol.NOTIFICATIONS]
     out += ["}", ""]
     return "\n".join(out)
+
+
+def _key(name: str) -> str:
+    """An object key as prettier writes it: bare when it is an identifier, quoted otherwise."""
+    return name if name.isidentifier() else _literal(name)
 
 
 def _literal(value: object) -> str:

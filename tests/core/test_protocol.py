@@ -5,7 +5,8 @@
   nothing declared is never sent;
 - the language server forwards exactly the declared ``forwarded`` types and its runtime view handles exactly the
   declared ``view`` types; every type reaches the editor one way or the other;
-- every launch option a feature reads is declared, with the same default;
+- every launch option a feature reads is declared, and read without a default of its own (the contract's is the
+  one); every editor setting's default in package.json and settings.ts is the contract's;
 - no module outside the contract spells an environment variable's name;
 - ``extension/src/server/protocol.ts`` is what ``scripts/generate_protocol_ts.py`` makes of the contract.
 The live server's answers are checked against the same contract in ``tests/server/test_protocol_answers.py``.
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -148,20 +151,38 @@ def option_reads() -> list[tuple[str, str, ast.expr | None, dict[str, object]]]:
     return reads
 
 
-def test_every_option_a_feature_reads_is_declared_with_its_default():
+def test_every_option_a_feature_reads_is_declared_and_its_default_comes_only_from_the_contract():
     reads = option_reads()
     assert {name for name, *_ in reads} >= {"breakOnNonFinite", "observeShapes", "measure", "ranks", "checkLeakage"}
-    for name, module, default, constants in reads:
+    for name, module, default, _constants in reads:
         assert name in protocol.OPTIONS_BY_NAME, f"{module} reads launch option {name!r}, which is not declared"
-        if default is None:
-            continue  # the reader takes the contract's default
-        if isinstance(default, ast.Constant):
-            value = default.value
-        elif isinstance(default, ast.Name) and default.id in constants:
-            value = constants[default.id]
-        else:
-            continue
-        assert value == protocol.option_default(name), f"{module} defaults {name!r} to {value!r}"
+        written = ast.unparse(default) if default is not None else ""
+        assert default is None, (
+            f"{module} reads {name!r} with a default of its own ({written}): leave it to the contract"
+        )
+
+
+def test_the_option_scan_sees_a_default_written_where_an_option_is_read(tmp_path, monkeypatch):
+    feature = tmp_path / "agent" / "feature.py"
+    feature.parent.mkdir()
+    feature.write_text('EVERY = 500\nevery = option("observeShapesEvery", EVERY)\n', encoding="utf-8")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path)
+    [(name, _module, default, _constants)] = option_reads()
+    assert name == "observeShapesEvery" and isinstance(default, ast.Name)
+
+
+def test_each_setting_in_package_json_has_the_contracts_default_and_so_do_its_launch_templates():
+    manifest = json.loads((ROOT / "package.json").read_text(encoding="utf-8"))
+    properties = manifest["contributes"]["configuration"]["properties"]
+    declared = {key.removeprefix("tensorsight."): value["default"] for key, value in properties.items()}
+    assert declared == protocol.SETTING_DEFAULTS
+    [debugger] = manifest["contributes"]["debuggers"]
+    attribute = debugger["configurationAttributes"]["launch"]["properties"]["breakOnNonFinite"]
+    templates = [*debugger["initialConfigurations"], *(s["body"] for s in debugger["configurationSnippets"])]
+    for default in (attribute["default"], *(t["breakOnNonFinite"] for t in templates)):
+        assert default is protocol.SETTING_DEFAULTS["breakOnNonFinite"]
+    settings_ts = (ROOT / "extension" / "src" / "common" / "settings.ts").read_text(encoding="utf-8")
+    assert re.findall(r"config\.get<\w+>\('[\w.]+', (?!SETTING_DEFAULTS)", settings_ts) == [], "a literal default"
 
 
 def test_every_declared_option_is_read_by_its_feature():

@@ -9,6 +9,11 @@ Usage (see tests/agent):
 
 The debuggee gets ``pyhelpers`` on PYTHONPATH exactly as the extension injects it, so the TensorSight pydevd plugin
 loads the way it does for users. Every wait has a timeout, so a broken session fails the test instead of hanging it.
+
+Each session writes the adapter's message log (``--log-stderr``) and pydevd's own debug log (level 1, one file per
+process, forked workers included) into a folder of its own. When the test's ``with`` block fails, the folder is kept
+under ``test-output/dap-logs/`` and the failure carries a note with its path and the adapter log's last lines;
+otherwise it is deleted when the session closes.
 """
 
 from __future__ import annotations
@@ -16,15 +21,53 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterable
 from typing import Any
 
-from .paths import PYHELPERS, PYTHON
+from .paths import PYHELPERS, PYTHON, REPO
 
 DEFAULT_TIMEOUT = 60.0
+KEPT_LOGS = os.path.join(REPO, "test-output", "dap-logs")
+ADAPTER_LOG_LINES_IN_NOTE = 30
+
+
+class SessionLogs:
+    """The logs of one debug session: written to a private folder, kept only when the session's test fails."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="tensorsight-dap-")
+
+    def adapter_args(self, env: dict[str, str]) -> list[str]:
+        """``--log-dir``: debugpy's adapter, launcher and server, and pydevd in every process, log into the folder.
+
+        Not when the test asks for logs of its own (``PYDEVD_DEBUG``, ``DEBUGPY_LOG_DIR``): they stay where it wants.
+        """
+        own = "PYDEVD_DEBUG" in env or "DEBUGPY_LOG_DIR" in env or "DEBUGPY_LOG_DIR" in os.environ
+        return [] if own else ["--log-dir", self.folder]
+
+    def keep(self, error: BaseException) -> None:
+        """Move the folder under test-output/dap-logs/ and note where, with the adapter log's tail, on `error`."""
+        os.makedirs(KEPT_LOGS, exist_ok=True)
+        kept = tempfile.mkdtemp(prefix=time.strftime("%H%M%S-"), dir=KEPT_LOGS)
+        names = sorted(os.listdir(self.folder))
+        for name in names:
+            shutil.move(os.path.join(self.folder, name), kept)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        tail: list[str] = []
+        for name in names:
+            if name.startswith("debugpy.adapter"):
+                with open(os.path.join(kept, name), encoding="utf-8", errors="replace") as handle:
+                    tail = handle.readlines()[-ADAPTER_LOG_LINES_IN_NOTE:]
+        if hasattr(error, "add_note"):
+            error.add_note(f"debug session logs kept in {kept}; the adapter's last lines:\n" + "".join(tail))
+
+    def discard(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 class DapError(AssertionError):
@@ -34,8 +77,9 @@ class DapError(AssertionError):
 class DebugSession:
     """One adapter process and one debuggee; use ``DebugSession.launch`` as a context manager."""
 
-    def __init__(self, adapter: subprocess.Popen[bytes]) -> None:
+    def __init__(self, adapter: subprocess.Popen[bytes], logs: SessionLogs | None = None) -> None:
         self.adapter = adapter
+        self.logs = logs
         self._seq = itertools.count(1)
         self._responses: dict[int, dict[str, Any]] = {}
         self._events: list[dict[str, Any]] = []
@@ -69,13 +113,14 @@ class DebugSession:
         ``python`` runs both the adapter and the debuggee (its environment must hold debugpy); ``inject=False`` leaves
         PYTHONPATH alone, so the plugin loads only if that environment has TensorSight installed.
         """
+        logs = SessionLogs()
         adapter = subprocess.Popen(
-            [python, "-m", "debugpy.adapter"],
+            [python, "-m", "debugpy.adapter", *logs.adapter_args(env or {})],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
-        session = cls(adapter)
+        session = cls(adapter, logs)
         try:
             session.request(
                 "initialize",
@@ -118,8 +163,8 @@ class DebugSession:
             session.request("setExceptionBreakpoints", {"filters": list(exception_filters)})
             session.request("configurationDone", {})
             session.wait_for_response(launch_seq, timeout=timeout)
-        except BaseException:
-            session.close()
+        except BaseException as error:
+            session.close(error)
             raise
         return session
 
@@ -259,7 +304,16 @@ class DebugSession:
 
     # ---- teardown -------------------------------------------------------------------------------------------------
 
-    def close(self) -> None:
+    def close(self, error: BaseException | None = None) -> None:
+        """End the session (the debuggee is terminated); keep its logs when `error` ended the test's block."""
+        try:
+            self._end_adapter()
+        finally:
+            if self.logs is not None:
+                self.logs.keep(error) if error is not None else self.logs.discard()
+                self.logs = None
+
+    def _end_adapter(self) -> None:
         if self.adapter.poll() is None:
             try:
                 self.wait_for_response(self.send("disconnect", {"terminateDebuggee": True}), timeout=10)
@@ -274,5 +328,5 @@ class DebugSession:
     def __enter__(self) -> DebugSession:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
+        self.close(error if isinstance(error, Exception) else None)

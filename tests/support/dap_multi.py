@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .dap import DEFAULT_TIMEOUT, DapError, DebugSession
+from .dap import DEFAULT_TIMEOUT, DapError, DebugSession, SessionLogs
 from .paths import PYHELPERS, PYTHON
 
 Breakpoints = Iterable[tuple[str, int, str | None]]
@@ -156,14 +156,15 @@ class MultiProcessSession:
             existing_path = os.environ.get("PYTHONPATH", "")
             adapter_env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (PYHELPERS, existing_path) if p)}
             extra["debugLauncherPath"] = os.path.join(PYHELPERS, "tensorsight", "debugpy_start", "launcher")
+        logs = SessionLogs()
         adapter = subprocess.Popen(
-            [python, "-m", adapter_module],
+            [python, "-m", adapter_module, *logs.adapter_args(env or {})],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=adapter_env,
         )
-        root = DebugSession(adapter)
+        root = DebugSession(adapter, logs)
         bps, filters = list(breakpoints), list(exception_filters)
         job = cls(root, bps, filters)
         try:
@@ -191,8 +192,8 @@ class MultiProcessSession:
                 },
             )
             job._finish_start(launch_seq, timeout)
-        except BaseException:
-            job.close()
+        except BaseException as error:
+            job.close(error)
             raise
         return job
 
@@ -229,8 +230,8 @@ class MultiProcessSession:
                 },
             )
             job._finish_start(attach_seq, timeout)
-        except BaseException:
-            job.close()
+        except BaseException as error:
+            job.close(error)
             raise
         return job
 
@@ -281,14 +282,14 @@ class MultiProcessSession:
 
     # ---- teardown -------------------------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """End every session and every process of the job; safe to call twice."""
+    def close(self, error: BaseException | None = None) -> None:
+        """End every session and every process of the job; safe to call twice. On `error`, keep the root's logs."""
         pids = [w.pid for w in self.workers]
         for worker in self.workers:
             with contextlib.suppress(Exception):
                 worker.close()
         with contextlib.suppress(Exception):
-            self.root.close()
+            self.root.close(error)
         # A worker blocked in a collective may outlive a polite disconnect: make sure nothing is left behind.
         for pid in [*pids, *([self.root_pid] if self.root_pid else [])]:
             _kill_if_alive(pid)
@@ -300,8 +301,8 @@ class MultiProcessSession:
     def __enter__(self) -> MultiProcessSession:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
+        self.close(error if isinstance(error, Exception) else None)
 
 
 def _initialize_arguments(client_id: str) -> dict[str, Any]:

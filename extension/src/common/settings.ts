@@ -3,7 +3,7 @@
  * level only while the workspace is untrusted (VS Code also restricts them via `restrictedConfigurations`; this is
  * the belt to that pair of braces).
  */
-import { DEBUG_TRAINING_DEFAULTS } from '../server/protocol';
+import { SETTING_DEFAULTS } from '../server/protocol';
 import { workspace } from './vscodeapi';
 
 export const SECTION = 'tensorsight';
@@ -29,14 +29,17 @@ export function readSettings(): Settings {
   const python = config.inspect<string>('python');
   return {
     python: trusted ? config.get<string>('python') : (python?.globalValue ?? python?.defaultValue),
-    breakOnNonFinite: config.get<boolean>('breakOnNonFinite', true),
-    justMyCode: config.get<boolean>('justMyCode', DEBUG_TRAINING_DEFAULTS.justMyCode),
-    injectIntoPythonDebugger: config.get<boolean>('injectIntoPythonDebugger', true),
-    serverEnabled: config.get<boolean>('server.enabled', true),
-    statusBarGpu: config.get<boolean>('statusBar.gpu', true),
-    tensorboardLogDir: config.get<string>('tensorboard.logDir', 'runs'),
-    tensorboardLogRuns: config.get<boolean>('tensorboard.logRuns', false),
-    doctorTimeout: Math.max(0, config.get<number>('doctor.timeout', 600) || 0),
+    breakOnNonFinite: config.get<boolean>('breakOnNonFinite', SETTING_DEFAULTS.breakOnNonFinite),
+    justMyCode: config.get<boolean>('justMyCode', SETTING_DEFAULTS.justMyCode),
+    injectIntoPythonDebugger: config.get<boolean>(
+      'injectIntoPythonDebugger',
+      SETTING_DEFAULTS.injectIntoPythonDebugger,
+    ),
+    serverEnabled: config.get<boolean>('server.enabled', SETTING_DEFAULTS['server.enabled']),
+    statusBarGpu: config.get<boolean>('statusBar.gpu', SETTING_DEFAULTS['statusBar.gpu']),
+    tensorboardLogDir: config.get<string>('tensorboard.logDir', SETTING_DEFAULTS['tensorboard.logDir']),
+    tensorboardLogRuns: config.get<boolean>('tensorboard.logRuns', SETTING_DEFAULTS['tensorboard.logRuns']),
+    doctorTimeout: Math.max(0, config.get<number>('doctor.timeout', SETTING_DEFAULTS['doctor.timeout']) || 0),
   };
 }
 

@@ -131,6 +131,20 @@ export const DEBUG_TRAINING_DEFAULTS = {
   console: 'internalConsole',
 } as const;
 
+/** The default of each `tensorsight.*` setting (package.json declares the same). */
+export const SETTING_DEFAULTS = {
+  python: '',
+  breakOnNonFinite: true,
+  justMyCode: true,
+  injectIntoPythonDebugger: true,
+  'server.enabled': true,
+  'statusBar.gpu': true,
+  'tensorboard.logDir': 'runs',
+  'tensorboard.logRuns': false,
+  'doctor.timeout': 600,
+  'trace.server': 'off',
+} as const;
+
 /** A run's phase breakdown leaves its first step out once this many later steps are measured. */
 export const PHASE_STEPS_WITHOUT_THE_FIRST = 3;
 

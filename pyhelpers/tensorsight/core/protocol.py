@@ -121,6 +121,24 @@ OPTIONS_BY_NAME: dict[str, LaunchOption] = {o.name: o for o in LAUNCH_OPTIONS}
 # hidden either way (``agent.debugger.pause``).
 DEBUG_TRAINING_DEFAULTS: dict[str, Any] = {"justMyCode": True, "console": "internalConsole"}
 
+# The editor's ``tensorsight.*`` settings and their defaults: package.json declares each with this default (checked by
+# tests/extension_contract/test_setting_defaults.py) and extension/src/common/settings.ts reads it from the generated
+# protocol.ts. They are the editor's choices, not the agent's: "Debug Training" stops at the first NaN/Inf
+# (``breakOnNonFinite`` here, passed to the agent in every launch), while the agent on its own, without an editor that
+# asks, does not (``LAUNCH_OPTIONS``' default; the doctor records instead of stopping).
+SETTING_DEFAULTS: dict[str, Any] = {
+    "python": "",
+    "breakOnNonFinite": True,
+    "justMyCode": DEBUG_TRAINING_DEFAULTS["justMyCode"],
+    "injectIntoPythonDebugger": True,
+    "server.enabled": True,
+    "statusBar.gpu": True,
+    "tensorboard.logDir": "runs",
+    "tensorboard.logRuns": False,
+    "doctor.timeout": 600,
+    "trace.server": "off",
+}
+
 
 def option_default(name: str) -> Any:
     """The declared default of launch option ``name`` (KeyError for an undeclared one: a typo fails loudly)."""

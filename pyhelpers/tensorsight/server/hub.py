@@ -13,8 +13,8 @@ most ``MAX_HELLO`` bytes within ``HELLO_TIMEOUT`` seconds, a connection buffers 
 and what it sent reaches the log only as ``printable`` text: one line, escaped, cut short, with at most
 ``REJECTIONS_LOGGED_PER_SESSION`` rejections logged per session (the rest are counted).
 
-Wire protocol (newline-delimited UTF-8 JSON; declared in ``tensorsight.core.protocol``, the agent's side is
-``hub_client``):
+Wire protocol (newline-delimited UTF-8 JSON, coded by ``tensorsight.core.json_lines``; declared in
+``tensorsight.core.protocol``, the agent's side is ``hub_client``):
   client: ``{"type": "hello", "protocol": 1, "token", "pid", "rank"?, "script", "argv", "origin"}``
   hub:    ``{"type": "welcome", "sessionId"}``  or  ``{"type": "rejected", "reason"}`` then close
   client: one event object per line, ``{"type", "pid", "time", ...}``, until it closes.
@@ -23,13 +23,12 @@ Wire protocol (newline-delimited UTF-8 JSON; declared in ``tensorsight.core.prot
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tensorsight.core import protocol
+from tensorsight.core import json_lines, protocol
 
 HOST = protocol.HUB_HOST
 HELLO_TIMEOUT = protocol.HELLO_TIMEOUT_SECONDS  # seconds a new connection has to say hello
@@ -162,13 +161,13 @@ class Hub:
             return self._reject(session, writer, "no hello within the time limit")
         except LineTooLong:
             return self._reject(session, writer, "hello line too long")
-        hello, problem = parse_line(line)
+        hello, problem = json_lines.decode(line)
         if hello is None or hello.get("type") != protocol.HELLO:
             return self._reject(session, writer, f"first line is not a hello ({problem or 'wrong type'})")
         token = hello.get("token")
         if not isinstance(token, str) or not secrets.compare_digest(token.encode(), session.token.encode()):
             return self._reject(session, writer, f"bad token from pid {printable(hello.get('pid'))}")
-        writer.write(_line({"type": protocol.WELCOME, "sessionId": session.session_id}))
+        writer.write(json_lines.encode({"type": protocol.WELCOME, "sessionId": session.session_id}))
         await writer.drain()
         return hello
 
@@ -180,7 +179,7 @@ class Hub:
         elif session.rejected_connections == REJECTIONS_LOGGED_PER_SESSION + 1:
             self._log("warning", f"hub: more rejected connections to session {session.session_id}; counting only")
         try:
-            writer.write(_line({"type": protocol.REJECTED, "reason": reason.split(" from pid")[0]}))
+            writer.write(json_lines.encode({"type": protocol.REJECTED, "reason": reason.split(" from pid")[0]}))
         except (ConnectionError, OSError):
             pass
         return None
@@ -202,7 +201,7 @@ class Hub:
                     return
                 if not line.strip():
                     continue
-                event, problem = parse_line(line)
+                event, problem = json_lines.decode(line)
             if event is None:
                 session.malformed_events += 1
                 malformed_here += 1
@@ -292,25 +291,3 @@ def _short_repr(value: Any, limit: int) -> str:
         return repr(value)
     except Exception:  # noqa: BLE001 - an odd object's repr must not break logging
         return f"<{type(value).__name__}>"
-
-
-def parse_line(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
-    """(event, None) for a JSON object with a non-empty string ``type``; (None, reason) otherwise."""
-    try:
-        value = json.loads(line.decode("utf-8"))
-    except UnicodeDecodeError:
-        return None, "not UTF-8"
-    except ValueError as exc:
-        return None, f"not JSON ({exc.args[0] if exc.args else exc})"
-    except RecursionError:
-        return None, "JSON nested too deeply"
-    if not isinstance(value, dict):
-        return None, f"a JSON {type(value).__name__}, not an object"
-    kind = value.get("type")
-    if not isinstance(kind, str) or not kind or len(kind) > protocol.MAX_TYPE_LENGTH:
-        return None, "no 'type'"
-    return value, None
-
-
-def _line(message: dict[str, Any]) -> bytes:
-    return (json.dumps(message) + "\n").encode("utf-8")

@@ -41,10 +41,9 @@ from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
 from tensorsight.agent.runtime.user_code import user_frame
 from tensorsight.core.l10n import t
+from tensorsight.core.protocol import option_default
 
 POLL_SECONDS = 0.5
-DEFAULT_HEARTBEAT_SECONDS = 5.0
-DEFAULT_WAIT_AFTER_SECONDS = 2.0
 
 # Where the training thread sits while it waits for other ranks: torch.distributed's collectives, the autograd engine
 # (DDP all-reduces gradient buckets from inside backward and waits for them before it returns), and DDP's forward
@@ -56,7 +55,7 @@ _watchdog: RankWatchdog | None = None
 
 def chosen_ranks() -> frozenset[int] | None:
     """The ranks the ``ranks`` launch option limits stops to; None when every rank may stop (or the option is bad)."""
-    raw = option("ranks", None)
+    raw = option("ranks")
     if raw is None:
         return None
     values = [raw] if isinstance(raw, int) else raw
@@ -106,7 +105,7 @@ def _become(info: RankInfo, origin: str) -> None:
     if origin == "debugger" and not stops_allowed():
         _limit_line_breakpoints()
     if info.world_size > 1:
-        _watchdog = RankWatchdog(info, _seconds_option("rankHeartbeat", DEFAULT_HEARTBEAT_SECONDS), _wait_after())
+        _watchdog = RankWatchdog(info, _seconds_option("rankHeartbeat"), _wait_after())
         _watchdog.start()
 
 
@@ -121,8 +120,9 @@ def _learn_rank_at_step(step: int, optimizer: Any) -> None:
         _become(info, installed_origin() or "debugger")
 
 
-def _seconds_option(name: str, default: float) -> float:
-    raw = option(name, default)
+def _seconds_option(name: str) -> float:
+    default: float = option_default(name)
+    raw = option(name)
     if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not raw > 0:
         report_once(f"{name}-option", f"ignoring launch option {name}={raw!r}: expected a positive number of seconds")
         return default
@@ -130,7 +130,7 @@ def _seconds_option(name: str, default: float) -> float:
 
 
 def _wait_after() -> float:
-    return _seconds_option("rankWaitAfter", DEFAULT_WAIT_AFTER_SECONDS)
+    return _seconds_option("rankWaitAfter")
 
 
 # ---- ranks option: line breakpoints only on the chosen ranks ---------------------------------------------------------

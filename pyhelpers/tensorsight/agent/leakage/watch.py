@@ -41,8 +41,9 @@ from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
 from tensorsight.agent.runtime.user_code import is_user_file, user_frame
 from tensorsight.core.findings import Finding
+from tensorsight.core.protocol import option_default
 
-DEFAULT_BUDGET_SECONDS = 5.0
+DEFAULT_BUDGET_SECONDS: float = option_default("leakageBudgetSeconds")
 MAX_NAMES_PER_SCOPE = 2000
 MIN_ROWS = 2
 
@@ -55,14 +56,17 @@ _budget = DEFAULT_BUDGET_SECONDS
 
 def arm(origin: str = "debugger") -> None:
     global _armed, _budget
-    if _armed or not option("checkLeakage", True):
+    if _armed or not option("checkLeakage"):
         return
     _armed = True
-    budget = option("leakageBudgetSeconds", DEFAULT_BUDGET_SECONDS)
+    budget = option("leakageBudgetSeconds")
     if isinstance(budget, (int, float)) and not isinstance(budget, bool) and budget > 0:
         _budget = float(budget)
     else:
-        report_once("leakage-budget", f"leakageBudgetSeconds must be a positive number, got {budget!r}; using 5")
+        report_once(
+            "leakage-budget",
+            f"leakageBudgetSeconds must be a positive number, got {budget!r}; using {DEFAULT_BUDGET_SECONDS:g}",
+        )
     steps.add_step_listener(_on_step)
     events.subscribe(_on_event)
     when_imported("numpy", _remember_importer)

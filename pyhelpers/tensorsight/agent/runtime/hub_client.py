@@ -18,14 +18,13 @@ declared in ``tensorsight.core.protocol``):
 3. every further line is one event as the bus published it (``type``, ``pid``, ``time``, ``rank``?, data); the client
    adds ``{"type": "dropped", "count"}`` after it had to drop events, and ``{"type": "bye", "dropped"}`` at exit.
 
-Values JSON cannot carry are sent as their ``str``; NaN and infinities as the JSON extensions ``NaN``/``Infinity``.
+Lines are encoded and decoded by ``tensorsight.core.json_lines``, the codec the hub uses too.
 """
 
 from __future__ import annotations
 
 import atexit
 import collections
-import json
 import os
 import socket
 import sys
@@ -38,7 +37,7 @@ from tensorsight.agent.runtime import events, identity
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.install import installed_origin
 from tensorsight.agent.runtime.options import hub_address, hub_token
-from tensorsight.core import protocol
+from tensorsight.core import json_lines, protocol
 
 PROTOCOL = protocol.HUB_PROTOCOL
 QUEUE_LIMIT = 10_000  # events waiting to be sent (also while no hub listens); beyond this dropped and counted
@@ -58,29 +57,6 @@ def parse_address(address: str) -> tuple[str, int] | None:
     if not host or not 0 < number < 65536:
         return None
     return host, number
-
-
-def encode(event: dict[str, Any]) -> bytes:
-    """One protocol line; anything JSON cannot carry becomes its ``str`` (never raises on odd values)."""
-    return (json.dumps(event, default=_fallback, separators=(",", ":")) + "\n").encode("utf-8", "replace")
-
-
-def _fallback(value: Any) -> Any:
-    item = getattr(value, "item", None)  # numpy / torch scalars
-    if callable(item):
-        try:
-            result = item()
-            if isinstance(result, (int, float, bool, str)):
-                return result
-        except Exception:  # noqa: BLE001 - a non-scalar tensor: fall through to str
-            pass
-    tolist = getattr(value, "tolist", None)
-    if callable(tolist) and getattr(value, "size", 1) in (0, 1, 2, 3, 4):
-        try:
-            return tolist()
-        except Exception:  # noqa: BLE001
-            pass
-    return str(value)
 
 
 class HubClient:
@@ -198,7 +174,7 @@ class HubClient:
         sock: socket.socket | None = None
         try:
             sock = socket.create_connection(self.address, timeout=CONNECT_TIMEOUT)
-            sock.sendall(encode(self._hello()))
+            sock.sendall(json_lines.encode(self._hello()))
             answer = _read_line(sock, CONNECT_TIMEOUT)
             sock.settimeout(SEND_TIMEOUT)
         except OSError as exc:
@@ -245,7 +221,7 @@ class HubClient:
                 self._sending = True
             if dropped:
                 batch.insert(0, {"type": protocol.DROPPED, "pid": os.getpid(), "time": time.time(), "count": dropped})
-            payload = b"".join(encode(event) for event in batch)
+            payload = b"".join(json_lines.encode(event) for event in batch)
             sock.sendall(payload)
             with self._lock:
                 self.sent += len(batch)
@@ -293,11 +269,8 @@ def _read_line(sock: socket.socket, timeout: float) -> dict[str, Any]:
             data += chunk
     except TimeoutError:
         return {}
-    try:
-        answer = json.loads(data.decode("utf-8", "replace").strip() or "{}")
-    except ValueError:
-        return {}
-    return answer if isinstance(answer, dict) else {}
+    answer, _problem = json_lines.decode(data.strip())
+    return answer or {}
 
 
 _client: HubClient | None = None

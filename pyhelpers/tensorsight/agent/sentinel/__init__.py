@@ -102,7 +102,7 @@ def arm(origin: str = "debugger") -> None:
     budget.active = origin != "doctor"  # a diagnostic run observes every step (see sentinel.budget)
     if origin == "debugger":  # keep pydevd out of our frames (stepping, call stacks) once it is fully up
         when_imported("torch", _hide_our_frames)
-    raw = option("breakOnNonFinite", False)
+    raw = option("breakOnNonFinite")
     if not isinstance(raw, bool):
         report_once("sentinel-option", f"ignoring launch option breakOnNonFinite={raw!r}: expected true or false")
         return

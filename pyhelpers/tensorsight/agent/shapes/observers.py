@@ -62,6 +62,7 @@ from tensorsight.agent.shapes.shape_map import (
 from tensorsight.core.devices import TransferLog, device_issues, repeated_transfer_message
 from tensorsight.core.findings import Finding
 from tensorsight.core.notation import dtype_name, format_bytes, shape_text
+from tensorsight.core.protocol import option_default
 from tensorsight.core.shapes import (
     StatementTargets,
     elementwise_broadcast_problem,
@@ -71,7 +72,7 @@ from tensorsight.core.shapes import (
 )
 
 FIRST_STEPS = 3
-DEFAULT_EVERY = 500
+DEFAULT_EVERY: int = option_default("observeShapesEvery")
 MAX_WINDOW_OPS = 100_000
 MAX_EVAL_OPS = 20_000
 
@@ -179,13 +180,15 @@ _state = _State()
 def arm(origin: str = "debugger") -> None:
     """Register the shape/device error explainer; open the first window once the program imports torch."""
     exceptions.register_explainer(shape_errors.explain)
-    if not option("observeShapes", True):
+    if not option("observeShapes"):
         return
-    every = option("observeShapesEvery", DEFAULT_EVERY)
+    every = option("observeShapesEvery")
     if isinstance(every, int) and not isinstance(every, bool) and every > 0:
         _state.every = every
     else:
-        report_once("observe-every", f"observeShapesEvery must be a positive integer, got {every!r}; using 500")
+        report_once(
+            "observe-every", f"observeShapesEvery must be a positive integer, got {every!r}; using {DEFAULT_EVERY}"
+        )
     steps.add_step_listener(_on_step)  # before torch is imported: its hook is armed by the same import
     events.subscribe(_on_event)
     when_imported("torch", _on_torch)
