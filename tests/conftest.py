@@ -55,16 +55,20 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test with the tiers of its module (tests/support/tiers.py)."""
-    from support.tiers import tiers_of
+    """Mark every test with the tiers of what it uses (tests/support/tiers.py); a test the reading cannot place (one
+    made by a helper outside the module's top level) gets its whole module's tiers."""
+    from support.tiers import tiers_by_test, tiers_of
 
-    by_file: dict[str, set[str]] = {}
+    by_file: dict[str, tuple[dict[str, set[str]], set[str]]] = {}
     for item in items:
         path = str(item.path)
         if path not in by_file:
             with open(path, encoding="utf-8") as handle:
-                by_file[path] = tiers_of(handle.read())
-        for tier in sorted(by_file[path]):
+                source = handle.read()
+            by_file[path] = (tiers_by_test(source), tiers_of(source))
+        per_test, whole_module = by_file[path]
+        top = item.cls.__name__ if item.cls is not None else getattr(item, "originalname", item.name)
+        for tier in sorted(per_test.get(top, whole_module)):
             item.add_marker(getattr(pytest.mark, tier))
 
 
