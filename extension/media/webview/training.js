@@ -106,6 +106,8 @@
     ctx.rect(left, top, width, height);
     ctx.clip();
     ctx.font = Math.round(11 * devicePixelRatio) + 'px sans-serif';
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'alphabetic';
     spans.forEach((span) => {
       const start = u.valToPos(span.from, 'x', true);
       const end = u.valToPos(span.to, 'x', true);
