@@ -162,6 +162,24 @@ describe('TensorSight in real VS Code', { timeout: 15 * 60_000 }, () => {
       await panel.locator('.phase-row[data-phase="forward"]').waitFor({ timeout: TIMEOUT });
       const titles = await panel.locator('h2').allInnerTexts();
       for (const title of ['Loss', 'Learning rate', 'Time per phase']) assert.ok(titles.includes(title), titles.join());
+      // the loss went NaN at step 4 and stayed NaN (issue 28): marked on the loss and gradient-norm charts, the
+      // gradient norms of steps 1-3 drawn, histograms from the first step on, and the banner says how the run ended
+      const marks = panel.locator('.nonfinite-marks');
+      await marks.first().waitFor({ timeout: TIMEOUT });
+      const marked = await marks.allInnerTexts();
+      assert.ok(marked.includes('train/loss: NaN from step 4 to 6'), marked.join('\n'));
+      assert.ok(
+        marked.some((text) => text.startsWith('train/grad_norm') && text.includes('NaN from step 4 to 6')),
+        marked.join('\n'),
+      );
+      const gradients = panel.locator('section', { has: panel.locator('h2', { hasText: 'Gradient norm per layer' }) });
+      assert.equal(await gradients.locator('.uplot canvas').count(), 1);
+      await gradients.scrollIntoViewIfNeeded();
+      await page.screenshot({ path: path.join(OUTPUT, 'training-panel-nan-gradients.png') });
+      await panel.locator('h2').first().scrollIntoViewIfNeeded();
+      const banner = await panel.locator('.banner[data-kind="ended"]').innerText();
+      assert.match(banner, /The run ended at step 6: the training loss was NaN\/Inf from step 4 on/);
+      assert.doesNotMatch(await panel.locator('body').innerText(), /No histogram yet/);
       await page.screenshot({ path: path.join(OUTPUT, 'training-panel.png') });
     });
   });

@@ -1,6 +1,8 @@
 // Training panel script (runs in the webview): draws the run snapshot the extension posts — loss, learning rate,
 // gradient norm per layer, memory (uPlot line charts), the phase breakdown (bars), the selected histogram (uPlot
 // bars) and the program's own tensorsight.Timer measurements — in the theme's colours, redrawn when the theme changes.
+// NaN/Inf values are gaps in uPlot's lines, so the steps where a loss or gradient norm was NaN/Inf are drawn as marked
+// bands (and listed under the chart); the banner says what applies now: the newest NaN/Inf stop, or the run's end.
 (function () {
   'use strict';
   const vscode = acquireVsCodeApi();
@@ -51,6 +53,7 @@
     );
   }
   function formatTick(value) {
+    if (value == null) return ''; // a log axis hides some ticks by handing null splits
     if (value === 0) return '0';
     const magnitude = Math.abs(value);
     if (magnitude >= 1e6 || magnitude < 1e-3) return value.toExponential(1).replace('e+', 'e').replace('.0e', 'e');
@@ -63,7 +66,7 @@
     const largest = Math.max(...splits.map(Math.abs));
     if (!(spacing > 0) || largest >= 1e6 || largest < 1e-3) return splits.map(formatTick);
     const decimals = Math.min(10, Math.max(0, Math.ceil(-Math.log10(spacing) - 1e-9)));
-    return splits.map((v) => (v === 0 ? '0' : v.toFixed(decimals)));
+    return splits.map((v) => (v == null ? '' : v === 0 ? '0' : v.toFixed(decimals)));
   }
 
   function axes(kind, log) {
@@ -76,28 +79,114 @@
     ];
   }
 
-  // Aligns several (steps, values) series on the union of their steps, as uPlot wants.
-  function align(seriesList) {
+  // Aligns several (steps, values) series on the union of their steps, as uPlot wants; a log chart has no place for
+  // a value <= 0 (a layer whose gradient is exactly zero): it is a gap there, not a scale that cannot be drawn.
+  function align(seriesList, log) {
     const steps = Array.from(new Set(seriesList.flatMap((s) => s.steps))).sort((a, b) => a - b);
     const index = new Map(steps.map((step, i) => [step, i]));
     const columns = seriesList.map((s) => {
       const column = new Array(steps.length).fill(null);
       s.steps.forEach((step, i) => {
         const value = s.values[i];
-        column[index.get(step)] = Number.isFinite(value) ? value : null;
+        column[index.get(step)] = Number.isFinite(value) && (!log || value > 0) ? value : null;
       });
       return column;
     });
     return [steps, ...columns];
   }
 
+  // Bands over the steps where a series was NaN/Inf, with a line and a label at the step it started.
+  function drawNonfinite(u, spans) {
+    if (!spans.length) return;
+    const ctx = u.ctx;
+    const { left, top, width, height } = u.bbox;
+    const red = colour(4);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(left, top, width, height);
+    ctx.clip();
+    ctx.font = Math.round(11 * devicePixelRatio) + 'px sans-serif';
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'alphabetic';
+    spans.forEach((span) => {
+      const start = u.valToPos(span.from, 'x', true);
+      const end = u.valToPos(span.to, 'x', true);
+      ctx.globalAlpha = 0.15;
+      ctx.fillStyle = red;
+      ctx.fillRect(start, top, Math.max(end - start, 2 * devicePixelRatio), height);
+      ctx.globalAlpha = 1;
+      ctx.strokeStyle = red;
+      ctx.lineWidth = 1.5 * devicePixelRatio;
+      ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
+      ctx.beginPath();
+      ctx.moveTo(start, top);
+      ctx.lineTo(start, top + height);
+      ctx.stroke();
+      ctx.fillText(span.value, start + 3 * devicePixelRatio, top + 12 * devicePixelRatio);
+    });
+    ctx.restore();
+  }
+
+  // The non-finite spans of several series as one list (the same steps for several layers are one band).
+  function spansOf(entries) {
+    const seen = new Map();
+    entries.forEach((e) =>
+      ((run.nonfiniteScalars || {})[e.label] || []).forEach((span) => {
+        const key = span.from + ':' + span.to;
+        if (!seen.has(key)) seen.set(key, span);
+      }),
+    );
+    return Array.from(seen.values()).sort((a, b) => a.from - b.from);
+  }
+
+  // The spans in words under the chart: the canvas cannot be read, and a band one step wide is easy to miss. Series
+  // with the same spans (every layer of a run gone NaN) are one line: the first one's name and how many more.
+  function nonfiniteList(container, entries) {
+    const groups = new Map();
+    entries.forEach((e) => {
+      const spans = ((run.nonfiniteScalars || {})[e.label] || []).slice(-3);
+      if (!spans.length) return;
+      const signature = JSON.stringify(spans);
+      const group = groups.get(signature);
+      if (group) group.more++;
+      else groups.set(signature, { label: e.label, spans, more: 0 });
+    });
+    const text = Array.from(groups.values()).map((e) =>
+      e.spans
+        .map((span) =>
+          (span.from === span.to ? strings.nonfiniteAt : strings.nonfiniteFromTo)
+            .replace('{0}', e.label + (e.more ? ' (+' + e.more + ')' : ''))
+            .replace('{1}', span.value)
+            .replace('{2}', String(span.from))
+            .replace('{3}', String(span.to)),
+        )
+        .join('; '),
+    );
+    let list = container.querySelector('.nonfinite-marks');
+    if (!text.length) {
+      if (list) list.remove();
+      return;
+    }
+    if (!list) {
+      list = element('div', { class: 'nonfinite-marks alert' });
+      container.appendChild(list);
+    }
+    list.textContent = text.slice(0, 4).join(' · ') + (text.length > 4 ? ' · …' : '');
+  }
+
   function lineChart(id, container, title, entries, log, kind) {
     const width = Math.max(300, container.clientWidth - 20);
-    const data = align(entries.map((e) => e.series));
+    const data = align(
+      entries.map((e) => e.series),
+      log,
+    );
     const key = id + ':' + entries.map((e) => e.label).join('|') + ':' + document.body.className;
     const existing = charts.get(id);
+    const marks = { spans: spansOf(entries) };
     if (existing && existing.key === key) {
+      existing.marks.spans = marks.spans;
       existing.chart.setData(data);
+      nonfiniteList(container, entries);
       return;
     }
     if (existing) existing.chart.destroy();
@@ -108,6 +197,7 @@
       height: 220,
       scales: { x: { time: false }, y: log ? { distr: 3 } : {} },
       axes: axes(kind, log),
+      hooks: { draw: [(u) => drawNonfinite(u, marks.spans)] },
       series: [{ label: strings.step }].concat(
         entries.map((e, i) => ({
           label: e.label,
@@ -118,7 +208,8 @@
         })),
       ),
     };
-    charts.set(id, { key, chart: new uPlot(options, data, container) });
+    charts.set(id, { key, marks, chart: new uPlot(options, data, container) });
+    nonfiniteList(container, entries);
   }
 
   function histogramChart(container, histogram) {
@@ -126,6 +217,15 @@
     if (existing) existing.chart.destroy();
     charts.delete('histogram');
     container.textContent = '';
+    const nonfinite = histogram.nonfinite || { nan: 0, posinf: 0, neginf: 0 };
+    const counts = [nonfinite.nan, nonfinite.posinf, nonfinite.neginf].map(String);
+    if (!histogram.counts.length) {
+      const text = strings.histogramNoFinite.replace('{0}', String(histogram.step));
+      container.appendChild(element('div', { class: 'alert empty', text: fill(text, counts, 1) }));
+      return;
+    }
+    if (nonfinite.nan + nonfinite.posinf + nonfinite.neginf > 0)
+      container.appendChild(element('div', { class: 'alert', text: fill(strings.histogramNonfinite, counts, 0) }));
     const centres = histogram.counts.map((_, i) => (histogram.edges[i] + histogram.edges[i + 1]) / 2);
     const options = {
       title: histogram.kind + ' · ' + histogram.name + ' · ' + strings.step + ' ' + histogram.step,
@@ -145,7 +245,14 @@
         },
       ],
     };
-    charts.set('histogram', { key: '', chart: new uPlot(options, [centres, histogram.counts], container) });
+    const plot = element('div');
+    container.appendChild(plot);
+    charts.set('histogram', { key: '', chart: new uPlot(options, [centres, histogram.counts], plot) });
+  }
+
+  // Replaces {first}, {first+1}... in a translated string with the given values.
+  function fill(text, values, first) {
+    return values.reduce((result, value, i) => result.replace('{' + (first + i) + '}', value), text);
   }
 
   function section(title, body) {
@@ -243,15 +350,7 @@
       return;
     }
     ensureLayout();
-    layout.alerts.textContent = '';
-    run.nonfinite.slice(-3).forEach((stop) => {
-      const link = element('a', { href: '#', text: '⚠ ' + stop.message + ' (' + strings.step + ' ' + stop.step + ')' });
-      link.addEventListener('click', (event) => {
-        event.preventDefault();
-        vscode.postMessage({ type: 'open', file: stop.file, line: stop.line });
-      });
-      layout.alerts.appendChild(element('div', {}, [link]));
-    });
+    renderBanner(layout.alerts);
     const loss = scalarEntries((k) => k.endsWith('/loss'));
     const lr = scalarEntries((k) => k.endsWith('/lr'));
     const grad = scalarEntries((k) => /\/grad_norm(\/|$)/.test(k));
@@ -263,6 +362,36 @@
     renderPhases(layout.phases);
     renderHistograms(layout.histograms);
     renderTimers(layout.timers);
+  }
+
+  // The run's state now: the newest NaN/Inf stop while it applies, else how the run ended (see runStore's Banner).
+  function renderBanner(container) {
+    container.textContent = '';
+    const banner = run.banner;
+    if (!banner) return;
+    const row = element('div', { class: 'banner', 'data-kind': banner.kind });
+    const stopLink = (stop) => {
+      const link = element('a', { href: '#', text: '⚠ ' + stop.message + ' (' + strings.step + ' ' + stop.step + ')' });
+      link.addEventListener('click', (event) => {
+        event.preventDefault();
+        vscode.postMessage({ type: 'open', file: stop.file, line: stop.line });
+      });
+      return link;
+    };
+    if (banner.kind === 'stop') {
+      row.appendChild(stopLink(banner.stop));
+    } else {
+      const step = String(banner.step);
+      let text = strings.runEnded.replace('{0}', step);
+      if (banner.lossNonfiniteFrom !== undefined)
+        text = strings.runEndedNonfinite.replace('{0}', step).replace('{1}', String(banner.lossNonfiniteFrom));
+      if (banner.error) text += ' ' + strings.runEndedError.replace('{0}', banner.error);
+      row.appendChild(
+        element('div', { class: banner.lossNonfiniteFrom !== undefined || banner.error ? '' : 'muted', text }),
+      );
+      if (banner.stop) row.appendChild(stopLink(banner.stop));
+    }
+    container.appendChild(row);
   }
 
   function renderTimers(container) {

@@ -3,10 +3,18 @@
  * series (loss, lr, grad norms per layer, train and val), the phase breakdown, the latest weight/gradient histograms,
  * memory, NaN/Inf stops, and the user's `tensorsight.Timer` measurements. Pure (no editor API): the training panel renders its snapshots, the status bar reads the
  * step, and tests/extension/runStore.test.ts pins the reduction.
+ *
+ * Non-finite scalars arrive as the strings 'NaN', 'Infinity', '-Infinity' (JSON cannot carry the numbers): they stay in
+ * their series as NaN (a gap in the plot) and each run of them becomes a marker span (`nonfiniteScalars`), so the step
+ * a loss or gradient norm went NaN is visible. The banner is the run's current state: the newest NaN/Inf stop, gone
+ * once the loss is finite again after it, and replaced by the run's end (with the step the loss went NaN, when it
+ * ended NaN).
  */
 import { PHASE_STEPS_WITHOUT_THE_FIRST, type RunEvent } from '../server/protocol';
 
 export const MAX_POINTS = 2000;
+/** Marker spans kept per series (the first ones and the newest: a loss that flips in and out of NaN forever). */
+export const MAX_NONFINITE_SPANS = 50;
 export const PHASES = ['data', 'forward', 'backward', 'optimizer', 'other'] as const;
 export type Phase = (typeof PHASES)[number];
 
@@ -21,7 +29,31 @@ export interface Histogram {
   step: number;
   edges: number[];
   counts: number[];
+  /** NaN, +Inf and -Inf among the sampled values (the buckets count the finite ones; none when none is finite). */
+  nonfinite: { nan: number; posinf: number; neginf: number };
 }
+
+/** Consecutive steps at which a series was NaN or ±Inf (`value` is the first one's). */
+export interface NonfiniteSpan {
+  from: number;
+  to: number;
+  value: 'NaN' | '+Inf' | '-Inf';
+}
+
+export interface NonfiniteStop {
+  step: number;
+  file: string;
+  line: number;
+  message: string;
+}
+
+/**
+ * What the banner says now: the newest NaN/Inf stop while it applies (`stop`), or the run's end (`ended`, with the
+ * step its train loss went NaN/Inf when it ended that way, the stop that explains it, and the error it ended with).
+ */
+export type Banner =
+  | { kind: 'stop'; stop: NonfiniteStop }
+  | { kind: 'ended'; step: number; lossNonfiniteFrom?: number; stop?: NonfiniteStop; error?: string };
 
 /** One `tensorsight.Timer` of the program (by name): its last measurement and the run's total, in seconds. */
 export interface TimerTotals {
@@ -48,7 +80,12 @@ export interface RunSnapshot {
   lastPhases?: { step: number; seconds: Record<Phase, number> };
   histograms: Record<string, Histogram>;
   memory: Series;
-  nonfinite: Array<{ step: number; file: string; line: number; message: string }>;
+  nonfinite: NonfiniteStop[];
+  /** Spans of NaN/±Inf values per scalar series key (same keys as `scalars`). */
+  nonfiniteScalars: Record<string, NonfiniteSpan[]>;
+  banner?: Banner;
+  /** Processes of the run that said hello and not yet bye (the run has ended when the last one leaves). */
+  processes: number[];
   timers: Record<string, TimerTotals>;
   lastStep: number;
   events: number;
@@ -64,6 +101,8 @@ export function emptyRun(sessionId: string): RunSnapshot {
     histograms: {},
     memory: { steps: [], values: [] },
     nonfinite: [],
+    nonfiniteScalars: {},
+    processes: [],
     timers: {},
     lastStep: -1,
     events: 0,
@@ -80,12 +119,20 @@ export function applyEvent(run: RunSnapshot, event: RunEvent): RunSnapshot {
       const values = event.values;
       if (step === undefined || !isRecord(values)) break;
       const split = typeof event.split === 'string' ? event.split : 'train';
-      for (const [name, value] of Object.entries(values)) {
-        // NaN/Inf are kept (as null gaps in the plot) so a blow-up is visible rather than silently dropped.
-        if (typeof value !== 'number' && value !== null) continue;
+      for (const [name, raw] of Object.entries(values)) {
+        // NaN/Inf are kept (as gaps in the plot, and marker spans) so a blow-up is visible rather than dropped.
+        const value = scalarValue(raw);
+        if (value === undefined) continue;
         const key = `${split}/${name}`;
         const series = (run.scalars[key] ??= { steps: [], values: [] });
-        push(series, step, typeof value === 'number' ? value : Number.NaN);
+        const last = series.steps.length - 1;
+        const previousNonfinite = last >= 0 && series.steps[last] !== step && !Number.isFinite(series.values[last]);
+        push(series, step, value);
+        if (!Number.isFinite(value)) markNonfinite(run, key, step, value, previousNonfinite);
+      }
+      const loss = scalarValue(values.loss);
+      if (split === 'train' && run.banner?.kind === 'stop' && loss !== undefined && Number.isFinite(loss)) {
+        if (step > run.banner.stop.step) run.banner = undefined; // the loss is finite again: the stop no longer applies
       }
       break;
     }
@@ -118,9 +165,18 @@ export function applyEvent(run: RunSnapshot, event: RunEvent): RunSnapshot {
     case 'histogram': {
       const { name, kind, edges, counts } = event;
       if (typeof name !== 'string' || !isNumberArray(edges) || !isNumberArray(counts)) break;
-      if (edges.length !== counts.length + 1) break;
+      if (counts.length ? edges.length !== counts.length + 1 : edges.length > 1) break;
+      const nonfinite = nonfiniteCounts(event.nonfinite);
+      if (counts.length === 0 && nonfinite.nan + nonfinite.posinf + nonfinite.neginf === 0) break;
       const histogramKind = kind === 'grad' ? 'grad' : 'weight';
-      run.histograms[`${histogramKind}:${name}`] = { name, kind: histogramKind, step: step ?? -1, edges, counts };
+      run.histograms[`${histogramKind}:${name}`] = {
+        name,
+        kind: histogramKind,
+        step: step ?? -1,
+        edges: counts.length ? edges : [],
+        counts,
+        nonfinite,
+      };
       break;
     }
     case 'memory': {
@@ -129,12 +185,30 @@ export function applyEvent(run: RunSnapshot, event: RunEvent): RunSnapshot {
       break;
     }
     case 'nonfinite': {
-      run.nonfinite.push({
+      const stop: NonfiniteStop = {
         step: step ?? -1,
         file: typeof event.file === 'string' ? event.file : '',
         line: finiteNumber(event.line) ?? 0,
         message: typeof event.message === 'string' ? event.message : 'NaN/Inf',
-      });
+      };
+      run.nonfinite.push(stop);
+      run.banner = { kind: 'stop', stop }; // the newest stop replaces an older one (or the end of an earlier run)
+      break;
+    }
+    case 'hello': {
+      const pid = finiteNumber(event.pid);
+      if (pid !== undefined && !run.processes.includes(pid)) run.processes.push(pid);
+      if (run.banner?.kind === 'ended') run.banner = undefined; // a new process: the run goes on
+      break;
+    }
+    case 'bye': {
+      const pid = finiteNumber(event.pid);
+      run.processes = run.processes.filter((known) => known !== pid);
+      if (run.processes.length === 0) endRun(run);
+      break;
+    }
+    case 'run-finished': {
+      endRun(run, typeof event.error === 'string' && event.error ? event.error : undefined);
       break;
     }
     case 'timer': {
@@ -153,6 +227,50 @@ export function applyEvent(run: RunSnapshot, event: RunEvent): RunSnapshot {
       break;
   }
   return run;
+}
+
+/** A scalar as it arrives: a number, null or one of the strings JSON-safe encoding gives NaN and ±Inf. */
+function scalarValue(value: unknown): number | undefined {
+  if (typeof value === 'number') return value;
+  if (value === null || value === 'NaN') return Number.NaN;
+  if (value === 'Infinity') return Number.POSITIVE_INFINITY;
+  if (value === '-Infinity') return Number.NEGATIVE_INFINITY;
+  return undefined;
+}
+
+/** Extends the series' last span when its previous point was non-finite too, else opens a new span. */
+function markNonfinite(run: RunSnapshot, key: string, step: number, value: number, extend: boolean): void {
+  const spans = (run.nonfiniteScalars[key] ??= []);
+  const last = spans[spans.length - 1];
+  if (last && (extend || last.to === step)) {
+    last.to = Math.max(last.to, step);
+    return;
+  }
+  spans.push({ from: step, to: step, value: Number.isNaN(value) ? 'NaN' : value > 0 ? '+Inf' : '-Inf' });
+  if (spans.length > MAX_NONFINITE_SPANS) spans.splice(MAX_NONFINITE_SPANS / 2, 1);
+}
+
+/** The run ended: the banner says so, with the step the train loss went NaN/Inf when it ended that way. */
+function endRun(run: RunSnapshot, error?: string): void {
+  const loss = run.scalars['train/loss'];
+  const spans = run.nonfiniteScalars['train/loss'] ?? [];
+  const lastSpan = spans[spans.length - 1];
+  const endedNonfinite =
+    loss !== undefined && loss.values.length > 0 && !Number.isFinite(loss.values[loss.values.length - 1]);
+  const banner: Banner = { kind: 'ended', step: run.lastStep };
+  if (endedNonfinite && lastSpan) {
+    banner.lossNonfiniteFrom = lastSpan.from;
+    const explaining = run.nonfinite.filter((stop) => stop.step <= lastSpan.from).pop() ?? run.nonfinite[0];
+    if (explaining) banner.stop = explaining;
+  }
+  if (error) banner.error = error;
+  run.banner = banner;
+}
+
+function nonfiniteCounts(value: unknown): Histogram['nonfinite'] {
+  const counts = isRecord(value) ? value : {};
+  const count = (key: string) => Math.max(0, finiteNumber(counts[key]) ?? 0);
+  return { nan: count('nan'), posinf: count('posinf'), neginf: count('neginf') };
 }
 
 function noPhases(): Record<Phase, number> {

@@ -115,9 +115,17 @@ function panelStrings(): Record<string, string> {
     timers: l10n.t('Timers (tensorsight.Timer)'),
     timerRow: l10n.t('{0}: last {1} ms, mean {2} ms over {3} calls'),
     noHistogram: l10n.t(
-      'No histogram yet: one is recorded every {0} steps (launch option "histogramEvery").',
+      'No histogram yet: one is recorded at the first step and every {0} steps (launch option "histogramEvery").',
       String(LAUNCH_OPTION_DEFAULTS.histogramEvery),
     ),
+    // placeholders filled in by the webview ({0}: series, {1}: NaN, +Inf or -Inf, {2}, {3}: steps)
+    nonfiniteAt: l10n.t('{0}: {1} at step {2}'),
+    nonfiniteFromTo: l10n.t('{0}: {1} from step {2} to {3}'),
+    runEnded: l10n.t('The run ended at step {0}.'),
+    runEndedNonfinite: l10n.t('The run ended at step {0}: the training loss was NaN/Inf from step {1} on.'),
+    runEndedError: l10n.t('It ended with an error: {0}'),
+    histogramNonfinite: l10n.t('Not in the buckets: {0} NaN, {1} +Inf, {2} -Inf (sampled values).'),
+    histogramNoFinite: l10n.t('No finite value at step {0}: {1} NaN, {2} +Inf, {3} -Inf (sampled values).'),
     noPhases: l10n.t('No phase timing yet: it appears after the first optimizer step of a measured run.'),
     steps: l10n.t('steps'),
   };

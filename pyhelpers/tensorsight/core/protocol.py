@@ -299,11 +299,12 @@ EVENTS: tuple[EventType, ...] = (
     ),
     EventType(
         "histogram",
-        ("step", "name", "kind", "edges", "counts"),
+        ("step", "name", "kind", "edges", "counts", "nonfinite"),
         "agent/measurement/pipeline",
         True,
         False,
-        "a weight or gradient histogram",
+        "a weight or gradient histogram of the finite values, and the NaN/+Inf/-Inf counts of the sample "
+        "(``nonfinite``: {nan, posinf, neginf}; no buckets when no value is finite)",
     ),
     EventType(
         "memory",

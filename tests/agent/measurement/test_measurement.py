@@ -163,7 +163,7 @@ def test_healthy_run_gets_no_dynamics_and_writes_tensorboard_files_and_the_log(t
     assert all(e.value == pytest.approx(1e-3) for e in accumulator.Scalars("train/lr"))
     assert [e.step for e in accumulator.Scalars("val/loss")] == [40, 80, 120, 160, 200, 240]
     histograms = accumulator.Histograms("weights/0.weight")
-    assert [h.step for h in histograms] == [40, 80, 120, 160, 200, 240]
+    assert [h.step for h in histograms] == [1, 40, 80, 120, 160, 200, 240]  # the first step, then every 40
     assert histograms[0].histogram_value.num == 32 * 64 and len(histograms[0].histogram_value.bucket) == 30
 
     lines = log.read_text(encoding="utf-8").splitlines()

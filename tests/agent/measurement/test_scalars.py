@@ -129,4 +129,12 @@ def test_no_histogram_for_tensors_without_plain_real_values():
     assert histogram_of(torch, torch.zeros(3, dtype=torch.complex64)) is None
     assert histogram_of(torch, torch.zeros(3, device="meta")) is None
     assert histogram_of(torch, torch.zeros(3, 3).to_sparse()) is None
-    assert histogram_of(torch, torch.tensor([math.nan, math.inf])) is None
+
+
+def test_a_tensor_with_no_finite_value_has_a_histogram_of_its_nan_and_inf_counts():
+    histogram = histogram_of(torch, torch.tensor([math.nan, math.inf, math.nan, -math.inf, math.nan]))
+    assert histogram is not None and histogram["edges"] == [] and histogram["counts"] == []
+    assert histogram["nonfinite"] == {"nan": 3, "posinf": 1, "neginf": 1}
+    mixed = histogram_of(torch, torch.tensor([1.0, math.nan, 2.0, -math.inf]))
+    assert sum(mixed["counts"]) == 2 and mixed["nonfinite"] == {"nan": 1, "posinf": 0, "neginf": 1}
+    assert histogram_of(torch, torch.arange(4.0))["nonfinite"] == {"nan": 0, "posinf": 0, "neginf": 0}

@@ -1,6 +1,7 @@
 """A classifier trained with a hand-written cross-entropy from losses.py, Adam and a StepLR schedule. With the default
 learning rate the logits grow until the softmax underflows to exactly 0 for some sample, and torch.log makes -Inf
-(around step 65); the loss is NaN from then on."""
+(around step 65); the loss is NaN from then on. It stops at the first NaN loss unless --keep-going (many scripts
+train on regardless)."""
 
 import argparse
 
@@ -30,6 +31,7 @@ def parse_args():
     parser.add_argument("--lr", type=float, default=0.035)
     parser.add_argument("--steps", type=int, default=120)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--keep-going", action="store_true", help="train on after the loss turns NaN")
     parser.add_argument("--inline", action="store_true", help="write the loss in the loop instead of calling losses.py")
     return parser.parse_args()
 
@@ -61,7 +63,7 @@ def main():
         history.append((loss.item(), recall.mean().item()))
         if step % 20 == 0 or not torch.isfinite(loss):
             print(f"step {step} loss {loss.item():.4f} recall {recall.mean().item():.3f}")
-        if not torch.isfinite(loss):
+        if not torch.isfinite(loss) and not args.keep_going:
             break
     print(f"trained {len(history)} steps")
 

@@ -22,7 +22,9 @@ declared in ``tensorsight.core.protocol.LAUNCH_OPTIONS``, which this module read
 - ``phases`` (true): time data / forward / backward / optimizer / other per step (``phases`` events).
 - ``scalarsEvery`` (1): loss, lr and gradient norms every N steps (``scalars`` events); 0 turns them off.
 - ``gradNormsPerParameter`` (true): also one gradient norm per parameter (``grad_norm/<name>``).
-- ``histogramEvery`` (100): weight and gradient histograms every N steps (``histogram`` events); 0 turns them off.
+- ``histogramEvery`` (100): weight and gradient histograms at the first step and every N steps (``histogram``
+  events), and once at the first step whose gradients or loss are NaN/Inf (before the optimizer applies them, when
+  the gradient norm shows it: the weights that were still finite, the gradients that were not); 0 turns them off.
 - ``memory`` (true): process RSS, CUDA allocated/reserved/peak and NVML device memory per step (``memory``
   events); retained autograd graphs; ranked remedies on out-of-memory errors.
 - ``traceMemory`` (false): start ``tracemalloc`` at launch, so ``tensorsight.memory_top()`` sees the whole run.
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import atexit
 import linecache
+import math
 import os
 import re
 import sys
@@ -249,6 +252,8 @@ class Measurement:
         self.val_loss = Series()
         self.nonfinite_origin: dict[str, Any] | None = None  # the sentinel's first nonfinite finding
         self.phase_tally = PhaseTally()
+        self.histograms_at: int | None = None  # the last step histograms were recorded at
+        self.nonfinite_histograms = False  # the histograms of the first NaN/Inf step are recorded
         self.finished = False
 
     def start(self) -> None:
@@ -276,6 +281,9 @@ class Measurement:
             self.clearing.before_step(optimizer, self._series_of(optimizer).name, closure)
         if self._due(self.settings.scalars_every, step) and not closure:
             self.recorder.before_step(optimizer)
+            norm = self.recorder.total_norm
+            if norm is not None and not math.isfinite(norm):
+                self._record_nonfinite_histograms(step)
 
     @never_raise()
     def _on_step(self, record: Any) -> None:
@@ -308,7 +316,9 @@ class Measurement:
                     self.writer.scalars(step, {_train_tag(k): v for k, v in values.items()})
         spikes = len(self.per_optimizer) < 2 or self._index_of(series) not in self._adversarial()
         self.log.step(step, loss, lr, grad_norm, series=id(series), spikes=spikes)
-        if self._due(self.settings.histogram_every, step):
+        if loss is not None and not math.isfinite(loss):
+            self._record_nonfinite_histograms(step)
+        if self.settings.histogram_every > 0 and (step == 1 or self._due(self.settings.histogram_every, step)):
             self._record_histograms(step)
         if self.monitor is not None:
             figures = self.monitor.sample(step)
@@ -362,7 +372,18 @@ class Measurement:
             series.early_grad.add(step, recorder.early_layer[1])
             series.late_grad.add(step, recorder.late_layer[1])
 
+    def _record_nonfinite_histograms(self, step: int) -> None:
+        """The histograms of the first step with a NaN/Inf gradient norm or loss, once (later steps of a run that
+        stayed NaN have their histograms on the usual schedule)."""
+        if self.nonfinite_histograms or self.settings.histogram_every == 0:
+            return
+        self.nonfinite_histograms = True
+        self._record_histograms(step)
+
     def _record_histograms(self, step: int) -> None:
+        if self.histograms_at == step:
+            return
+        self.histograms_at = step
         for histogram in self.recorder.histograms():
             events.emit(
                 "histogram",
@@ -371,6 +392,7 @@ class Measurement:
                 kind=histogram["kind"],
                 edges=histogram["edges"],
                 counts=histogram["counts"],
+                nonfinite=histogram["nonfinite"],
             )
             if self.writer is not None:
                 tag = f"{'weights' if histogram['kind'] == 'weight' else 'grads'}/{histogram['name']}"

@@ -153,8 +153,10 @@ class ScalarRecorder:
 
 
 def histogram_of(torch: Any, tensor: Any, bins: int = HISTOGRAM_BINS) -> dict[str, Any] | None:
-    """Bucket edges/counts and summary stats of a tensor's finite values, from a strided sample of at most
-    ``HISTOGRAM_MAX_SAMPLES`` elements; None for tensors without plain real values (sparse, meta, complex, empty).
+    """Bucket edges/counts and summary stats of a tensor's finite values, with the sample's NaN, +Inf and -Inf counts
+    (``nonfinite``), from a strided sample of at most ``HISTOGRAM_MAX_SAMPLES`` elements; None for tensors without
+    plain real values (sparse, meta, complex, empty). A tensor with no finite value at all (the weights of a run whose
+    loss went NaN) still has a histogram: no buckets, its non-finite counts, so the panel says so instead of waiting.
 
     Cheap by construction: a finite sum proves there is no NaN/Inf, so the boolean mask (slow) is built only for a
     sample that holds some; counts come from ``bincount`` over bucket indices (``histc`` is several times slower).
@@ -168,10 +170,15 @@ def histogram_of(torch: Any, tensor: Any, bins: int = HISTOGRAM_BINS) -> dict[st
         stride = max(1, math.ceil(flat.numel() / HISTOGRAM_MAX_SAMPLES))
         sample = flat[::stride].to(device="cpu", dtype=torch.float32).contiguous()
         total = float(sample.sum())
+        nonfinite = {"nan": 0, "posinf": 0, "neginf": 0}
         if not math.isfinite(total):
-            sample = sample[torch.isfinite(sample)]
+            finite = torch.isfinite(sample)
+            nan = int(torch.isnan(sample).sum())
+            positive = int((sample == math.inf).sum())
+            nonfinite = {"nan": nan, "posinf": positive, "neginf": sample.numel() - int(finite.sum()) - nan - positive}
+            sample = sample[finite]
             if sample.numel() == 0:
-                return None
+                return {"edges": [], "counts": [], "stats": {}, "sampled_every": stride, "nonfinite": nonfinite}
             total = float(sample.sum())
         low, high = (float(v) for v in torch.aminmax(sample))
         top = high if high > low else low + max(abs(low) * 1e-6, 1e-12)
@@ -182,4 +189,4 @@ def histogram_of(torch: Any, tensor: Any, bins: int = HISTOGRAM_BINS) -> dict[st
     width = (top - low) / bins
     edges = [low + width * i for i in range(bins)] + [top]
     stats = {"min": low, "max": high, "num": float(sample.numel()), "sum": total, "sum_squares": squares}
-    return {"edges": edges, "counts": counts, "stats": stats, "sampled_every": stride}
+    return {"edges": edges, "counts": counts, "stats": stats, "sampled_every": stride, "nonfinite": nonfinite}
