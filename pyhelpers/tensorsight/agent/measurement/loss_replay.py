@@ -475,8 +475,9 @@ class ReplayedLoss:
         return list(copies.values())
 
     def train(self) -> None:
-        for module in self.modules.values():
-            module.train()
+        """The model's copy in train mode (as the script called it); other modules (a frozen encoder in eval mode,
+        a loss module) keep the mode the script gave them."""
+        self.model.train()
 
     def __call__(self) -> Any:
         outputs: list[Any] = []
