@@ -168,23 +168,3 @@ def test_overfit_command_uses_a_functional_loss_and_reports_failure_to_learn(tmp
     assert proc.returncode == 1, document
     assert document["loss"] == "torch.nn.functional.cross_entropy" and document["passed"] is False
     assert "FAILED" in document["message"]
-
-
-def test_overfit_command_explains_an_inline_loss(tmp_path):
-    script = tmp_path / "inline.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import torch
-            model = torch.nn.Linear(3, 1)
-            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            x, y = torch.randn(16, 3), torch.randn(16, 1)
-            loss = ((model(x) - y) ** 2).mean()
-            loss.backward()
-            optimizer.step()
-            """
-        )
-    )
-    proc = tensorsight("overfit", "--json", str(script))
-    document = json.loads(proc.stdout)
-    assert proc.returncode == 2 and "inline" in document["error"] and "overfit_one_batch" in document["error"]

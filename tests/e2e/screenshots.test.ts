@@ -5,7 +5,8 @@
  *   1. "Profile Training" on examples/correct_training.py: the time per phase and the top functions with short paths;
  *   2. "Check Shapes" on the same script: one row per module with shapes, parameters and memory;
  *   3. the training panel after a plain F5 (no launch.json, no option set);
- *   4. the Variables view at its default width, stopped at a breakpoint on `loss.backward()`.
+ *   4. the Variables view at its default width, stopped at a breakpoint on `loss.backward()`;
+ *   5. (no picture) "Overfit One Batch" on the same script: labelled lines, never the JSON document's keys.
  * Each picture is an element screenshot, reduced to a 64-colour palette so the .vsix (which ships extension/media/*.png)
  * stays small. A failure leaves a screenshot of the whole workbench in test-output/e2e/.
  */
@@ -200,6 +201,22 @@ describe('README pictures from real VS Code', { timeout: 15 * 60_000 }, () => {
       assert.match(summary, /Memory for this batch\s+38\.3 KiB/);
       assert.doesNotMatch(await view.locator('body').innerText(), /input_shapes|memory_bytes|\[\[64/);
       await savePicture(page, view.locator('body'), 'check-shapes.png', 420);
+    });
+  });
+
+  test('5. Overfit One Batch: the verdict, the model and the loss as labelled lines, never raw keys', async (t) => {
+    await step(t, async () => {
+      const page = workbench.page;
+      const view = await runTool(page, 'TensorSight: Overfit One Batch', 'overfit-where');
+      const summary = await view.locator('table.summary').innerText();
+      assert.match(summary, /Verdict\s+Passed: the loss approached zero/);
+      assert.match(summary, /Model\s+Sequential \(correct_training\.py:\d+\)/);
+      assert.match(summary, /Loss\s+CrossEntropyLoss \(correct_training\.py:\d+\)/);
+      assert.match(summary, /Loss on the batch\s+[\d.]+ → [\d.e-]+ \(best [\d.e-]+\)/);
+      const body = await view.locator('body').innerText();
+      assert.doesNotMatch(body, /model_file|model_line|initial_loss|final_loss|stopped with an error/);
+      const table = view.locator('section[data-table="overfit-where"]');
+      assert.deepEqual(await headers(table), ['What', 'Function', 'Location']);
     });
   });
 

@@ -286,3 +286,41 @@ describe('readable profile and shape-map reports', () => {
     assert.deepEqual(shapes.summary[1], ['Parameters', '1,474 (1,474 trainable)']);
   });
 });
+
+describe('overfit results', () => {
+  const RAW_KEYS = ['model_file', 'model_line', 'loss_file', 'initial_loss', 'final_loss', 'best_loss', 'passed', 'lr'];
+  const overfit = (script: string) =>
+    runProcess(VENV_PYTHON, ['-m', 'tensorsight', 'overfit', '--json', path.join(REPO, 'tests', 'programs', script)], {
+      cwd: REPO,
+      env: { ...process.env, PYTHONPATH: PYHELPERS, OMP_NUM_THREADS: '1' },
+      timeoutMs: 240_000,
+    });
+
+  test('a real run on a hand-written loss reads as labelled lines and a clickable model/loss table', async () => {
+    const result = await overfit('hand_loss/train.py');
+    const report = readReport(parseToolOutput(result.stdout) ?? {});
+    const labels = report.summary.map(([label]) => label);
+    assert.deepEqual(labels.slice(0, 4), ['Verdict', 'Model', 'Loss', 'Loss on the batch'], result.stderr.slice(-2000));
+    assert.ok(
+      !labels.some((label) => RAW_KEYS.includes(label) || label === 'script' || label === 'tool'),
+      labels.join(),
+    );
+    assert.deepEqual(report.summary[0], ['Verdict', 'Passed: the loss approached zero']);
+    assert.deepEqual(report.summary[2], ['Loss', 'soft_cross_entropy() (losses.py:13)']);
+    assert.equal(report.error, undefined);
+    const where = report.tables[0];
+    assert.deepEqual(
+      where?.rows.map((row) => row[2]),
+      ['train.py:49', 'losses.py:13'],
+    );
+    assert.equal(where?.locations?.[1]?.file, path.join(REPO, 'tests', 'programs', 'hand_loss', 'losses.py'));
+  });
+
+  test('a script it cannot replay says the check could not run, not that the script failed', async () => {
+    const result = await overfit('overfit_custom/grad_by_hand.py');
+    const report = readReport(parseToolOutput(result.stdout) ?? {});
+    assert.equal(report.errorTitle, ENGLISH_LABELS.overfitError);
+    assert.match(report.error ?? '', /no loss\.backward\(\) after the model call at grad_by_hand\.py:\d+/);
+    assert.ok(!report.summary.some(([label]) => RAW_KEYS.includes(label) || label === 'script_failed'));
+  });
+});

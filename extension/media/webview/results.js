@@ -96,7 +96,9 @@
     root.textContent = '';
     root.appendChild(element('h1', { text: data.title }));
     if (report.error)
-      root.appendChild(element('p', { class: 'alert', text: data.strings.error + ': ' + report.error }));
+      root.appendChild(
+        element('p', { class: 'alert', text: (report.errorTitle || data.strings.error) + ': ' + report.error }),
+      );
     if (report.summary.length) {
       root.appendChild(element('h2', { text: data.strings.summary }));
       root.appendChild(

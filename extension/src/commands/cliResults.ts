@@ -6,8 +6,10 @@
  */
 import {
   ENGLISH_LABELS,
+  isOverfitDocument,
   isProfileDocument,
   isShapeMapDocument,
+  overfitReport,
   profileReport,
   type ReportLabels,
   shapeMapReport,
@@ -56,6 +58,8 @@ export interface ToolReport {
   /** Scalar top-level fields (e.g. overfit's final loss, a verdict), shown as a summary. */
   summary: Array<[string, Cell]>;
   error?: string;
+  /** The words before `error` (default: the script stopped with an error). */
+  errorTitle?: string;
   /** Set when the run was stopped before its end (`--timeout`, `--max-steps`, cancelled): the doctor's own words. */
   partial?: string;
 }
@@ -134,6 +138,7 @@ export function readTables(document: Record<string, unknown>): Table[] {
 export function readReport(document: Record<string, unknown>, labels: ReportLabels = ENGLISH_LABELS): ToolReport {
   if (isProfileDocument(document)) return profileReport(document, labels);
   if (isShapeMapDocument(document)) return shapeMapReport(document, labels);
+  if (isOverfitDocument(document)) return overfitReport(document, labels);
   const summary: Array<[string, Cell]> = [];
   for (const [key, value] of Object.entries(document)) {
     if (key !== 'error' && isCell(value)) summary.push([key, value]);

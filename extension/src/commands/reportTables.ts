@@ -52,6 +52,20 @@ export const ENGLISH_LABELS = {
   memory: 'Memory',
   batchMemory: 'Memory for this batch',
   parametersValue: '{0} ({1} trainable)',
+  verdict: 'Verdict',
+  overfitPassed: 'Passed: the loss approached zero',
+  overfitFailed: 'Failed: the loss did not approach zero',
+  loss: 'Loss',
+  lossOnBatch: 'Loss on the batch',
+  lossChange: '{0} → {1} (best {2})',
+  trainingSteps: 'Training steps',
+  samples: 'Samples',
+  learningRate: 'Learning rate (Adam)',
+  details: 'Details',
+  overfitWhereTitle: 'Model and loss',
+  overfitWhereNote: 'Where the script calls its model and computes its loss. Click a row to open its source.',
+  what: 'What',
+  overfitError: 'Could not run the check',
 };
 
 export type ReportLabels = typeof ENGLISH_LABELS;
@@ -68,6 +82,76 @@ export function isShapeMapDocument(document: Record<string, unknown>): boolean {
     'model' in document &&
     document.rows.every((row) => isRow(row) && 'output_shapes' in row)
   );
+}
+
+/** `python -m tensorsight overfit --json`: says so (`tool`), or (older helpers) has the verdict's fields. */
+export function isOverfitDocument(document: Record<string, unknown>): boolean {
+  return document.tool === 'overfit' || ('initial_loss' in document && 'passed' in document);
+}
+
+/** The overfit result as labelled lines (never the document's keys) and a table of where the model and loss are. */
+export function overfitReport(document: Record<string, unknown>, labels: ReportLabels): ToolReport {
+  const summary: Array<[string, Cell]> = [];
+  if (typeof document.passed === 'boolean')
+    summary.push([labels.verdict, document.passed ? labels.overfitPassed : labels.overfitFailed]);
+  const model = placed(document, 'model');
+  if (model) summary.push([labels.model, model]);
+  const loss = placed(document, 'loss');
+  if (loss) summary.push([labels.loss, loss]);
+  if (typeof document.initial_loss === 'number') {
+    summary.push([
+      labels.lossOnBatch,
+      fill(
+        labels.lossChange,
+        lossText(document.initial_loss),
+        lossText(document.final_loss),
+        lossText(document.best_loss),
+      ),
+    ]);
+    summary.push([labels.trainingSteps, num(document.steps)]);
+    summary.push([labels.samples, num(document.samples)]);
+    summary.push([labels.learningRate, str(document.lr)]);
+  }
+  if (typeof document.message === 'string' && document.message) summary.push([labels.details, document.message]);
+  const rows: Cell[][] = [];
+  const locations: Array<{ file: string; line: number } | null> = [];
+  for (const [key, label] of [
+    ['model', labels.model],
+    ['loss', labels.loss],
+  ] as const) {
+    const where = location({ file: document[`${key}_file`], line: document[`${key}_line`] });
+    if (!where) continue;
+    rows.push([label, str(document[key]), `${baseName(where.file)}:${where.line}`]);
+    locations.push(where);
+  }
+  const tables: Table[] = rows.length
+    ? [
+        {
+          name: 'overfit-where',
+          title: labels.overfitWhereTitle,
+          note: labels.overfitWhereNote,
+          columns: [labels.what, labels.function, labels.location],
+          rows,
+          locations,
+        },
+      ]
+    : [];
+  const report = withError({ findings: [], tables, summary }, document);
+  return report.error ? { ...report, errorTitle: labels.overfitError } : report;
+}
+
+function placed(document: Row, key: string): string {
+  const name = str(document[key]);
+  const where = location({ file: document[`${key}_file`], line: document[`${key}_line`] });
+  return name && where ? `${name} (${baseName(where.file)}:${where.line})` : name;
+}
+
+function lossText(value: unknown): string {
+  return typeof value === 'number' ? (Number.isFinite(value) ? value.toPrecision(4) : String(value)) : '';
+}
+
+function baseName(file: string): string {
+  return file.split(/[\\/]/).pop() ?? file;
 }
 
 export function profileReport(document: Record<string, unknown>, labels: ReportLabels): ToolReport {

@@ -99,6 +99,20 @@ export function reportLabels(): ReportLabels {
     memory: l10n.t('Memory'),
     batchMemory: l10n.t('Memory for this batch'),
     parametersValue: l10n.t('{0} ({1} trainable)'),
+    verdict: l10n.t('Verdict'),
+    overfitPassed: l10n.t('Passed: the loss approached zero'),
+    overfitFailed: l10n.t('Failed: the loss did not approach zero'),
+    loss: l10n.t('Loss'),
+    lossOnBatch: l10n.t('Loss on the batch'),
+    lossChange: l10n.t('{0} → {1} (best {2})'),
+    trainingSteps: l10n.t('Training steps'),
+    samples: l10n.t('Samples'),
+    learningRate: l10n.t('Learning rate (Adam)'),
+    details: l10n.t('Details'),
+    overfitWhereTitle: l10n.t('Model and loss'),
+    overfitWhereNote: l10n.t('Where the script calls its model and computes its loss. Click a row to open its source.'),
+    what: l10n.t('What'),
+    overfitError: l10n.t('Could not run the check'),
   };
 }
 function resultStrings(): Record<string, string> {

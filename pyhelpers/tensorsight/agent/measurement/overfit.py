@@ -18,6 +18,7 @@ from typing import Any
 
 from tensorsight.agent.measurement.phases import quiet
 from tensorsight.agent.runtime.user_libs import loaded_torch
+from tensorsight.core.l10n import t
 
 SAMPLES = 8
 STEPS = 200
@@ -122,20 +123,38 @@ def train_copy(
     small_args = take_samples(args, samples, torch)
     small_kwargs = take_samples(dict(kwargs), samples, torch)
     small_targets = take_samples(targets, samples, torch)
-    devices = _cuda_devices(trainee, torch)
+    trainee.train()
+    params = [p for p in trainee.parameters() if p.requires_grad]
+
+    def loss_of_step() -> Any:
+        return criterion(trainee(*small_args, **small_kwargs), small_targets)
+
+    return train_loop(params, loss_of_step, cuda_devices(params), steps=steps, lr=lr, samples=samples)
+
+
+def train_loop(
+    params: list[Any],
+    loss_of_step: Callable[[], Any],
+    devices: list[int],
+    steps: int = STEPS,
+    lr: float = LEARNING_RATE,
+    samples: int = SAMPLES,
+) -> OverfitResult:
+    """``steps`` Adam steps of ``params`` on ``loss_of_step()`` (a copy's loss on the small batch), the verdict.
+
+    Runs under ``torch.random.fork_rng`` (of ``devices`` too) and ``quiet()`` (the phase clock looks away)."""
+    torch = _require_torch()
     losses: list[float] = []
     with torch.random.fork_rng(devices=devices), quiet(), torch.enable_grad():
-        trainee.train()
-        params = [p for p in trainee.parameters() if p.requires_grad]
         if not params:
-            raise ValueError("the model has no trainable parameters")
+            raise ValueError(t("the model has no trainable parameters"))
         adam = _Adam(params, lr, torch)
         for _ in range(steps):
             for param in params:
                 param.grad = None
-            loss = criterion(trainee(*small_args, **small_kwargs), small_targets)
+            loss = loss_of_step()
             if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-                raise ValueError("loss_fn must return a scalar tensor")
+                raise ValueError(t("loss_fn must return a scalar tensor"))
             loss.backward()
             losses.append(float(loss.detach()))
             if not math.isfinite(losses[-1]):
@@ -151,32 +170,47 @@ def verdict(losses: Sequence[float], steps: int, samples: int, lr: float) -> Ove
     best = min(finite) if finite else math.nan
     passed = math.isfinite(final) and (final <= TARGET_SHARE * initial or final <= TARGET_FLOOR)
     ran = len(losses)
+    start, end, lowest = f"{initial:.4g}", f"{final:.4g}", f"{best:.4g}"
     if passed:
-        message = (
-            f"overfit one batch: OK — the loss went from {initial:.4g} to {final:.4g} in {ran} steps on {samples} "
-            "samples: the model, the loss and the data can learn; if full training does not, look at the learning "
-            "rate, regularisation and the data pipeline"
+        message = t(
+            "overfit one batch: OK — the loss went from {0} to {1} in {2} steps on {3} samples: the model, the loss "
+            "and the data can learn; if full training does not, look at the learning rate, regularisation and the "
+            "data pipeline",
+            start,
+            end,
+            ran,
+            samples,
         )
     elif not math.isfinite(final):
-        message = (
-            f"overfit one batch: FAILED — the loss became {final} after {ran} steps (from {initial:.4g}): the "
-            f"model or loss produces NaN/Inf even on {samples} samples; try a lower lr than {lr:g}, and check log/"
-            "division/sqrt in the model and loss"
+        message = t(
+            "overfit one batch: FAILED — the loss became {0} after {1} steps (from {2}): the model or loss produces "
+            "NaN/Inf even on {3} samples; try a lower lr than {4}, and check log/division/sqrt in the model and loss",
+            final,
+            ran,
+            start,
+            samples,
+            f"{lr:g}",
         )
     else:
-        message = (
-            f"overfit one batch: FAILED — the loss only went from {initial:.4g} to {final:.4g} (best {best:.4g}) in "
-            f"{ran} steps on {samples} samples. A model that cannot memorise 8 samples has a bug: check that the "
-            "targets match the inputs, that the loss fits the output (logits vs probabilities, class indices vs "
-            "one-hot), that nothing detaches the graph (.detach(), .item(), .data, numpy round-trips), and that no "
-            f"layer is frozen by mistake; or try more steps / a higher lr than {lr:g}"
+        message = t(
+            "overfit one batch: FAILED — the loss only went from {0} to {1} (best {2}) in {3} steps on {4} samples. "
+            "A model that cannot memorise {4} samples has a bug: check that the targets match the inputs, that the "
+            "loss fits the output (logits vs probabilities, class indices vs one-hot), that nothing detaches the "
+            "graph (.detach(), .item(), .data, numpy round-trips), and that no layer is frozen by mistake; or try "
+            "more steps / a higher lr than {5}",
+            start,
+            end,
+            lowest,
+            ran,
+            samples,
+            f"{lr:g}",
         )
     return OverfitResult(passed, initial, final, best, ran, samples, lr, message, list(losses))
 
 
-def _cuda_devices(model: Any, torch: Any) -> list[int]:
-    devices = sorted({p.device.index or 0 for p in model.parameters() if p.device.type == "cuda"})
-    return devices
+def cuda_devices(params: list[Any]) -> list[int]:
+    """The CUDA devices the parameters live on (their RNG streams are forked too)."""
+    return sorted({p.device.index or 0 for p in params if p.device.type == "cuda"})
 
 
 class _Adam:
