@@ -8,9 +8,12 @@ cProfile slows several times over while the model's tensor work runs at full spe
 profiler gave a step twice as long as the lens's, most of it data loading. Profile now takes its phase table from the
 steps it runs without the profiler and says how much slower the profiled steps ran.
 
-Tolerances: this machine's two cores are shared, so two runs of a 2 ms step differ by up to a third; the figures
-must agree within 1.5× for ms/step and 12 points per phase share, and a pair of runs that does not is run once more
-(the profiler's bias is systematic: it fails both times).
+Tolerances: this machine's two cores are shared with other work, so two runs a few seconds apart can differ
+twofold (run side by side they would not be slowed alike either: one would be starting while the other measures).
+Three pairs of runs are made, one after the other in alternating order; the median over the pairs of Profile's
+ms/step over the lens's must lie within 1.5× and the median gap of each phase share within 12 points. The profiler's
+bias is systematic (2 to 4× in ms/step here, data loading 15 to 25 points too large) and is in every pair; the
+machine's noise is not.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import asyncio
 import json
 import os
 import re
+import statistics
 import sys
 
 import pytest
@@ -35,6 +39,8 @@ SCRIPT = program("profiling/augmented_tabular.py")
 PHASES = ("data", "forward", "backward", "optimizer", "other")
 STEP_RATIO = 1.5
 SHARE_POINTS = 12.0
+PAIRS = 3
+Figures = tuple[dict[str, float], float]  # (share of each phase in percent, ms per step)
 
 
 @pytest_lsp.fixture(config=server_config(), scope="module")
@@ -80,14 +86,17 @@ async def lens_figures(client: LanguageClient, uri: str, session: str) -> tuple[
     return shares, float(match["ms"]), match.group(0)
 
 
-def disagreement(profile: tuple[dict[str, float], float], lens: tuple[dict[str, float], float]) -> str | None:
-    (profile_shares, profile_ms), (lens_shares, lens_ms) = profile, lens
-    ratio = max(profile_ms, lens_ms) / max(1e-6, min(profile_ms, lens_ms))
-    if ratio > STEP_RATIO:
-        return f"ms/step: profile {profile_ms:.2f}, lens {lens_ms:.2f} ({ratio:.1f}×)"
+def disagreement(profiles: list[Figures], lenses: list[Figures]) -> str | None:
+    """Why the pairs of runs disagree (their median ratio of ms/step, their median gap in each share), or None."""
+    ratio = statistics.median(profile[1] / max(1e-6, lens[1]) for profile, lens in zip(profiles, lenses, strict=True))
+    if not 1 / STEP_RATIO <= ratio <= STEP_RATIO:
+        return f"Profile's ms/step is {ratio:.2f}× the lens's (median of {len(profiles)} pairs of runs)"
     for name in PHASES:
-        if abs(profile_shares[name] - lens_shares.get(name, 0.0)) > SHARE_POINTS:
-            return f"{name}: profile {profile_shares[name]:.0f}%, lens {lens_shares.get(name, 0.0):.0f}%"
+        gap = statistics.median(
+            profile[0][name] - lens[0].get(name, 0.0) for profile, lens in zip(profiles, lenses, strict=True)
+        )
+        if abs(gap) > SHARE_POINTS:
+            return f"{name}: Profile's share is {gap:+.0f} points from the lens's (median of {len(profiles)} pairs)"
     return None
 
 
@@ -96,20 +105,30 @@ async def test_profile_and_the_code_lens_give_one_time_per_step_and_one_breakdow
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # both runs: one intra-op thread, as on a busy shared machine
         monkeypatch.setenv(name, "1")
     uri = await open_and_wait(client, SCRIPT)
-    problems = []
-    for attempt in range(2):
-        profile_shares, profile_ms, document = await profile_figures()
-        lens_shares, lens_ms, title = await lens_figures(client, uri, f"profile-vs-lens-{attempt}")
-        problem = disagreement((profile_shares, profile_ms), (lens_shares, lens_ms))
-        if problem is None:
-            break
-        problems.append(f"{problem} [profile {profile_shares}, lens {title!r}]")
-    else:
-        raise AssertionError("Profile and the code lens disagree:\n" + "\n".join(problems))
+    profiles: list[Figures] = []
+    lenses: list[Figures] = []
+    documents: list[dict] = []
+    seen: list[str] = []
+    for pair in range(PAIRS):
+        for run in ("profile", "lens") if pair % 2 == 0 else ("lens", "profile"):  # the machine's drift falls on both
+            if run == "profile":
+                shares, ms, document = await profile_figures()
+                profiles.append((shares, ms))
+                documents.append(document)
+                seen.append(f"profile: {shares} — {ms:.2f} ms/step")
+            else:
+                shares, ms, title = await lens_figures(client, uri, f"profile-vs-lens-{pair}")
+                lenses.append((shares, ms))
+                seen.append(f"lens: {title}")
+    problem = disagreement(profiles, lenses)
+    assert problem is None, problem + "\n" + "\n".join(seen)
+    document = documents[-1]
 
     # the figures Profile reports for the step are the unprofiled steps', and it says what the profiler cost
     assert document["phases"]["profiler_off"] is True and document["steps_timed"] == document["steps_profiled"] == 20
-    assert document["ms_per_step"] == pytest.approx(profile_ms, rel=0.01)
+    assert document["ms_per_step"] == pytest.approx(
+        sum(r["ms_per_step"] for r in document["phases"]["breakdown"]), 0.01
+    )
     assert document["slowdown"] > 1.2, document["slowdown"]  # dozens of Python calls per item: the profiler shows
     assert document["profiled_ms_per_step"] > document["ms_per_step"]
     close(client, uri)

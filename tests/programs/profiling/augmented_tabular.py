@@ -71,17 +71,17 @@ class RowDataset(Dataset):
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=64)
     args = parser.parse_args()
 
     torch.manual_seed(0)
     generator = random.Random(0)
-    features = 24
-    rows = [[generator.uniform(-3.0, 3.0) for _ in range(features)] for _ in range(640)]
+    features = 48
+    rows = [[generator.uniform(-3.0, 3.0) for _ in range(features)] for _ in range(1280)]
     labels = [int(sum(row[:4]) > 0) for row in rows]
     transform = Compose(Jitter(0.05, seed=1), Clip(-2.5, 2.5), SignedLog(), Standardize())
     loader = DataLoader(RowDataset(rows, labels, transform), batch_size=args.batch_size, shuffle=True)
-    model = nn.Sequential(nn.Linear(features, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 2))
+    model = nn.Sequential(nn.Linear(features, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 2))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     criterion = nn.CrossEntropyLoss()
     for epoch in range(args.epochs):
