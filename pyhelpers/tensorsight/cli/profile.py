@@ -178,7 +178,7 @@ def under_profiler(slowdown: float | None, profiled_ms: float) -> str:
     """The sentence that goes with the functions table: their times are the profiled steps', slowed by the profiler."""
     if slowdown is None:
         return f"under cProfile: {profiled_ms:.1f} ms per step"
-    return f"under cProfile: {profiled_ms:.1f} ms per step, {slowdown:.1f}× slower than without"
+    return f"under cProfile: {profiled_ms:.1f} ms per step, {slowdown:.1f}× slower than without (median step)"
 
 
 def print_report(document: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ import importlib
 import linecache
 import os
 import pstats
+import statistics
 import time
 import traceback
 import types
@@ -76,7 +77,7 @@ class ProfileResult:
     wall_s: float = 0.0  # their wall seconds
     steps_timed: int = 0  # steps run without the profilers, interleaved with those
     timed_wall_s: float = 0.0
-    slowdown: float | None = None  # mean step under the profilers / mean step without (``StepSchedule``)
+    slowdown: float | None = None  # median step under the profilers / median step without (``StepSchedule``)
     rows: list[ProfileRow] = field(default_factory=list)
     phases: dict[str, Any] | None = None
     functions: list[FunctionLines] = field(default_factory=list)
@@ -274,10 +275,10 @@ def profile_script(
         if line_profiler is not None:
             line_profiler.disable_by_count()
     result.error = outcome.error
-    result.steps_profiled = schedule.steps[True]
-    result.steps_timed = schedule.steps[False]
-    result.wall_s = schedule.wall[True]
-    result.timed_wall_s = schedule.wall[False]
+    result.steps_profiled = len(schedule.walls[True])
+    result.steps_timed = len(schedule.walls[False])
+    result.wall_s = sum(schedule.walls[True])
+    result.timed_wall_s = sum(schedule.walls[False])
     result.slowdown = schedule.slowdown()
     if outcome.steps < warmup:
         result.notes.append(
@@ -306,14 +307,13 @@ def profile_script(
 
 class StepSchedule:
     """Which optimizer steps run under the profilers: after ``warmup`` steps, one in two (the first of each pair), until
-    ``steps`` of each kind have run; the two kinds interleave so a slow stretch of the run (an epoch's start, the
-    machine's other work) falls on both. Keeps each kind's step count and wall seconds."""
+    ``steps`` of each kind have run; the two kinds interleave so a slow stretch of the run (the machine's other work)
+    falls on both. Keeps each kind's wall seconds per step."""
 
     def __init__(self, warmup: int, steps: int) -> None:
         self.warmup = warmup
         self.last = warmup + 2 * steps  # the step after which the script is stopped
-        self.steps = {True: 0, False: 0}
-        self.wall = {True: 0.0, False: 0.0}
+        self.walls: dict[bool, list[float]] = {True: [], False: []}
 
     def counted(self, step: int) -> bool:
         return self.warmup < step <= self.last
@@ -322,15 +322,16 @@ class StepSchedule:
         return self.counted(step) and (step - self.warmup) % 2 == 1
 
     def add_wall(self, step: int, seconds: float) -> None:
-        kind = self.profiled(step)
-        self.steps[kind] += 1
-        self.wall[kind] += seconds
+        self.walls[self.profiled(step)].append(seconds)
 
     def slowdown(self) -> float | None:
-        """Mean step time under the profilers over the mean without them, both timed alike (None until both ran)."""
-        if not (self.steps[True] and self.steps[False] and self.wall[False] > 0.0):
+        """The median step under the profilers over the median without them, both timed alike (None until both ran).
+        Medians: the one step that crosses an epoch's end (a validation pass, workers starting) falls on one kind
+        only and would tip a ratio of means either way."""
+        profiled, plain = self.walls[True], self.walls[False]
+        if not (profiled and plain) or statistics.median(plain) <= 0.0:
             return None
-        return (self.wall[True] / self.steps[True]) / (self.wall[False] / self.steps[False])
+        return statistics.median(profiled) / statistics.median(plain)
 
 
 class PhaseTotals:
