@@ -49,7 +49,9 @@ def test_profile_json_has_the_steps_the_functions_and_line_timings(capsys):
     assert slowest["percent"] > 80 and "time.sleep" in slowest["source"]
 
     phases = document["phases"]
-    assert phases["steps"] == 6 and phases["measured_under"] == "cProfile"
+    # the phase table is the 6 steps run without the profiler, interleaved with the 6 under it (same data path)
+    assert phases["steps"] == 6 and phases["profiler_off"] is True and phases["profiled_steps"] == 6
+    assert document["steps_timed"] == 6 and document["slowdown"] > 0
     assert max(phases["seconds"], key=phases["seconds"].get) == "data"
 
     # reading aids: short locations (the workspace is the working directory), readable built-in names, the breakdown
@@ -64,7 +66,8 @@ def test_profile_json_has_the_steps_the_functions_and_line_timings(capsys):
 
     print_report(document)  # the text form reads the same document
     text = capsys.readouterr().out
-    assert "Time per phase (mean over 6 steps" in text
+    assert "Time per phase (mean over 6 steps run without the profiler)" in text
+    assert f"{document['slowdown']:.1f}× slower than without" in text
     assert "Line timings of SlowDataset.__getitem__ (examples/slow_dataloader.py:" in text
     header = next(line for line in text.splitlines() if line.lstrip().startswith("Total ms"))
     assert header.split() == ["Total", "ms", "Own", "ms", "Calls", "Function", "Location"]
@@ -102,13 +105,16 @@ def test_phase_breakdown_and_the_readable_document_keep_every_raw_key():
         "script": "/w/train.py",
         "rows": [dict(function="f", file="/w/train.py", line=3, calls=1, own_s=0.1, cumulative_s=0.2, user=True)],
         "functions": [],
-        "phases": {"measured_under": "cProfile", "steps": 10, "seconds": seconds},
+        "phases": {"profiler_off": True, "steps": 10, "seconds": seconds},
+        "steps_profiled": 10,
+        "wall_s": 1.5,
     }
     readable = readable_document(raw, "/w", "/usr/lib/python3.11")
     (row,) = readable["rows"]
     assert row.items() >= raw["rows"][0].items() and row["location"] == "train.py:3"
     assert readable["phases"].items() >= raw["phases"].items() and len(readable["phases"]["breakdown"]) == 5
     assert "location" not in raw["rows"][0], "the input document is not changed"
+    assert (readable["ms_per_step"], readable["profiled_ms_per_step"]) == (50.0, 150.0)
 
 
 def test_profile_reports_a_function_it_cannot_find(tmp_path):

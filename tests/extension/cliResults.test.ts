@@ -175,6 +175,44 @@ describe('readable profile and shape-map reports', () => {
     assert.deepEqual(functions?.numericColumns, [2, 3, 4]);
   });
 
+  test('a profile gives the time per step without the profiler, and says how much slower the profiled steps ran', () => {
+    const report = readReport({
+      script: '/w/train.py',
+      steps_profiled: 4,
+      steps_timed: 4,
+      warmup: 1,
+      wall_s: 0.2,
+      timed_wall_s: 0.02,
+      ms_per_step: 5,
+      profiled_ms_per_step: 50,
+      slowdown: 10,
+      rows: [{ function: 'step', label: 'step', location: 'train.py:12', file: '/w/train.py', line: 12, calls: 4 }],
+      phases: {
+        steps: 4,
+        profiler_off: true,
+        seconds: {},
+        breakdown: [{ phase: 'data', ms_per_step: 5, percent: 100 }],
+      },
+      functions: [],
+      missing_functions: [],
+      notes: [],
+      error: '',
+    });
+    assert.deepEqual(report.summary.slice(3), [
+      ['Time per step', '5.00 ms'],
+      ['Time per step under cProfile', '50.0 ms (10.0× slower)'],
+    ]);
+    const [phases, functions] = report.tables;
+    assert.equal(
+      phases?.note,
+      'Mean over 4 steps run without the profiler, as the training loop code lens measures them.',
+    );
+    assert.match(
+      functions?.note ?? '',
+      /^Times summed over the 4 profiled steps, under cProfile: 10\.0× slower than without;/,
+    );
+  });
+
   test('a shape map reads as one row per module in execution order, with labels in the given language', () => {
     const labels = { ...ENGLISH_LABELS, module: 'Módulo', shapeMapTitle: 'Mapa de formas de {0}' };
     const report = readReport(

@@ -17,9 +17,12 @@ export const ENGLISH_LABELS = {
   warmupSteps: 'Warm-up steps',
   wallTime: 'Wall time',
   timePerStep: 'Time per step',
+  timePerStepProfiled: 'Time per step under cProfile',
+  slowerValue: '{0} ({1}× slower)',
   note: 'Note',
   phasesTitle: 'Time per phase',
   phasesNote: 'Mean over {0} steps, measured under cProfile.',
+  phasesNoteUnprofiled: 'Mean over {0} steps run without the profiler, as the training loop code lens measures them.',
   phase: 'Phase',
   perStep: 'Per step',
   share: 'Share',
@@ -31,6 +34,8 @@ export const ENGLISH_LABELS = {
   wholeStep: 'Whole step',
   functionsTitle: 'Top functions',
   functionsNote: 'Times summed over the {0} profiled steps; bold rows are your code. Click a row to open its source.',
+  functionsNoteSlowed:
+    'Times summed over the {0} profiled steps, under cProfile: {1}× slower than without; bold rows are your code. Click a row to open its source.',
   function: 'Function',
   location: 'Location',
   ownTime: 'Own time',
@@ -162,13 +167,26 @@ export function profileReport(document: Record<string, unknown>, labels: ReportL
     [labels.warmupSteps, num(document.warmup)],
     [labels.wallTime, formatSeconds(wall)],
   ];
-  if (steps > 0) summary.push([labels.timePerStep, formatMs((wall * 1000) / steps)]);
+  // the step's time without the profiler (what the code lens shows), then under it; an older document has only the
+  // profiled steps' wall time
+  const plainMs = typeof document.ms_per_step === 'number' ? document.ms_per_step : undefined;
+  const slowdown = typeof document.slowdown === 'number' ? document.slowdown : undefined;
+  if (plainMs !== undefined) summary.push([labels.timePerStep, formatMs(plainMs)]);
+  if (steps > 0) {
+    const profiledMs = formatMs((wall * 1000) / steps);
+    if (plainMs === undefined) summary.push([labels.timePerStep, profiledMs]);
+    else
+      summary.push([
+        labels.timePerStepProfiled,
+        slowdown === undefined ? profiledMs : fill(labels.slowerValue, profiledMs, slowdown.toFixed(1)),
+      ]);
+  }
   for (const note of Array.isArray(document.notes) ? document.notes : []) summary.push([labels.note, str(note)]);
   const tables: Table[] = [];
   const phases = isRow(document.phases) ? document.phases : undefined;
   if (phases && Array.isArray(phases.breakdown)) tables.push(phaseTable(phases, labels));
   const rows = (document.rows as unknown[]).filter(isRow);
-  if (rows.length) tables.push(functionTable(rows, steps, labels));
+  if (rows.length) tables.push(functionTable(rows, steps, slowdown, labels));
   for (const entry of Array.isArray(document.functions) ? document.functions.filter(isRow) : [])
     tables.push(lineTable(entry, labels));
   return withError({ findings: [], tables, summary }, document);
@@ -234,7 +252,7 @@ function phaseTable(phases: Row, labels: ReportLabels): Table {
   return {
     name: 'phases',
     title: labels.phasesTitle,
-    note: fill(labels.phasesNote, num(phases.steps)),
+    note: fill(phases.profiler_off === true ? labels.phasesNoteUnprofiled : labels.phasesNote, num(phases.steps)),
     columns: [labels.phase, labels.perStep, labels.share],
     rows,
     sortKeys,
@@ -243,11 +261,14 @@ function phaseTable(phases: Row, labels: ReportLabels): Table {
   };
 }
 
-function functionTable(rows: Row[], steps: number, labels: ReportLabels): Table {
+function functionTable(rows: Row[], steps: number, slowdown: number | undefined, labels: ReportLabels): Table {
   return {
     name: 'functions',
     title: labels.functionsTitle,
-    note: fill(labels.functionsNote, steps),
+    note:
+      slowdown === undefined
+        ? fill(labels.functionsNote, steps)
+        : fill(labels.functionsNoteSlowed, steps, slowdown.toFixed(1)),
     columns: [labels.function, labels.location, labels.ownTime, labels.totalTime, labels.calls],
     rows: rows.map((row) => [
       str(row.label) || str(row.function),

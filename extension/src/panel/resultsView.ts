@@ -60,9 +60,14 @@ export function reportLabels(): ReportLabels {
     warmupSteps: l10n.t('Warm-up steps'),
     wallTime: l10n.t('Wall time'),
     timePerStep: l10n.t('Time per step'),
+    timePerStepProfiled: l10n.t('Time per step under cProfile'),
+    slowerValue: l10n.t('{0} ({1}× slower)'),
     note: l10n.t('Note'),
     phasesTitle: l10n.t('Time per phase'),
     phasesNote: l10n.t('Mean over {0} steps, measured under cProfile.'),
+    phasesNoteUnprofiled: l10n.t(
+      'Mean over {0} steps run without the profiler, as the training loop code lens measures them.',
+    ),
     phase: l10n.t('Phase'),
     perStep: l10n.t('Per step'),
     share: l10n.t('Share'),
@@ -75,6 +80,9 @@ export function reportLabels(): ReportLabels {
     functionsTitle: l10n.t('Top functions'),
     functionsNote: l10n.t(
       'Times summed over the {0} profiled steps; bold rows are your code. Click a row to open its source.',
+    ),
+    functionsNoteSlowed: l10n.t(
+      'Times summed over the {0} profiled steps, under cProfile: {1}× slower than without; bold rows are your code. Click a row to open its source.',
     ),
     function: l10n.t('Function'),
     location: l10n.t('Location'),

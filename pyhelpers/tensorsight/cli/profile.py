@@ -2,18 +2,21 @@
 
 ``python -m tensorsight profile [--json] [--steps N] [--warmup W] [--function NAME ...] [--top K] script.py [args]``
 
-The script runs in this process; after W warm-up optimizer steps (default 1) cProfile records the next N (default
-20) and the script is stopped. The report is the phase breakdown of those steps, the functions by cumulative and own
-time (file and line for jump-to-source), and — for each ``--function`` (a function or ``Class.method`` of the script,
-or ``module:qualname``) — line-level timings from line_profiler when it is installed. ``--json`` prints one JSON
-document (the editor's "Profile Training" table reads it); the script's own output then goes to stderr.
+The script runs in this process; after W warm-up optimizer steps (default 1) the steps alternate: one under cProfile
+(and line_profiler), one without, until N (default 20) of each have run, and the script is stopped. The report is the
+time per step and the phase breakdown of the steps without the profiler (what the training loop's code lens and the
+training panel show for a run: the same phase clock, not slowed by the profiler), how much slower the profiled steps
+ran (``slowdown``, measured in the same run), the functions by cumulative and own time over the profiled steps (file
+and line for jump-to-source), and — for each ``--function`` (a function or ``Class.method`` of the script, or
+``module:qualname``) — line-level timings from line_profiler when it is installed. ``--json`` prints one JSON document
+(the editor's "Profile Training" table reads it); the script's own output then goes to stderr.
 Exit status: 0 on success, 1 when the script failed, 2 when it could not be run.
 
 Both forms are made for reading: besides the raw seconds, each row of the JSON carries ``label`` (a readable function
 name: ``torch._C._nn.linear`` for ``<built-in method torch._C._nn.linear>``) and ``location`` (a short path: a library
 file from its package, ``torch/nn/modules/linear.py:114``, a workspace file relative to the working directory, the
-directory the editor runs the tool in), and ``phases`` carries ``breakdown``, the milliseconds per step and share of
-each phase.
+directory the editor runs the tool in), ``phases`` carries ``breakdown``, the milliseconds per step and share of
+each phase, and ``ms_per_step`` / ``profiled_ms_per_step`` are the step's time without and under the profiler.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ BUILT_IN = "(built-in)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
-    parser.add_argument("--steps", type=int, default=20, help="optimizer steps to profile (default 20)")
+    parser.add_argument(
+        "--steps", type=int, default=20, help="optimizer steps to profile, and as many to time without (default 20)"
+    )
     parser.add_argument("--warmup", type=int, default=1, help="steps to run before profiling starts (default 1)")
     parser.add_argument(
         "--function",
@@ -142,7 +147,23 @@ def readable_document(document: dict[str, Any], workspace: str, stdlib: str) -> 
     phases = document.get("phases")
     if phases and phases.get("steps"):
         out["phases"] = {**phases, "breakdown": phase_breakdown(phases["seconds"], phases["steps"])}
+    out["ms_per_step"], out["profiled_ms_per_step"] = step_times(document)
     return out
+
+
+def step_times(document: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """Milliseconds per step without the profiler (the phase clock's whole step when it ran, as the code lens counts
+    it; else the wall time of the steps timed without the profiler) and under it (wall time of the profiled steps)."""
+    phases = document.get("phases") or {}
+    if phases.get("steps") and phases.get("profiler_off"):
+        plain: float | None = sum(max(0.0, float(v)) for v in phases["seconds"].values()) * 1000.0 / phases["steps"]
+    elif document.get("steps_timed"):
+        plain = float(document["timed_wall_s"]) * 1000.0 / document["steps_timed"]
+    else:
+        plain = None
+    steps = document.get("steps_profiled") or 0
+    profiled = float(document["wall_s"]) * 1000.0 / steps if steps else None
+    return (None if plain is None else round(plain, 3)), (None if profiled is None else round(profiled, 3))
 
 
 def _location(path: str, file: object, line: int) -> str:
@@ -153,21 +174,32 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000.0:,.1f}"
 
 
+def under_profiler(slowdown: float | None, profiled_ms: float) -> str:
+    """The sentence that goes with the functions table: their times are the profiled steps', slowed by the profiler."""
+    if slowdown is None:
+        return f"under cProfile: {profiled_ms:.1f} ms per step"
+    return f"under cProfile: {profiled_ms:.1f} ms per step, {slowdown:.1f}× slower than without (median step)"
+
+
 def print_report(document: dict[str, Any]) -> None:
     """The terminal form of a profile document (as ``readable_document`` returns it)."""
     steps = document["steps_profiled"]
-    per_step = f" ({document['wall_s'] * 1000.0 / steps:.1f} ms per step)" if steps else ""
+    plain, profiled = step_times(document)
+    per_step = f": {plain:.1f} ms per step" if plain is not None else ""
     print(
-        f"TensorSight profile of {os.path.relpath(document['script'])}: {steps} step(s) after "
-        f"{document['warmup']} warm-up step(s), {document['wall_s']:.3f} s{per_step}"
+        f"TensorSight profile of {os.path.relpath(document['script'])}: {steps} step(s) under cProfile and "
+        f"{document.get('steps_timed', 0)} without, after {document['warmup']} warm-up step(s){per_step}"
     )
     phases = document.get("phases")
     if phases and phases.get("steps"):
-        print(f"\nTime per phase (mean over {phases['steps']} steps, measured under cProfile)")
+        kind = "run without the profiler" if phases.get("profiler_off") else "measured under cProfile"
+        print(f"\nTime per phase (mean over {phases['steps']} steps {kind})")
         print(format_phase_table(phases["seconds"], phases["steps"]))
     rows = document["rows"]
     if rows:
         print(f"\nTop functions by total time over the {steps} profiled step(s) (* = your code)")
+        if profiled is not None:
+            print(under_profiler(document.get("slowdown"), profiled))
         header = ("Total ms", "Own ms", "Calls", "Function", "Location")
         body = [
             (

@@ -139,9 +139,22 @@ def test_function_lines_skip_functions_that_never_ran():
     assert ran.lines[0].per_hit_s == pytest.approx(5e-6) and ran.lines[0].percent == pytest.approx(100.0)
 
 
-def test_phases_of_the_warm_up_steps_are_left_out():
-    state = {"phase_steps": 0, "totals": dict.fromkeys(profiling.PHASES, 0.0)}
-    seconds = dict.fromkeys(profiling.PHASES, 1.0)
-    for step in (1, 2, 3):
-        profiling._add_phases(types.SimpleNamespace(step=step, seconds=seconds), 1, state)
-    assert state["phase_steps"] == 2 and state["totals"] == dict.fromkeys(profiling.PHASES, 2.0)
+def test_after_the_warm_up_steps_alternate_under_and_without_the_profiler_and_each_kind_is_timed():
+    schedule = profiling.StepSchedule(warmup=1, steps=3)
+    assert schedule.last == 7
+    assert [step for step in range(0, 9) if schedule.counted(step)] == [2, 3, 4, 5, 6, 7]
+    assert [step for step in range(0, 9) if schedule.profiled(step)] == [2, 4, 6]
+    # step 5 crosses an epoch's end (a validation pass): the slowdown is the ratio of medians, not of means
+    for step, seconds in ((2, 0.03), (3, 0.01), (4, 0.03), (5, 0.5), (6, 0.03), (7, 0.01)):
+        schedule.add_wall(step, seconds)
+    assert schedule.walls == {True: [0.03, 0.03, 0.03], False: [0.01, 0.5, 0.01]}
+    assert schedule.slowdown() == pytest.approx(3.0)
+    assert profiling.StepSchedule(warmup=0, steps=1).profiled(1), "without warm-up the first step is profiled"
+    assert profiling.StepSchedule(warmup=1, steps=2).slowdown() is None, "nothing to compare before both ran"
+
+
+def test_phase_totals_sum_each_phase_over_the_steps_of_one_kind():
+    totals = profiling.PhaseTotals()
+    for _ in range(2):
+        totals.add(dict.fromkeys(profiling.PHASES, 1.0))
+    assert totals.steps == 2 and totals.seconds == dict.fromkeys(profiling.PHASES, 2.0)

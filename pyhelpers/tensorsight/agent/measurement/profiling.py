@@ -1,11 +1,16 @@
 """Profiles N training steps of a script: cProfile per function, line_profiler per line of chosen functions, and the
-phase breakdown of the same steps.
+phase breakdown of the steps in between, measured without them.
 
 Called by the ``python -m tensorsight profile`` command (``tensorsight.cli.profile``), which the editor's "Profile
 Training" command runs with ``--json`` to fill a sortable table with jump-to-source. The script runs in this process
 (``script_runner``); profiling starts after ``warmup`` optimizer steps (so imports and first-step initialisation do
-not drown the steady state) and the script is stopped after ``steps`` more. Functions for line-level timing are found
-by name in the script's own code objects (their instrumented bodies are swapped in before the script runs) or as
+not drown the steady state). From there the steps alternate (``StepSchedule``): one under the profilers, one without,
+until ``steps`` of each have run, and the script is stopped. The profilers cost the program time in every Python
+call, so a Python-heavy step can run ten times slower under them, and the phases they slow most are not the ones
+the program spends its time in: the phase breakdown (the same ``PhaseClock`` a debug session's code lens and panel
+read) is taken from the steps without the profilers, and the report says how much slower the profiled steps ran
+(``slowdown``: both kinds timed alike, in the same run). Functions for line-level timing are found by name in the
+script's own code objects (their instrumented bodies are swapped in before the script runs) or as
 ``module:qualname`` for imported code; line_profiler is optional.
 """
 
@@ -16,6 +21,7 @@ import importlib
 import linecache
 import os
 import pstats
+import statistics
 import time
 import traceback
 import types
@@ -66,9 +72,12 @@ class FunctionLines:
 @dataclass
 class ProfileResult:
     script: str
-    steps_profiled: int = 0
+    steps_profiled: int = 0  # steps run under the profilers (the rows and line timings cover these)
     warmup: int = 0
-    wall_s: float = 0.0
+    wall_s: float = 0.0  # their wall seconds
+    steps_timed: int = 0  # steps run without the profilers, interleaved with those
+    timed_wall_s: float = 0.0
+    slowdown: float | None = None  # median step under the profilers / median step without (``StepSchedule``)
     rows: list[ProfileRow] = field(default_factory=list)
     phases: dict[str, Any] | None = None
     functions: list[FunctionLines] = field(default_factory=list)
@@ -199,7 +208,8 @@ def profile_script(
     top: int = 40,
     phases: bool = True,
 ) -> ProfileResult:
-    """Run ``path`` and profile optimizer steps ``warmup+1 .. warmup+steps`` (see the module docstring)."""
+    """Run ``path``: after ``warmup`` optimizer steps, ``steps`` steps under the profilers alternating with ``steps``
+    steps without them (see the module docstring); the script is stopped after the last."""
     steps, warmup = max(1, int(steps)), max(0, int(warmup))
     result = ProfileResult(script=os.path.abspath(path), warmup=warmup)
     try:
@@ -213,28 +223,30 @@ def profile_script(
     if line_profiler is not None:
         code = _instrument(code, functions, line_profiler, result)
     profiler = cProfile.Profile()
-    state: dict[str, Any] = {"on": False, "start": 0.0, "phase_steps": 0, "totals": dict.fromkeys(PHASES, 0.0)}
+    schedule = StepSchedule(warmup, steps)
+    tallies = {True: PhaseTotals(), False: PhaseTotals()}  # by "under the profiler"
+    state: dict[str, Any] = {"on": False, "since": time.perf_counter()}
 
-    def start() -> None:
-        state["on"], state["start"] = True, time.perf_counter()
-        if line_profiler is not None:
-            line_profiler.enable_by_count()
-        profiler.enable()
-
-    def stop() -> None:
-        if not state["on"]:
-            return
-        profiler.disable()
-        if line_profiler is not None:
-            line_profiler.disable_by_count()
-        state["on"] = False
-        result.wall_s = time.perf_counter() - state["start"]
+    def switch(step: int) -> None:
+        """At the end of optimizer step ``step`` (0: before the first): the profilers on for the next step or off."""
+        now = time.perf_counter()
+        if schedule.counted(step):
+            schedule.add_wall(step, now - state["since"])
+        profile_next = schedule.profiled(step + 1)
+        if profile_next and not state["on"]:
+            if line_profiler is not None:
+                line_profiler.enable_by_count()
+            profiler.enable()
+        elif not profile_next and state["on"]:
+            profiler.disable()
+            if line_profiler is not None:
+                line_profiler.disable_by_count()
+        state["on"] = profile_next
+        state["since"] = time.perf_counter()  # switching is neither kind of step's time
 
     def on_step(step: int, optimizer: Any) -> None:
-        if step == warmup and not state["on"]:
-            start()
-        elif step >= warmup + steps:
-            stop()
+        switch(step)
+        if step >= schedule.last:
             raise script_runner.StopScript
 
     def on_torch(torch: Any) -> None:
@@ -245,43 +257,94 @@ def profile_script(
 
             clock = PhaseClock(torch)
             clock.install()
-            clock.step_listeners.append(lambda record: _add_phases(record, warmup, state))
-            result.phases = {"measured_under": "cProfile"}
+            clock.step_listeners.append(
+                lambda record: (
+                    tallies[schedule.profiled(record.step)].add(record.seconds)
+                    if schedule.counted(record.step)
+                    else None
+                )
+            )
             state["clock"] = clock
         step_counter.add_step_listener(on_step)
 
     script_runner.after_torch(on_torch)
-    if warmup == 0:
-        start()
+    switch(0)
     outcome = script_runner.run_script(path, list(args), code)
-    stop()
+    if state["on"]:
+        profiler.disable()
+        if line_profiler is not None:
+            line_profiler.disable_by_count()
     result.error = outcome.error
-    result.steps_profiled = max(0, min(outcome.steps, warmup + steps) - warmup)
+    result.steps_profiled = len(schedule.walls[True])
+    result.steps_timed = len(schedule.walls[False])
+    result.wall_s = sum(schedule.walls[True])
+    result.timed_wall_s = sum(schedule.walls[False])
+    result.slowdown = schedule.slowdown()
     if outcome.steps < warmup:
         result.notes.append(
             f"the script made {outcome.steps} optimizer step(s), fewer than the {warmup} warm-up step(s): nothing "
             "was profiled; use --warmup 0 to profile the whole script"
         )
-    result.rows = rows_from_stats(pstats.Stats(profiler).stats, top) if result.wall_s else []  # type: ignore[attr-defined]
+    result.rows = rows_from_stats(pstats.Stats(profiler).stats, top) if result.steps_profiled else []  # type: ignore[attr-defined]
     if line_profiler is not None:
         result.functions = function_lines(line_profiler.get_stats())
     clock = state.get("clock")
-    if result.phases is not None and state["phase_steps"]:
-        where = clock.loop_at or clock.model_at if clock is not None else None
-        result.phases.update({"steps": state["phase_steps"], "seconds": state["totals"]})
+    unprofiled, profiled = tallies[False], tallies[True]
+    measured = unprofiled if unprofiled.steps else profiled  # a script that stopped after one profiled step
+    if clock is not None and measured.steps:
+        result.phases = {
+            "steps": measured.steps,
+            "seconds": measured.seconds,
+            "profiler_off": measured is unprofiled,
+            "profiled_steps": profiled.steps,
+            "profiled_seconds": profiled.seconds,
+        }
+        where = clock.loop_at or clock.model_at
         if where is not None:
             result.phases.update({"file": where[0], "line": where[1]})
-    elif result.phases is not None:
-        result.phases = None
     return result
 
 
-def _add_phases(record: Any, warmup: int, state: dict[str, Any]) -> None:
-    if record.step <= warmup:
-        return
-    state["phase_steps"] += 1
-    for name in PHASES:
-        state["totals"][name] += record.seconds[name]
+class StepSchedule:
+    """Which optimizer steps run under the profilers: after ``warmup`` steps, one in two (the first of each pair), until
+    ``steps`` of each kind have run; the two kinds interleave so a slow stretch of the run (the machine's other work)
+    falls on both. Keeps each kind's wall seconds per step."""
+
+    def __init__(self, warmup: int, steps: int) -> None:
+        self.warmup = warmup
+        self.last = warmup + 2 * steps  # the step after which the script is stopped
+        self.walls: dict[bool, list[float]] = {True: [], False: []}
+
+    def counted(self, step: int) -> bool:
+        return self.warmup < step <= self.last
+
+    def profiled(self, step: int) -> bool:
+        return self.counted(step) and (step - self.warmup) % 2 == 1
+
+    def add_wall(self, step: int, seconds: float) -> None:
+        self.walls[self.profiled(step)].append(seconds)
+
+    def slowdown(self) -> float | None:
+        """The median step under the profilers over the median without them, both timed alike (None until both ran).
+        Medians: the one step that crosses an epoch's end (a validation pass, workers starting) falls on one kind
+        only and would tip a ratio of means either way."""
+        profiled, plain = self.walls[True], self.walls[False]
+        if not (profiled and plain) or statistics.median(plain) <= 0.0:
+            return None
+        return statistics.median(profiled) / statistics.median(plain)
+
+
+class PhaseTotals:
+    """Seconds per phase summed over the steps of one kind (with or without the profilers)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.seconds = dict.fromkeys(PHASES, 0.0)
+
+    def add(self, seconds: Mapping[str, float]) -> None:
+        self.steps += 1
+        for name in PHASES:
+            self.seconds[name] += seconds.get(name, 0.0)
 
 
 def _instrument(code: types.CodeType, functions: Sequence[str], line_profiler: Any, result: ProfileResult) -> Any:
