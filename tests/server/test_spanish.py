@@ -1,7 +1,9 @@
 """The real language server over stdio in Spanish: initialized with the editor's locale (what vscode-languageclient
 sends from vscode.env.language), its diagnostics, quick-fix titles and code lenses are Spanish; with the locale only in
 its environment (TENSORSIGHT_LOCALE, as the extension also sets it) too; without either they stay English. The
-condition checks of "Add Tensor Breakpoint…" (validateCondition, suggestConditions) follow the same language."""
+condition checks of "Add Tensor Breakpoint…" (validateCondition, suggestConditions) follow the same language, and so
+do a run's code lens (its phases in the training panel's words) and the Problems source and code of the rule's, the
+doctor's and the run's findings ("TensorSight (regla + doctor + ejecución)", "dinámica")."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
-from support.lsp import close, initialize, open_and_wait, server_config
-from support.paths import REPO
+from support.lsp import close, doctor_under_hub, eventually, initialize, open_and_wait, server_config
+from support.paths import REPO, example
 from tensorsight.core import protocol
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -106,3 +108,47 @@ async def test_an_english_editor_gets_the_english_messages(english_client: Langu
     titles = await lens_titles(english_client, uri)
     assert titles and titles[0].startswith("TensorSight · training loop — run it with Debug Training")
     close(english_client, uri)
+
+
+RETAINED_GRAPH = example("retained_graph.py")  # `total_loss += loss`: TS104 statically, a `memory` finding when it runs
+SPANISH_PHASES = ("carga de datos", "propagación", "retropropagación", "optimizador", "otros")  # the panel's legend
+
+
+def line_of(path: str, start: str) -> int:
+    """0-based line of the first line of ``path`` that starts (after its indentation) with ``start``."""
+    return next(n for n, text in enumerate(open(path).read().split("\n")) if text.strip().startswith(start))
+
+
+@pytest.mark.timeout(400)
+async def test_a_spanish_run_s_code_lens_and_problems_sources_are_spanish(spanish_client: LanguageClient):
+    accumulation, loop = line_of(RETAINED_GRAPH, "total_loss +="), line_of(RETAINED_GRAPH, "for ")
+    uri = await open_and_wait(spanish_client, RETAINED_GRAPH)
+    await doctor_under_hub(spanish_client, "es-run", RETAINED_GRAPH, {"measure": True})
+
+    def sources() -> list[str | None]:
+        return [d.source for d in spanish_client.diagnostics.get(uri, []) if d.range.start.line == accumulation]
+
+    await eventually(lambda: sources() == ["TensorSight (regla + ejecución)"], what="the run merged with the rule")
+    lenses = await spanish_client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    (title,) = [lens.command.title for lens in lenses or [] if lens.command and lens.range.start.line == loop]
+    assert "ms/paso" in title and all(f"{phase} " in title for phase in SPANISH_PHASES), title
+    words = set(title.replace("·", " ").split())
+    assert not words & {"data", "forward", "backward", "optimizer", "other", "ms/step"}, title
+
+    # the doctor's report joins the same problem; a kind of finding no rule has shows its kind in Spanish
+    file = RETAINED_GRAPH
+    findings = [
+        {"kind": "memory", "severity": "warning", "message": "m", "file": file, "line": accumulation + 1},
+        {"kind": "dynamics", "severity": "warning", "message": "d", "file": file, "line": loop + 1},
+    ]
+    await spanish_client.protocol.send_request_async(
+        "tensorsight/toolFindings", {"tool": "doctor", "findings": findings}
+    )
+    await eventually(lambda: sources() == ["TensorSight (regla + doctor + ejecución)"], what="the doctor's report")
+    (curve,) = [d for d in spanish_client.diagnostics[uri] if d.range.start.line == loop]
+    assert (curve.source, str(curve.code)) == ("TensorSight (doctor)", "dinámica")
+    await spanish_client.protocol.send_request_async("tensorsight/toolFindings", {"tool": "doctor", "findings": []})
+    await spanish_client.protocol.send_request_async("tensorsight/endSession", {"sessionId": "es-run"})
+    close(spanish_client, uri)

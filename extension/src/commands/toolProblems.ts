@@ -10,6 +10,7 @@ import {
   DiagnosticClass,
   type DiagnosticCollection,
   DiagnosticSeverity,
+  l10n,
   PositionClass,
   Range,
   Uri,
@@ -51,6 +52,22 @@ function toDiagnostic(finding: Finding): InstanceType<typeof DiagnosticClass> {
   );
   diagnostic.source = 'TensorSight (doctor)';
   const code = finding.details?.code;
-  diagnostic.code = typeof code === 'string' ? code : finding.kind;
+  diagnostic.code = typeof code === 'string' ? code : kindCode(finding.kind);
   return diagnostic;
+}
+
+/** A finding kind as Problems shows it in place of a rule code, in the display language (as the server does:
+ * pyhelpers/tensorsight/server/diagnostics.py KIND_CODES). */
+function kindCode(kind: string): string {
+  const codes: Record<string, string> = {
+    nonfinite: l10n.t('nonfinite'),
+    shape: l10n.t('shape'),
+    device: l10n.t('device'),
+    leakage: l10n.t('leakage'),
+    'training-logic': l10n.t('training-logic'),
+    memory: l10n.t('memory'),
+    performance: l10n.t('performance'),
+    dynamics: l10n.t('dynamics'),
+  };
+  return codes[kind] ?? kind;
 }

@@ -215,7 +215,8 @@ def nonfinite_cause(origin: dict[str, Any] | None) -> str:
 def _origin_text(origin: dict[str, Any]) -> str:
     op = (origin.get("details") or {}).get("op")
     where = f"{os.path.basename(str(origin.get('file')))}:{origin.get('line')}"
-    return t("`{0}` at {1}", op, where) if op else where
+    # "(not replayed)", "(loss)": the sentinel's placeholder where it names no op, not code the user wrote
+    return t("`{0}` at {1}", op, where) if op and not str(op).startswith("(") else where
 
 
 def _nonfinite_loss(curves: TrainingCurves, where: Location, subject: str) -> list[Finding]:

@@ -513,7 +513,7 @@ def check_label_columns(split: SplitData) -> list[LeakageIssue]:
         flat = rows.reshape(n, -1)
         if flat.shape[1] > MAX_LABEL_COLUMNS:
             return []  # images, sequences: a column-by-column label check is not meaningful
-        columns = {f"column {j}": flat[:, j] for j in range(flat.shape[1])}
+        columns = {t("column {0}", j): flat[:, j] for j in range(flat.shape[1])}
     else:
         return []
     if n < 30 or not columns:

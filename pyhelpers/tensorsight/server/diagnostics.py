@@ -26,7 +26,7 @@ from lsprotocol import types
 
 from tensorsight.core import rules
 from tensorsight.core.findings import Finding
-from tensorsight.core.l10n import t
+from tensorsight.core.l10n import mark, t
 from tensorsight.server.runtime_view import normalize_path
 
 SOURCE_STATIC = "TensorSight"
@@ -37,6 +37,20 @@ MAX_ANALYZED_BYTES = 1 << 20
 SYNC_ANALYSIS_MAX_BYTES = 48 << 10  # rules run on the server's thread only on text this short (about 1,500 lines)
 THREAD_ANALYSIS_MAX_BYTES = 160 << 10  # up to this (about 5,000 lines: a parse of tens of ms), a worker thread
 TOO_LARGE_CODE = "file-too-large"
+# Who reported a problem (``core.problems.SOURCES``) and what kind of problem a code-less finding is, as Problems
+# shows them ("TensorSight (rule + run)", code "dynamics"): translated; ``data`` keeps the machine names.
+SOURCE_NAMES = {"rule": mark("rule"), "doctor": mark("doctor"), "run": mark("run")}
+KIND_CODES = {
+    "nonfinite": mark("nonfinite"),
+    "shape": mark("shape"),
+    "device": mark("device"),
+    "leakage": mark("leakage"),
+    "training-logic": mark("training-logic"),
+    "memory": mark("memory"),
+    "performance": mark("performance"),
+    "dynamics": mark("dynamics"),
+    TOO_LARGE_CODE: mark("file-too-large"),
+}
 
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -75,10 +89,19 @@ def line_range(lines: Sequence[str], line: int, units: Units = utf16_units) -> t
 
 def source_label(sources: Sequence[str]) -> str:
     """The diagnostic's ``source`` for a problem reported by ``sources`` (``core.problems.SOURCES`` names):
-    ``TensorSight`` for a rule alone, ``TensorSight (run)`` for a run alone, ``TensorSight (rule + doctor + run)``."""
+    ``TensorSight`` for a rule alone, ``TensorSight (run)`` for a run alone, ``TensorSight (rule + doctor + run)``,
+    each name in the display language ("TensorSight (regla + doctor + ejecución)"); another tool keeps its command's
+    name (``profile``)."""
     if not sources or list(sources) == ["rule"]:
         return SOURCE_STATIC
-    return f"{SOURCE_STATIC} ({' + '.join(sources)})"
+    names = [t(SOURCE_NAMES[source]) if source in SOURCE_NAMES else source for source in sources]
+    return f"{SOURCE_STATIC} ({' + '.join(names)})"
+
+
+def shown_code(code: str) -> str:
+    """The code Problems shows: a rule's (``TS101``) as it is, a finding kind's (``dynamics``) in the display
+    language."""
+    return t(KIND_CODES[code]) if code in KIND_CODES else code
 
 
 def to_diagnostic(finding: Finding, lines: Sequence[str], source: str, units: Units = utf16_units) -> types.Diagnostic:
@@ -110,7 +133,7 @@ def to_diagnostic(finding: Finding, lines: Sequence[str], source: str, units: Un
         range=range_,
         message=message,
         severity=_SEVERITY.get(finding.severity, types.DiagnosticSeverity.Warning),
-        code=str(code),
+        code=shown_code(str(code)),
         source=source,
         data=data,
     )

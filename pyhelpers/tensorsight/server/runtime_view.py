@@ -24,6 +24,7 @@ from typing import Any
 
 from tensorsight.core.findings import Finding
 from tensorsight.core.l10n import mark, t
+from tensorsight.core.phase_names import phase_label
 from tensorsight.core.phases import PhaseTally
 from tensorsight.core.ranks import RankState
 from tensorsight.server.rank_book import HANG_AFTER_SECONDS, RankBook, RankCheck
@@ -99,7 +100,7 @@ class PhaseBreakdown:
         total = sum(seconds.values())
         if total <= 0 or steps <= 0:
             return t("TensorSight · training loop: no time measured yet")
-        parts = [f"{name} {100.0 * seconds.get(name, 0.0) / total:.0f}%" for name in PHASE_ORDER]
+        parts = [f"{phase_label(name)} {100.0 * seconds.get(name, 0.0) / total:.0f}%" for name in PHASE_ORDER]
         extra = sorted(set(seconds) - set(PHASE_ORDER))
         parts += [f"{name} {100.0 * seconds[name] / total:.0f}%" for name in extra]
         per_step = 1000.0 * total / steps

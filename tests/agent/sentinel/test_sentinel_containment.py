@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from tensorsight.agent.sentinel.containment import private_copy, unsafe_reason
+from tensorsight.core import l10n
 
 CALLS = 0
 LOG: list[int] = []
@@ -134,6 +135,28 @@ def test_a_forward_whose_effects_stay_in_the_module_is_replayable():
 def test_a_forward_reaching_outside_its_module_is_not_replayed(module, reason):
     found = unsafe_reason(module, [torch.randn(8, 4)])
     assert found is not None and reason in found
+
+
+@pytest.mark.parametrize(
+    ("module", "reason"),
+    [
+        (WritesGlobal(), "WritesGlobal.forward asigna la variable global CALLS"),
+        (AppendsToGlobal(), "lee la variable global LOG (list), que una segunda ejecución podría cambiar"),
+        (CountsOnClass(), "asigna el atributo seen de un objeto fuera del módulo"),
+        (SharedClassList(), "SharedClassList.registry es un atributo de clase que comparten todas las instancias"),
+        (Prints(), "llama a print()"),
+        (DrawsPythonRandom(), "usa el módulo random"),
+        (make_closure_module(), "lee la variable exterior counter (list)"),
+    ],
+)
+def test_the_reason_is_in_the_editor_s_language(module, reason):
+    # it ends up in the first-NaN report ("... was not replayed: <reason>"), which a Spanish editor shows in Spanish
+    l10n.set_language("es")
+    try:
+        found = unsafe_reason(module, [torch.randn(8, 4)])
+    finally:
+        l10n.set_language(None)
+    assert found is not None and reason in found, found
 
 
 def test_a_tensor_subclass_with_its_own_torch_function_is_checked_too():

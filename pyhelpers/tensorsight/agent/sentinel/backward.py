@@ -189,7 +189,7 @@ def _replay_backward(call: Call) -> NonFiniteRecord | str | None:
     try:
         replica = Replica(call, target, requires_grad=True)
     except Exception as exc:  # noqa: BLE001 - an attribute that cannot be copied
-        return f"its state cannot be copied privately ({type(exc).__name__}: {exc})"
+        return t("its state cannot be copied privately ({0}: {1})", type(exc).__name__, exc)
     recorder = ReplayMode(module_names(replica.module), replica.module, None, None)
     recorder.record_nodes = True
     birth: list[tuple[int, str, NonFiniteCounts, list[Any], list[Any]]] = []

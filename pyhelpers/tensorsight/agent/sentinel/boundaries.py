@@ -510,7 +510,7 @@ def _optimizer_birth(module: Any) -> bool:
         return False
     made = exact_counts([params[i] for i in bad])
     touched = [names[id(params[i])] for i in bad]
-    shown = ", ".join(touched[:4]) + (f" and {len(touched) - 4} more" if len(touched) > 4 else "")
+    shown = ", ".join(touched[:4]) + (t(" and {0} more", len(touched) - 4) if len(touched) > 4 else "")
     kind = type(optimizer).__name__
     lr = _learning_rate(optimizer)
     frame = user_frame()

@@ -37,6 +37,7 @@ from tensorsight.agent.sentinel.reading import running_frame, tensors_in
 from tensorsight.agent.sentinel.replay import ReplayMode, replay_context
 from tensorsight.agent.sentinel.sites import Site
 from tensorsight.agent.sentinel.state import Call
+from tensorsight.core.l10n import t
 
 MAX_SOURCE_LINES = 50_000  # larger files are not parsed to find the call
 
@@ -51,22 +52,22 @@ def replay_call(site: Site) -> str | None:
     """Replay the call of ``site``'s function from its still-running caller; the replay reports (and stops at) the
     birth it finds. Returns None when it reported, else why not."""
     if site.caller is None:
-        return "the function's caller was not seen"
+        return t("the function's caller was not seen")
     caller_code, caller_line = site.caller
     frame = running_frame(caller_code)
     if frame is None:
-        return "the function's caller has returned"
+        return t("the function's caller has returned")
     try:
         call = _call_at(caller_code.co_filename, caller_line, site.code.co_name)
         func = _value(call.func, frame)
         if not isinstance(func, types.FunctionType) or func.__code__ is not site.code:
-            raise NotRepeatable(f"the call at line {caller_line} is not {site.function}() as seen")
+            raise NotRepeatable(t("the call at line {0} is not {1}() as seen", caller_line, site.function))
         torch = sys.modules["torch"]
         with torch.no_grad():
             args = [_value(arg, frame) for arg in call.args]
             kwargs = {keyword.arg: _value(keyword.value, frame) for keyword in call.keywords if keyword.arg}
         if len(kwargs) != len(call.keywords):
-            raise NotRepeatable("the call unpacks keyword arguments")
+            raise NotRepeatable(t("the call unpacks keyword arguments"))
         reason = function_unsafe_reason(func, tensors_in((args, kwargs)))
         if reason is not None:
             raise NotRepeatable(reason)
@@ -75,7 +76,7 @@ def replay_call(site: Site) -> str | None:
     except NotRepeatable as why:
         return str(why)
     except Exception as exc:  # noqa: BLE001 - a value we could not read: no replay
-        return f"the call could not be read ({type(exc).__name__}: {exc})"
+        return t("the call could not be read ({0}: {1})", type(exc).__name__, exc)
     return _run(func, copied, kwargs)
 
 
@@ -86,7 +87,7 @@ def _run(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None
     replay = ReplayMode({}, None, None, None)
     with torch.enable_grad(), replay_context(call, replay):
         traced_call(func, *args, **kwargs)  # the program's function (on copies): its breakpoints stop as before
-    return None if replay.found is not None else "a second run of the function made no NaN/Inf"
+    return None if replay.found is not None else t("a second run of the function made no NaN/Inf")
 
 
 def _call_at(filename: str, line: int, name: str) -> ast.Call:
@@ -97,7 +98,7 @@ def _call_at(filename: str, line: int, name: str) -> ast.Call:
         tree = ast.parse("".join(lines)) if 0 < len(lines) <= MAX_SOURCE_LINES else None
         _trees[filename] = tree
     if tree is None:
-        raise NotRepeatable("the caller's source is not available")
+        raise NotRepeatable(t("the caller's source is not available"))
     found = [
         node
         for node in ast.walk(tree)
@@ -106,7 +107,7 @@ def _call_at(filename: str, line: int, name: str) -> ast.Call:
         and _callee_name(node.func) == name
     ]
     if len(found) != 1:
-        raise NotRepeatable(f"line {line} does not hold exactly one call of {name}()")
+        raise NotRepeatable(t("line {0} does not hold exactly one call of {1}()", line, name))
     return found[0]
 
 
@@ -129,7 +130,7 @@ def _value(node: ast.expr, frame: types.FrameType) -> Any:
         for scope in (frame.f_locals, frame.f_globals, vars(builtins)):
             if node.id in scope:
                 return scope[node.id]
-        raise NotRepeatable(f"{node.id} is not defined there")
+        raise NotRepeatable(t("{0} is not defined there", node.id))
     if isinstance(node, ast.Attribute):
         owner = _value(node.value, frame)
         if isinstance(owner, types.ModuleType):
@@ -137,11 +138,11 @@ def _value(node: ast.expr, frame: types.FrameType) -> Any:
         own = getattr(owner, "__dict__", None)
         if isinstance(own, dict) and node.attr in own:
             return own[node.attr]
-        raise NotRepeatable(f"reading .{node.attr} could run the program's code")
+        raise NotRepeatable(t("reading .{0} could run the program's code", node.attr))
     if isinstance(node, ast.Subscript):
         base = _value(node.value, frame)
         if not (is_tensor(base) or is_array(base) or isinstance(base, _SUBSCRIPTABLE)):
-            raise NotRepeatable(f"indexing a {type(base).__name__} could run the program's code")
+            raise NotRepeatable(t("indexing a {0} could run the program's code", type(base).__name__))
         return base[_value(node.slice, frame)]
     if isinstance(node, ast.Slice):
         parts = (node.lower, node.upper, node.step)
@@ -153,4 +154,4 @@ def _value(node: ast.expr, frame: types.FrameType) -> Any:
         operand = _value(node.operand, frame)
         if isinstance(operand, (int, float)) and not isinstance(operand, bool):
             return -operand
-    raise NotRepeatable(f"the argument {ast.unparse(node)} could run the program's code")
+    raise NotRepeatable(t("the argument {0} could run the program's code", ast.unparse(node)))

@@ -33,6 +33,7 @@ import types
 from typing import Any
 
 from tensorsight.agent.runtime.tensor_walk import is_tensor
+from tensorsight.core.l10n import current_language, t
 
 SAFE_MODULES = ("torch", "math", "operator", "numbers", "typing")
 UNSAFE_BUILTINS = frozenset(
@@ -45,7 +46,7 @@ _ATTRIBUTE_WRITES = frozenset({"STORE_ATTR", "DELETE_ATTR"})
 _ATTRIBUTE_USES = frozenset({"LOAD_ATTR", "LOAD_METHOD", "COPY", "STORE_FAST", "STORE_ATTR", "DELETE_ATTR"})
 _IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), range, type(Ellipsis), frozenset)
 
-_verdicts: dict[tuple[Any, bool], str | None] = {}  # (code, self_writes) -> reason (None: safe)
+_verdicts: dict[tuple[Any, bool, str], str | None] = {}  # (code, self_writes, language) -> reason (None: safe)
 
 
 def _is_torch_code(obj: Any) -> bool:
@@ -69,7 +70,7 @@ class _Inspector:
         """The reason a name read by the forward makes the replay unsafe, or None. ``attribute_use``: the code reads
         or changes an attribute of it (``Counter.calls += 1``), not just calls it or compares with it."""
         if isinstance(value, types.ModuleType):
-            return None if _safe_module(value) else f"{where} uses the module {value.__name__} ({name})"
+            return None if _safe_module(value) else t("{0} uses the module {1} ({2})", where, value.__name__, name)
         if isinstance(value, _IMMUTABLE):
             return None
         if isinstance(value, tuple):
@@ -81,7 +82,9 @@ class _Inspector:
             if _is_torch_code(value) or value.__module__ == "builtins":
                 return None
             if attribute_use:
-                return f"{where} uses an attribute of the class {value.__qualname__}, which a second run could change"
+                return t(
+                    "{0} uses an attribute of the class {1}, which a second run could change", where, value.__qualname__
+                )
             for method in ("__init__", "__post_init__"):  # constructing one runs them on the new object
                 member = value.__dict__.get(method)
                 reason = self.function(member, f"{value.__qualname__}.{method}", self_writes=True)
@@ -91,7 +94,7 @@ class _Inspector:
         if isinstance(value, types.BuiltinFunctionType):
             builtin = str(getattr(value, "__name__", ""))
             if builtin in UNSAFE_BUILTINS and getattr(builtins, builtin, None) is value:
-                return f"{where} calls {builtin}()"
+                return t("{0} calls {1}()", where, builtin)
             return None
         if inspect.isfunction(value) or inspect.ismethod(value):
             return self.function(value, name)
@@ -99,7 +102,13 @@ class _Inspector:
             return self.function(value.__func__, name)
         if _is_torch_code(type(value)) and not is_tensor(value):
             return None  # torch's own callables (torch.ops namespaces, builtins wrapped by torch)
-        return f"{where} reads the {scope} {name} ({type(value).__name__}), which a second run could change"
+        if scope == "global":
+            return t(
+                "{0} reads the global {1} ({2}), which a second run could change", where, name, type(value).__name__
+            )
+        return t(
+            "{0} reads the outer variable {1} ({2}), which a second run could change", where, name, type(value).__name__
+        )
 
     def function(self, func: Any, label: str, self_writes: bool = False) -> str | None:
         """``self_writes``: the function may set attributes of its first argument: a method of a module class (whose
@@ -114,7 +123,7 @@ class _Inspector:
         self.seen.add((id(func), self_writes))
         self.budget -= 1
         if self.budget < 0:
-            return "its forward reaches more code than the sentinel can check for side effects"
+            return t("its forward reaches more code than the sentinel can check for side effects")
         reason = self.code(func.__code__, func, label, self_writes)
         if reason is None and func.__closure__:
             for name, cell in zip(func.__code__.co_freevars, func.__closure__, strict=False):
@@ -124,13 +133,13 @@ class _Inspector:
                     continue
                 if name == "__class__":
                     continue
-                reason = self.value(name, content, label, attribute_use=True, scope="outer variable")
+                reason = self.value(name, content, label, attribute_use=True, scope="outer")
                 if reason:
                     break
         return reason
 
     def code(self, code: types.CodeType, func: Any, label: str, self_writes: bool) -> str | None:
-        key = (code, self_writes)
+        key = (code, self_writes, current_language())  # the reason is worded in the display language
         if key in _verdicts:
             return _verdicts[key]
         reason = None
@@ -140,12 +149,14 @@ class _Inspector:
         for index, instruction in enumerate(instructions):
             name = str(instruction.argval)
             if instruction.opname in _WRITES:
-                kind = "global" if "GLOBAL" in instruction.opname else "outer"
-                reason = f"{label} assigns the {kind} variable {name}"
+                if "GLOBAL" in instruction.opname:
+                    reason = t("{0} assigns the global variable {1}", label, name)
+                else:
+                    reason = t("{0} assigns the outer variable {1}", label, name)
             elif instruction.opname in _ATTRIBUTE_WRITES:
                 target = _written_object(instructions, index)
                 if owner is None or target is None or target.opname != "LOAD_FAST" or target.argval != owner:
-                    reason = f"{label} sets the attribute {name} of an object outside the module"
+                    reason = t("{0} sets the attribute {1} of an object outside the module", label, name)
             elif instruction.opname in _READS:
                 following = instructions[index + 1].opname if index + 1 < len(instructions) else ""
                 attribute_use = not (instruction.arg or 0) & 1 and following in _ATTRIBUTE_USES
@@ -188,7 +199,7 @@ class _Inspector:
                 elif isinstance(member, (staticmethod, classmethod)):
                     reason = self.function(member.__func__, f"{klass.__qualname__}.{name}")
                 elif not isinstance(member, _IMMUTABLE) and not isinstance(member, tuple):
-                    reason = f"{klass.__qualname__}.{name} is a class attribute every instance shares"
+                    reason = t("{0} is a class attribute every instance shares", f"{klass.__qualname__}.{name}")
                 else:
                     reason = None
                 if reason:
@@ -227,8 +238,8 @@ def unsafe_reason(root: Any, inputs: list[Any]) -> str | None:
         for hook in getattr(module_globals, hooks, {}).values():
             owner = getattr(hook, "__module__", "") or ""
             if not owner.startswith("tensorsight."):
-                return (
-                    f"a hook the program registered for all modules ({getattr(hook, '__qualname__', hook)}) would run"
+                return t(
+                    "a hook the program registered for all modules ({0}) would run", getattr(hook, "__qualname__", hook)
                 )
     inspector = _Inspector()
     for module in root.modules():
@@ -237,11 +248,13 @@ def unsafe_reason(root: Any, inputs: list[Any]) -> str | None:
             return reason
         for hooks in ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks"):
             for hook in getattr(module, hooks, {}).values():
-                reason = inspector.value(getattr(hook, "__name__", "hook"), hook, f"a hook on {type(module).__name__}")
+                reason = inspector.value(
+                    getattr(hook, "__name__", "hook"), hook, t("a hook on {0}", type(module).__name__)
+                )
                 if reason:
                     return reason
     torch = sys.modules["torch"]
-    kinds = {type(t) for t in [*inputs, *root.parameters(), *root.buffers()]} - {torch.Tensor, torch.nn.Parameter}
+    kinds = {type(x) for x in [*inputs, *root.parameters(), *root.buffers()]} - {torch.Tensor, torch.nn.Parameter}
     for kind in kinds:
         reason = inspector.tensor_type(kind)
         if reason:
@@ -253,11 +266,11 @@ def function_unsafe_reason(func: Any, inputs: list[Any]) -> str | None:
     """Why calling the plain function ``func`` again on private copies of ``inputs`` (its tensors) could change what
     the program sees, or None when it is contained (the rule of this module's docstring)."""
     inspector = _Inspector()
-    reason = inspector.function(func, getattr(func, "__qualname__", "the function"))
+    reason = inspector.function(func, getattr(func, "__qualname__", None) or t("the function"))
     if reason:
         return reason
     torch = sys.modules["torch"]
-    for kind in {type(t) for t in inputs} - {torch.Tensor, torch.nn.Parameter}:
+    for kind in {type(x) for x in inputs} - {torch.Tensor, torch.nn.Parameter}:
         reason = inspector.tensor_type(kind)
         if reason:
             return reason

@@ -8,6 +8,7 @@ import sys
 from typing import Any, NamedTuple
 
 from tensorsight.agent.runtime.tensor_walk import exact_counts, is_array, is_tensor, number_counts, suspects
+from tensorsight.core.l10n import t
 from tensorsight.core.nonfinite import NonFiniteCounts
 
 MAX_SCANNED_NUMBERS = 10_000  # Python numbers read from list arguments when judging an op's inputs
@@ -176,7 +177,7 @@ def _collect_inputs(values: Any, tensors: list[Any], scalars: list[Any], arrays:
 
 def _describe_sources(arrays: list[Any]) -> str:
     first = arrays[0]
-    return f"a numpy array {list(first.shape)} {first.dtype}"
+    return t("a numpy array {0} {1}", list(first.shape), first.dtype)
 
 
 def born(out: NonFiniteCounts, carried: NonFiniteCounts) -> bool:

@@ -20,6 +20,7 @@ from tensorsight.agent.sentinel.state import lock, sw
 from tensorsight.core.findings import Finding
 from tensorsight.core.l10n import t
 from tensorsight.core.nonfinite import NonFiniteCounts
+from tensorsight.core.phase_names import phase_label
 
 
 @dataclass(eq=False)
@@ -155,7 +156,7 @@ def make_record(
     step_number = step if step is not None else steps.current_step() + 1
     rank = identity.rank()
     where = f"{os.path.basename(file)}:{line}" if file else t("unknown location")
-    context = [phase, t("step {0}", step_number)]
+    context = [phase_label(phase), t("step {0}", step_number)]
     if rank is not None:
         context.append(t("rank {0}", rank))
     message = t("{what} — {context}, at {where}", what=what, context=", ".join(context), where=where)

@@ -34,6 +34,7 @@ from tensorsight.agent.sentinel.reading import (
 )
 from tensorsight.agent.sentinel.records import NonFiniteRecord, made_text, make_record, report, title_of
 from tensorsight.agent.sentinel.state import Call, st
+from tensorsight.core.l10n import t
 
 
 def replaying() -> bool:
@@ -137,7 +138,7 @@ def not_replayable(module: Any, call: Call) -> str | None:
     """Why the module's forward is not replayed (None: it is)."""
     kind = type(module).__name__
     if "FullyShardedDataParallel" in kind or kind.startswith("FSDP"):
-        return "FSDP modules are not replayed (their forward gathers parameters across ranks)"
+        return t("FSDP modules are not replayed (their forward gathers parameters across ranks)")
     return unsafe_reason(module, tensors_in((call.args, call.kwargs)))
 
 
@@ -200,7 +201,7 @@ def replay_forward(call: Call, stop_at: int | None, backward: NonFiniteRecord | 
     try:
         replica = Replica(call, target, requires_grad=backward is not None)
     except Exception as exc:  # noqa: BLE001 - an attribute that cannot be copied (a lock, a file, a generator)
-        return f"its state cannot be copied privately ({type(exc).__name__}: {exc})"
+        return t("its state cannot be copied privately ({0}: {1})", type(exc).__name__, exc)
     replay = ReplayMode(module_names(replica.module), replica.module, stop_at, backward)
     with replay_context(call, replay):
         output = traced_call(replica.run)  # the program's forward (on a copy): its breakpoints stop as before

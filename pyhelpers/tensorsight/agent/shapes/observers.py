@@ -59,6 +59,7 @@ from tensorsight.agent.shapes.shape_map import (
     tensor_bytes,
     tensors_in,
 )
+from tensorsight.core import l10n
 from tensorsight.core.devices import TransferLog, device_issues, repeated_transfer_message
 from tensorsight.core.findings import Finding
 from tensorsight.core.notation import dtype_name, format_bytes, shape_text
@@ -662,7 +663,7 @@ def _report_broadcast(frame: FrameType, op: str, problem: Any) -> None:
     _report(
         "shape",
         frame,
-        f"silent broadcasting in {op.strip('_')}: {problem.message}",
+        l10n.t("silent broadcasting in {0}: {1}", op.strip("_"), problem.message),
         {"op": op, "shapes": [list(problem.first), list(problem.second)], "result": list(problem.result)},
     )
 
