@@ -45,7 +45,7 @@ read_file = read
 
 def test_every_rule_has_a_fixture_and_metadata():
     codes = {rule.code for rule in RULES}
-    assert len(codes) == len(RULES) == 12
+    assert len(codes) == len(RULES) == 13
     fixture_codes = {os.path.basename(p)[:5].upper() for p in RULE_FIXTURES}
     assert fixture_codes == codes
     for rule in RULES:

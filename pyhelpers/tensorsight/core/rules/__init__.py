@@ -31,6 +31,7 @@ TS109  cleared-before-step               training-logic   warning   zero_grad() 
 TS110  breakpoint-left-in-code           training-logic   warning   breakpoint() / pdb.set_trace() left in
 TS111  hard-coded-cuda                   device           warning   .cuda() mixed with a device variable
 TS112  dataloader-main-process           performance      info      training DataLoader with num_workers=0
+TS113  sigmoid-into-bce-with-logits      training-logic   warning   sigmoid fed to BCEWithLogitsLoss
 =====  ================================  ===============  ========  ==========================================
 
 Across calls and files: TS101 also covers a step function (backward and step per call) called from a loop that
@@ -67,6 +68,7 @@ RULES: tuple[RuleInfo, ...] = (
     hygiene.BREAKPOINT_LEFT,
     hygiene.HARD_CODED_CUDA,
     hygiene.MAIN_PROCESS_LOADING,
+    losses.SIGMOID_INTO_BCE_WITH_LOGITS,
 )
 
 CHECKS: tuple[Check, ...] = (
@@ -80,6 +82,7 @@ CHECKS: tuple[Check, ...] = (
     hygiene.check_breakpoints,
     hygiene.check_hard_coded_cuda,
     hygiene.check_main_process_loading,
+    losses.check_sigmoid,
 )
 
 _TRAINING_IMPORT = re.compile(

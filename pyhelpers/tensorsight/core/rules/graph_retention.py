@@ -156,13 +156,33 @@ def _accumulation(stmt: ast.AST) -> tuple[str, ast.expr, bool] | None:
 
 
 def _spans_optimizer_steps(facts: ModuleFacts, stmt: ast.AST, target: str) -> bool:
-    """The target survives from one iteration to the next of a loop that takes optimizer steps."""
+    """The target survives from one iteration to the next of a loop that takes optimizer steps: a loop around it,
+    or, for a module global (``global running``) or an attribute (``self.total``) accumulated in a function, a loop
+    around a call of that function (the function, or that loop, taking the steps)."""
     for loop in facts.enclosing_loops(stmt):
         if _reset_each_iteration(facts, loop, stmt, target):
             return False
         if facts.loop_facts(loop).steps or _steps_through_helper(facts, facts.loop_facts(loop)):
             return True
+    function = facts.enclosing_function(stmt)
+    if function is None or facts.enclosing_loops(stmt) or not _outlives_the_call(function, target):
+        return False
+    steps_itself = any(isinstance(n, ast.Call) and facts.step_call(n) is not None for n in facts.local_nodes(function))
+    sites = facts.project.call_sites(function) if facts.project is not None else []
+    for caller, call in sites:
+        for loop in caller.enclosing_loops(call):
+            loop_facts = caller.loop_facts(loop)
+            if steps_itself or loop_facts.steps or _steps_through_helper(caller, loop_facts):
+                return True
     return False
+
+
+def _outlives_the_call(function: Function, target: str) -> bool:
+    """``target`` is kept between calls: declared ``global``/``nonlocal`` in the function, or a ``self.`` attribute."""
+    if target.startswith("self."):
+        return True
+    declared = {name for node in ast.walk(function) if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
+    return target in declared
 
 
 def _reset_each_iteration(facts: ModuleFacts, loop: ast.AST, stmt: ast.AST, target: str) -> bool:
@@ -246,6 +266,11 @@ def _graph_value(
             return _graph_value(facts, assignments, scope, recv, where, depth)
         if isinstance(value.func, ast.Attribute) and callee in {"item", "detach", "tolist", "numpy", "cpu"}:
             return False
+        if facts.step_call(value) is not None:  # ``loss = optimizer.step(closure)`` returns the closure's loss
+            closure = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "closure"), None)
+            if not isinstance(closure, ast.Name) or depth >= 6:
+                return False
+            return any(_returns_graph(facts, fn, depth) for fn in facts.local_functions(closure.id))
         if _LOSS_CALLEE.search(callee):
             return True
         if isinstance(value.func, (ast.Name, ast.Attribute)) and looks_like_model(value.func):

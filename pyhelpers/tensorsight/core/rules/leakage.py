@@ -3,7 +3,8 @@
 A scaler fitted on the whole dataset before the train/test split, or fitted on the test/validation data, lets the
 evaluation data shape the training features: the reported score is optimistic and no error says so. Covers the
 scikit-learn scalers (``StandardScaler().fit_transform(X)`` then ``train_test_split(X_scaled, ...)``) and the
-hand-written form (``mean = X.mean(0)``; ``X = (X - mean) / std``; then ``random_split``).
+hand-written form (``mean = X.mean(0)`` or ``m, s = X.mean(0), X.std(0)``; ``X = (X - mean) / std``; then
+``random_split``, ``train_test_split`` or held-out rows sliced or indexed out: ``X_train, X_test = X[:n], X[n:]``).
 """
 
 from __future__ import annotations
@@ -129,33 +130,77 @@ def _produced_names(facts: ModuleFacts, call: ast.Call) -> set[str]:
 def _manual_statistics(
     facts: ModuleFacts, path: str, scope: Scope, nodes: list[ast.AST], splits: list[ast.Call]
 ) -> Iterator[Finding]:
-    """``m = X.mean(0)`` ... ``Z = (X - m) / s`` ... ``random_split(Z...)`` / ``train_test_split(Z...)``."""
-    if not splits:
+    """``m = X.mean(0)`` (or ``m, s = X.mean(0), X.std(0)``, or inline) ... ``Z = (X - m) / s`` ... then a split of
+    ``Z``: ``random_split(Z...)`` / ``train_test_split(Z...)``, or held-out rows indexed out of it (``X_train,
+    X_test = Z[:n], Z[n:]``, ``x_val = Z[val_idx]``)."""
+    assigns = sorted((n for n in nodes if isinstance(n, ast.Assign)), key=position)
+    held_out = [(pos, base) for node in assigns for pos, base in _held_out_rows(node)]
+    if not splits and not held_out:
         return
-    stats: dict[str, tuple[str, ast.Assign]] = {}  # stat name -> (data name, the assignment)
-    for node in sorted((n for n in nodes if isinstance(n, ast.Assign)), key=position):
-        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+    stats: dict[str, tuple[str, ast.expr]] = {}  # stat name -> (data name, the statistic's expression)
+    for node in assigns:
+        pairs = _pairs(node)
+        found_stat = False
+        for name, value in pairs:
+            source = _statistic_of(value)
+            if source is not None:
+                stats[name] = (source, value)
+                found_stat = True
+        if found_stat or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
             continue
-        source = _statistic_of(node.value)
-        if source is not None:
-            stats[node.targets[0].id] = (source, node)
+        if not isinstance(node.value, ast.BinOp):
             continue
         used = names_in(node.value)
-        for stat_name, (data_name, stat_assign) in list(stats.items()):
-            if stat_name in used and data_name in used and isinstance(node.value, ast.BinOp):
-                normalised = node.targets[0].id
-                later = [s for s in splits if position(s) > position(node) and normalised in names_in(s)]
-                if later:
-                    message = t(
-                        "{stat} is computed on all of {data} and used to normalise it before the split on "
-                        "line {line}: evaluation rows shape the training features; compute it on the "
-                        "training split only",
-                        stat=stat_name,
-                        data=data_name,
-                        line=later[0].lineno,
-                    )
-                    yield NORMALISATION_LEAKAGE.finding(path, facts.span(stat_assign.value), message)
-                    return
+        candidates = [(n, d, v) for n, (d, v) in stats.items() if n in used and d in used]
+        candidates += [
+            (text_of(c), d, c) for c in ast.walk(node.value) if (d := _statistic_of(c)) is not None and d in used
+        ]
+        if not candidates:
+            continue
+        stat_name, data_name, stat_value = candidates[0]
+        normalised = node.targets[0].id
+        where = position(node)
+        later = [s.lineno for s in splits if position(s) > where and normalised in names_in(s)]
+        later += [pos[0] for pos, base in held_out if pos > where and base == normalised]
+        if later:
+            message = t(
+                "{stat} is computed on all of {data} and used to normalise it before the split on "
+                "line {line}: evaluation rows shape the training features; compute it on the "
+                "training split only",
+                stat=stat_name,
+                data=data_name,
+                line=min(later),
+            )
+            yield NORMALISATION_LEAKAGE.finding(path, facts.span(stat_value), message)
+            return
+
+
+def _pairs(node: ast.Assign) -> list[tuple[str, ast.expr]]:
+    """(name, value) bound by ``a = v`` or ``a, b = v, w``."""
+    out: list[tuple[str, ast.expr]] = []
+    for target in node.targets:
+        if isinstance(target, ast.Name):
+            out.append((target.id, node.value))
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(node.value, (ast.Tuple, ast.List)):
+            if len(target.elts) == len(node.value.elts):
+                out.extend(
+                    (element.id, value)
+                    for element, value in zip(target.elts, node.value.elts, strict=True)
+                    if isinstance(element, ast.Name)
+                )
+    return out
+
+
+def _held_out_rows(node: ast.Assign) -> list[tuple[tuple[int, int], str]]:
+    """(position, indexed name) for held-out rows taken by indexing: ``X_test = X[n:]``, ``x_val = x[val_mask]``."""
+    out: list[tuple[tuple[int, int], str]] = []
+    for name, value in _pairs(node):
+        words_of_name = set(words(name))
+        if not HELD_OUT_WORDS & words_of_name or "train" in words_of_name:
+            continue
+        if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+            out.append((position(node), value.value.id))
+    return out
 
 
 def _statistic_of(value: ast.expr) -> str | None:
