@@ -404,3 +404,167 @@ def test_eval_in_an_imported_helper_never_undone_by_the_imported_training_epoch(
     assert [(f.file, f.line, f.details["code"]) for f in found] == [("/e/main.py", 8, "TS103")]
     restored = project_reader({"/e/engine.py": engine.format(train="    model.train()\n")})
     assert analyze_project(script, "/e/main.py", restored, strict=True) == []
+
+
+# ------------------------------------------------------------------------------ data flow across functions and files
+GPT_MODEL = """\
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class CharGPT(nn.Module):
+    def __init__(self, vocab, width=32):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.block = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.Dropout(0.1))
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, idx):
+        h = self.block(self.embed(idx))
+        logits = self.head(h)
+        {tail}
+"""
+GPT_TRAINER = """\
+from collections import defaultdict
+
+import torch
+
+
+class Trainer:
+    def __init__(self, model, criterion, get_batch, lr=1e-3):
+        self.model, self.criterion = model, criterion
+        self.get_batch = get_batch
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+        self.callbacks = defaultdict(list)
+        self.iter_num = 0
+
+    def add_callback(self, event, callback):
+        self.callbacks[event].append(callback)
+
+    def trigger_callbacks(self, event):
+        for callback in self.callbacks.get(event, []):
+            callback(self)
+
+    def run(self, max_iters):
+        model = self.model
+        model.train()
+        while self.iter_num < max_iters:
+            x, y = self.get_batch()
+            out = model(x)
+            B, T, V = out.shape
+            loss = self.criterion(out.view(B * T, V), y.view(-1))
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+            self.trigger_callbacks("on_batch_end")
+            self.iter_num += 1
+"""
+GPT_SCRIPT = """\
+import argparse
+
+import torch
+from torch import nn
+
+from model import CharGPT
+from trainer import Trainer
+
+
+@torch.no_grad()
+def estimate_loss(model, get_batch):
+    model.eval()
+    x, y = get_batch()
+    return nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iters", type=int, default=50)
+    args = parser.parse_args()
+    get_batch = lambda: (torch.randint(0, 11, (4, 8)), torch.randint(0, 11, (4, 8)))
+    model = CharGPT(11)
+    trainer = Trainer(model, nn.CrossEntropyLoss(), get_batch)
+
+    def on_batch_end(trainer):
+        if trainer.iter_num % 10 == 0:
+            print("val loss", estimate_loss(model, get_batch))
+            {restore}
+
+    trainer.add_callback("on_batch_end", on_batch_end)
+    trainer.run(args.iters)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _gpt_findings(tail: str, restore: str) -> set[tuple[str, int, str]]:
+    files = {
+        "/gpt/model.py": GPT_MODEL.format(tail=tail),
+        "/gpt/trainer.py": GPT_TRAINER,
+    }
+    found = analyze_project(GPT_SCRIPT.format(restore=restore), "/gpt/train.py", project_reader(files), strict=True)
+    return {(os.path.basename(f.file), f.line, f.details["code"]) for f in found}
+
+
+def test_softmax_assigned_before_return_reaches_the_loss_of_a_trainer_in_another_file_through_a_view():
+    found = _gpt_findings("probs = F.softmax(logits, dim=-1)\n        return probs", "model.train()")
+    assert found == {("trainer.py", 28, "TS105")}
+    assert _gpt_findings("return logits", "model.train()") == set()
+    # log_softmax into the same loss is only wasted work: information, not a warning
+    found = analyze_project(
+        GPT_SCRIPT.format(restore="model.train()"),
+        "/gpt/train.py",
+        project_reader(
+            {
+                "/gpt/model.py": GPT_MODEL.format(tail="return F.log_softmax(logits, dim=-1)"),
+                "/gpt/trainer.py": GPT_TRAINER,
+            }
+        ),
+        strict=True,
+    )
+    assert [(f.details["code"], f.severity) for f in found] == [("TS105", "info")]
+
+
+def test_eval_in_a_callback_registered_with_a_trainer_in_another_file_is_never_undone():
+    found = _gpt_findings("return logits", "pass")
+    assert found == {("train.py", 27, "TS103")}
+    assert _gpt_findings("return logits", "model.train()") == set()
+
+
+def test_sigmoid_into_bce_with_logits_through_a_model_in_another_file():
+    model = (
+        "from torch import nn\n"
+        "\n"
+        "class Scorer(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(6, 1)\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        return {out}\n"
+    )
+    script = (
+        "import torch\n"
+        "from torch import nn\n"
+        "from models import Scorer\n"
+        "\n"
+        "def train(net, x, y, loss_fn):\n"
+        "    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        "    for epoch in range(5):\n"
+        "        opt.zero_grad()\n"
+        "        pred = net(x).squeeze(-1)\n"
+        "        loss = loss_fn(pred, y)\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        acc = ((torch.sigmoid(pred) > 0.5).float() == y).float().mean()\n"
+        "\n"
+        "train(Scorer(), torch.randn(8, 6), torch.ones(8), nn.BCEWithLogitsLoss())\n"
+    )
+    with_sigmoid = project_reader({"/b/models.py": model.format(out="torch.sigmoid(self.fc(x))")})
+    found = analyze_project(script, "/b/train.py", with_sigmoid, strict=True)
+    assert [(f.line, f.details["code"]) for f in found] == [(10, "TS113")]
+    assert "models.py:9" in found[0].message
+    logits = project_reader({"/b/models.py": model.format(out="self.fc(x)")})
+    assert analyze_project(script, "/b/train.py", logits, strict=True) == []

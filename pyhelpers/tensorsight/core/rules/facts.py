@@ -338,6 +338,13 @@ class ModuleFacts:
         return None
 
     def _find_optimizers(self) -> None:
+        for call in self.calls:  # ``train(model, torch.optim.SGD(model.parameters(), lr=0.1))``: trained too
+            if is_optimizer_constructor(call) and not isinstance(self.parents.get(call), ast.Assign):
+                for inner in ast.walk(call):
+                    if isinstance(inner, ast.Call) and method(inner) in ("parameters", "named_parameters"):
+                        root = root_name(receiver(inner))
+                        if root:
+                            self.trained_roots.add(root)
         for node in self.assigns:
             if not isinstance(node.value, ast.Call):
                 continue

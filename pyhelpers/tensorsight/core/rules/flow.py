@@ -122,7 +122,7 @@ class _Tracer:
             if last_name(recv) in _TENSOR_MODULES:  # ``torch.flatten(x, 1)``
                 return self.value(facts, call.args[0], scope, where, index, depth + 1) if call.args else None
             return self.value(facts, recv, scope, where, index, depth + 1)
-        for owner, fn in _functions_called(facts, call):
+        for owner, fn in functions_called(facts, call):
             return self.returns(owner, fn, index, depth)
         for owner, built, built_scope in self.instances(facts, call.func, scope, where, depth):
             if last_name(built.func) == "Sequential":
@@ -295,7 +295,7 @@ def _class_of(facts: ModuleFacts, scope: ast.AST) -> ast.ClassDef | None:
     return parent if isinstance(parent, ast.ClassDef) else None
 
 
-def _functions_called(facts: ModuleFacts, call: ast.Call) -> list[tuple[ModuleFacts, Function]]:
+def functions_called(facts: ModuleFacts, call: ast.Call) -> list[tuple[ModuleFacts, Function]]:
     """The project functions a call reaches: ``f(...)``, ``self.f(...)``, ``engine.f(...)``, ``obj.method(...)``."""
     func = call.func
     if isinstance(func, ast.Name) and facts.defines_function(func.id):
