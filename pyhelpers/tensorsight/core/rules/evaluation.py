@@ -407,12 +407,12 @@ def _modes(facts: ModuleFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef, depth
 def _is_training_loop(facts: ModuleFacts, loop: LoopFacts) -> bool:
     if loop.backwards and loop.steps:
         return True
-    return any(_modes(owner, fn, 0, frozenset()).trains for call in loop.calls for owner, fn in functions_called(facts, call))
+    return any(
+        _modes(owner, fn, 0, frozenset()).trains for call in loop.calls for owner, fn in functions_called(facts, call)
+    )
 
 
-def _training_context(
-    facts: ModuleFacts, node: ast.AST, depth: int, seen: frozenset[int]
-) -> _Context | str | None:
+def _training_context(facts: ModuleFacts, node: ast.AST, depth: int, seen: frozenset[int]) -> _Context | str | None:
     for loop in facts.enclosing_loops(node):
         loop_facts = facts.loop_facts(loop)
         if _is_training_loop(facts, loop_facts):
@@ -443,7 +443,9 @@ def _restores_train(facts: ModuleFacts, loop: LoopFacts) -> bool:
     return False
 
 
-def _callers(facts: ModuleFacts, function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[ModuleFacts, ast.Call]]:
+def _callers(
+    facts: ModuleFacts, function: ast.FunctionDef | ast.AsyncFunctionDef
+) -> list[tuple[ModuleFacts, ast.Call]]:
     """Where ``function`` is called from: its call sites, and for a callback handed to a trainer (``trainer.
     set_callback("on_batch_end", fn)``, ``Trainer(callbacks=[fn])``, ``loop(model, step_fn=fn)``), the trainer's
     calls of a callable it holds (``for cb in self.callbacks[event]: cb(self)``, ``step_fn(...)``)."""
@@ -517,7 +519,9 @@ def _argument_names(call: ast.Call) -> list[tuple[int | None, str | None, str]]:
     return out
 
 
-def _calls_held_callable(facts: ModuleFacts, method_node: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> bool:
+def _calls_held_callable(
+    facts: ModuleFacts, method_node: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call
+) -> bool:
     """``cb(self)`` with ``cb`` a loop variable or a parameter, or ``self.callbacks[event](self)``."""
     func = call.func
     if isinstance(func, ast.Subscript):
@@ -555,7 +559,11 @@ def _back_to_train_finding(
     if context.sites:
         loop_module = context.facts.project.module_of(context.facts) if context.facts.project is not None else None
         line = context.loop.node.lineno
-        where = t("line {0}", line) if context.facts is facts else f"{os.path.basename(loop_module.path) if loop_module else '?'}:{line}"
+        where = (
+            t("line {0}", line)
+            if context.facts is facts
+            else f"{os.path.basename(loop_module.path) if loop_module else '?'}:{line}"
+        )
         chain = " -> ".join(f"{_called_name(site)}()" for _, site, _ in context.sites)
         message = t(
             "{call} switches {model} to eval() once per iteration of the training loop at {where} (through "

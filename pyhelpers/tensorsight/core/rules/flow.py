@@ -60,7 +60,9 @@ class Origin:
 Matcher = Callable[[Origin], bool]
 
 
-def trace(facts: ModuleFacts, expr: ast.expr, scope: ast.AST, where: tuple[int, int], matches: Matcher) -> Origin | None:
+def trace(
+    facts: ModuleFacts, expr: ast.expr, scope: ast.AST, where: tuple[int, int], matches: Matcher
+) -> Origin | None:
     """The producing call ``matches`` accepts that ``expr`` (evaluated in ``scope`` at ``where``) always comes
     from, or None."""
     return _Tracer(matches).value(facts, expr, scope, where, None, 0)
@@ -250,7 +252,9 @@ def _index(outer: int | None, inner: int | None) -> int | None:
     return outer if outer is not None else inner
 
 
-def _from_assignment(facts: ModuleFacts, node: ast.AST, value: ast.expr | None, text: str, scope: Scope) -> list[_Bound]:
+def _from_assignment(
+    facts: ModuleFacts, node: ast.AST, value: ast.expr | None, text: str, scope: Scope
+) -> list[_Bound]:
     where = position(node)
     if value is not None:
         return [_Bound(facts, value, scope, where, None)]

@@ -82,7 +82,9 @@ def _clearings(facts: ModuleFacts, loop: LoopFacts) -> list[ast.AST]:
     return found
 
 
-def _one_sided_branch(facts: ModuleFacts, loop: LoopFacts, clearings: list[ast.AST], steps: list[ast.AST]) -> ast.If | None:
+def _one_sided_branch(
+    facts: ModuleFacts, loop: LoopFacts, clearings: list[ast.AST], steps: list[ast.AST]
+) -> ast.If | None:
     """The ``if`` that every clearing sits in one branch of, while the steps run outside it and its other branch
     clears nothing (``if epoch % 2 == 0: opt.zero_grad()`` before an unconditional ``opt.step()``), else None.
     A clearing under the same condition as its step (gradient accumulation) or in both branches is a clearing."""

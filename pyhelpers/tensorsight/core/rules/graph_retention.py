@@ -181,7 +181,9 @@ def _outlives_the_call(function: Function, target: str) -> bool:
     """``target`` is kept between calls: declared ``global``/``nonlocal`` in the function, or a ``self.`` attribute."""
     if target.startswith("self."):
         return True
-    declared = {name for node in ast.walk(function) if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
+    declared = {
+        name for node in ast.walk(function) if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names
+    }
     return target in declared
 
 
@@ -267,7 +269,9 @@ def _graph_value(
         if isinstance(value.func, ast.Attribute) and callee in {"item", "detach", "tolist", "numpy", "cpu"}:
             return False
         if facts.step_call(value) is not None:  # ``loss = optimizer.step(closure)`` returns the closure's loss
-            closure = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "closure"), None)
+            closure = (
+                value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "closure"), None)
+            )
             if not isinstance(closure, ast.Name) or depth >= 6:
                 return False
             return any(_returns_graph(facts, fn, depth) for fn in facts.local_functions(closure.id))

@@ -152,9 +152,8 @@ def _manual_statistics(
             continue
         used = names_in(node.value)
         candidates = [(n, d, v) for n, (d, v) in stats.items() if n in used and d in used]
-        candidates += [
-            (text_of(c), d, c) for c in ast.walk(node.value) if (d := _statistic_of(c)) is not None and d in used
-        ]
+        inline = [c for c in ast.walk(node.value) if isinstance(c, ast.Call)]
+        candidates += [(text_of(c), d, c) for c in inline if (d := _statistic_of(c)) is not None and d in used]
         if not candidates:
             continue
         stat_name, data_name, stat_value = candidates[0]

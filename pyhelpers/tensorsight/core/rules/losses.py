@@ -94,7 +94,7 @@ def _activation_into_loss(facts: ModuleFacts, path: str, family: _LossFamily) ->
         if given is None:
             continue
         direct = _kind(Origin(facts, given, None), family) if isinstance(given, ast.Call) else None
-        if direct is not None:
+        if direct is not None and isinstance(given, ast.Call):
             yield _direct(facts, path, given, direct, family)
             continue
         origin = trace(facts, given, scope, position(node), lambda o: _kind(o, family) is not None)
