@@ -6,9 +6,8 @@ import argparse
 import random
 
 import torch
-from torch.utils.data import Dataset
-
 from model import GPT
+from torch.utils.data import Dataset
 from trainer import Trainer, TrainerConfig
 
 

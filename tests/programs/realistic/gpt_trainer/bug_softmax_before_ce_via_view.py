@@ -5,9 +5,8 @@ import argparse
 import random
 
 import torch
-from torch.utils.data import Dataset
-
 from model_probs import GPT
+from torch.utils.data import Dataset
 from trainer import Trainer, TrainerConfig
 
 

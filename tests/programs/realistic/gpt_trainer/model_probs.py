@@ -61,7 +61,7 @@ class GPT(nn.Module):
         self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
 
     def forward(self, idx, targets=None):
-        b, t = idx.size()
+        _, t = idx.size()
         pos = torch.arange(0, t, dtype=torch.long, device=idx.device).unsqueeze(0)
         x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))
         for block in self.blocks:

@@ -52,7 +52,7 @@ class Trainer:
         model.train()
         self.iter_num = 0
         for x, y in train_loader:
-            logits, self.loss = model(x, y)
+            _, self.loss = model(x, y)
             model.zero_grad(set_to_none=True)
             self.loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_norm_clip)
