@@ -71,9 +71,7 @@ class GPT(nn.Module):
         loss = None
         if targets is not None:
             flat = probs.view(-1, probs.size(-1))
-            loss = F.cross_entropy(
-                flat, targets.view(-1), ignore_index=-1
-            )  # BUG: training-logic softmax before cross_entropy
+            loss = F.cross_entropy(flat, targets.view(-1))  # BUG: training-logic softmax before cross_entropy
         return probs, loss
 
     @torch.no_grad()
