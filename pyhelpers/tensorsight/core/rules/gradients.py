@@ -88,6 +88,8 @@ def _one_sided_branch(
     """The ``if`` that every clearing sits in one branch of, while the steps run outside it and its other branch
     clears nothing (``if epoch % 2 == 0: opt.zero_grad()`` before an unconditional ``opt.step()``), else None.
     A clearing under the same condition as its step (gradient accumulation) or in both branches is a clearing."""
+    if any(_conditional(facts, loop, step) for step in steps):
+        return None  # a conditional step (gradient accumulation, an AMP branch): the pairing is not judged
     found: ast.If | None = None
     for clearing in clearings:
         branch_if = _conditioning_if(facts, loop, clearing, steps, clearings)
@@ -95,6 +97,15 @@ def _one_sided_branch(
             return None
         found = found or branch_if
     return found
+
+
+def _conditional(facts: ModuleFacts, loop: LoopFacts, node: ast.AST) -> bool:
+    for parent in facts.ancestors(node):
+        if parent is loop.node:
+            return False
+        if isinstance(parent, (ast.If, ast.Try, ast.IfExp)):
+            return True
+    return False
 
 
 def _conditioning_if(

@@ -202,9 +202,24 @@ def _held_out_rows(node: ast.Assign) -> list[tuple[tuple[int, int], str]]:
     return out
 
 
+def _per_row(call: ast.Call) -> bool:
+    """``x.mean(dim=1, keepdim=True)``: a statistic within each row (instance normalisation), not over the rows."""
+    recv = receiver(call)
+    functional = recv is not None and last_name(recv) in ("np", "numpy", "torch")
+    given = call.args[1:] if functional else call.args
+    axis = next((k.value for k in call.keywords if k.arg in ("dim", "axis")), given[0] if given else None)
+    if axis is None:
+        return False
+    values = axis.elts if isinstance(axis, (ast.Tuple, ast.List)) else [axis]
+    constants = [v.value for v in values if isinstance(v, ast.Constant)]
+    return len(constants) == len(values) and 0 not in constants
+
+
 def _statistic_of(value: ast.expr) -> str | None:
     """``X.mean(...)`` / ``np.mean(X, ...)`` / ``X.std(...)`` -> ``X``."""
     if not isinstance(value, ast.Call) or method(value) not in STAT_METHODS:
+        return None
+    if _per_row(value):
         return None
     recv = receiver(value)
     if isinstance(recv, ast.Name) and recv.id not in ("np", "numpy", "torch"):
