@@ -568,3 +568,47 @@ def test_sigmoid_into_bce_with_logits_through_a_model_in_another_file():
     assert "models.py:9" in found[0].message
     logits = project_reader({"/b/models.py": model.format(out="self.fc(x)")})
     assert analyze_project(script, "/b/train.py", logits, strict=True) == []
+
+
+def test_call_chains_are_walked_once_per_function_so_a_wide_call_graph_stays_fast():
+    """Six layers of fifteen helpers, each calling every helper of the next layer, the last one calling eval(): the
+    walk up the call chains is shared per function (without it, 15**5 paths)."""
+    import time
+
+    lines = ["import torch", "model = torch.nn.Linear(2, 2)", "opt = torch.optim.SGD(model.parameters(), lr=0.1)"]
+    layers, width = 6, 15
+    for layer in range(layers):
+        for index in range(width):
+            lines.append(f"def f{layer}_{index}():")
+            if layer == layers - 1:
+                lines.append("    model.eval()")
+            else:
+                lines.extend(f"    f{layer + 1}_{k}()" for k in range(width))
+    lines += ["for step in range(3):", "    opt.zero_grad()", "    model(torch.ones(1, 2)).sum().backward()"]
+    lines += ["    opt.step()", *(f"    f0_{k}()" for k in range(width))]
+    began = time.process_time()
+    found = analyze("\n".join(lines) + "\n", "wide.py", strict=True)
+    assert time.process_time() - began < 2.0
+    assert {f.details["code"] for f in found} == {"TS103"}
+
+
+def test_softmax_reaching_the_loss_by_many_paths_is_found_once_per_loss():
+    """Helpers calling helpers (a diamond-shaped call graph): the probabilities reach the loss's parameter through
+    every call site, each traced once; a path that brings logits makes the loss clean."""
+    lines = ["import torch", "import torch.nn.functional as F", "model = torch.nn.Linear(2, 2)"]
+    layers, width = 3, 4
+    for layer in range(layers):
+        for index in range(width):
+            lines.append(f"def g{layer}_{index}(x, y):")
+            if layer == layers - 1:
+                lines.append("    return F.cross_entropy(x.view(-1, 2), y)")
+            else:
+                lines.extend(f"    a{k} = g{layer + 1}_{k}(x[:, :2], y)" for k in range(width))
+                lines.append("    return a0")
+    calls = [f"g0_{k}(F.softmax(model(torch.ones(1, 2)), 1), torch.zeros(1).long())" for k in range(width)]
+    found = analyze("\n".join([*lines, *calls]) + "\n", "paths.py", strict=True)
+    assert [(f.line, f.details["code"]) for f in found] == [
+        (n + 1, "TS105") for n, line in enumerate(lines) if "cross_entropy" in line
+    ]
+    calls[-1] = "g0_3(model(torch.ones(1, 2)), torch.zeros(1).long())"
+    assert analyze("\n".join([*lines, *calls]) + "\n", "paths.py", strict=True) == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -313,6 +314,8 @@ def check_back_to_train(facts: ModuleFacts, path: str) -> Iterator[Finding]:
     function, up the call chain and across files, callbacks registered with a trainer included. Reported at that
     call, unless the chain switches the model back to train() (in the loop, or in a function along the chain), or
     the call sits inside an evaluation helper whose own call is the one reported."""
+    if not _project_switches_to_eval(facts):
+        return
     for call in facts.calls:
         switched = _switched_models(facts, call)
         if not switched:
@@ -328,6 +331,20 @@ def check_back_to_train(facts: ModuleFacts, path: str) -> Iterator[Finding]:
                 continue
             yield _back_to_train_finding(facts, path, call, context, mapped or model_text, helper)
             break
+
+
+_EVAL_TEXT = re.compile(r"\.(?:eval\(\s*\)|train\(\s*(?:mode\s*=\s*)?False)")
+
+
+def _project_switches_to_eval(facts: ModuleFacts) -> bool:
+    """Some file of the project has an ``.eval()`` (a text search, once per analysis): else TS103 has nothing to do."""
+    project = facts.project
+    holder = project.entry.facts if project is not None else facts
+    key = ("switches-to-eval",)
+    if key not in holder.memo:
+        sources = [m.facts.source for m in project.modules.values()] if project is not None else [facts.source]
+        holder.memo[key] = any(_EVAL_TEXT.search(source) for source in sources)
+    return bool(holder.memo[key])
 
 
 @dataclass
@@ -360,7 +377,7 @@ def _switched_models(facts: ModuleFacts, call: ast.Call) -> list[str]:
             mapped = _map_to_caller(summary, call, text)
             if mapped is None and owner is facts:
                 mapped = _same_global(facts, summary, text)
-            if mapped is not None:
+            if mapped is not None and mapped not in out:
                 out.append(mapped)
     return out
 
@@ -398,7 +415,7 @@ def _modes(facts: ModuleFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef, depth
                     mapped = _map_to_caller(callee_summary, node, text)
                     if mapped is None and owner is facts:
                         mapped = _same_global(facts, callee_summary, text)
-                    if mapped is not None:
+                    if mapped is not None and mapped not in modes.evals:
                         modes.evals.append(mapped)
         facts.memo[key] = modes
     return modes
@@ -420,15 +437,26 @@ def _training_context(facts: ModuleFacts, node: ast.AST, depth: int, seen: froze
     function = facts.enclosing_function(node)
     if function is None or depth > 5 or id(function) in seen:
         return None
+    key = ("training-context", id(function))
+    if key in facts.memo:  # one walk up per function: a helper called from many places is judged once
+        return facts.memo[key]  # type: ignore[return-value]
+    found = _function_context(facts, function, depth, seen | {id(function)})
+    facts.memo[key] = found
+    return found
+
+
+def _function_context(
+    facts: ModuleFacts, function: ast.FunctionDef | ast.AsyncFunctionDef, depth: int, seen: frozenset[int]
+) -> _Context | str | None:
+    """The training loop a call of ``function`` runs in, through its callers (see ``_training_context``)."""
     if _modes(facts, function, 0, frozenset()).restores:
         return _RESTORED
     for caller, site in _callers(facts, function):
         if _switched_models(caller, site):
             return _INSIDE_EVALUATION
-        context = _training_context(caller, site, depth + 1, seen | {id(function)})
+        context = _training_context(caller, site, depth + 1, seen)
         if isinstance(context, _Context):
-            context.sites.append((caller, site, facts.summary_of(function)))
-            return context
+            return _Context(context.facts, context.loop, [*context.sites, (caller, site, facts.summary_of(function))])
         if context is not None:
             return context
     return None

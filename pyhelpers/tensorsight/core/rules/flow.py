@@ -12,7 +12,8 @@ BCEWithLogitsLoss), in ``losses``. ``matches`` says which producing calls the ru
 first one reached, or None. "Must" reasoning, so precision comes first: a value comes from such a call only when
 every way it is produced does (every ``return`` of a function, both arms of ``a if c else b``, every call site of a
 parameter); a model that applies softmax only at inference is not a softmax model. Pure and bounded: each hop goes
-to an earlier binding or into a callee, at most ``MAX_DEPTH`` hops, each (expression, index) visited once per trace.
+to an earlier binding or into a callee, at most ``MAX_DEPTH`` hops, each (expression, index) traced once per trace
+(its answer kept for the other paths that reach it).
 """
 
 from __future__ import annotations
@@ -71,16 +72,25 @@ def trace(
 class _Tracer:
     def __init__(self, matches: Matcher) -> None:
         self.matches = matches
-        self.seen: set[tuple[int, int | None]] = set()
+        self.known: dict[tuple[int, int | None], Origin | None] = {}
 
     # ----------------------------------------------------------------- values
     def value(
         self, facts: ModuleFacts, expr: ast.expr, scope: ast.AST, where: tuple[int, int], index: int | None, depth: int
     ) -> Origin | None:
         key = (id(expr), index)
-        if depth > MAX_DEPTH or key in self.seen:
+        if key in self.known:  # reached again by another path (a diamond in the call graph): the same answer
+            return self.known[key]
+        if depth > MAX_DEPTH:
             return None
-        self.seen.add(key)
+        self.known[key] = None  # while it is being traced: a cycle comes back empty-handed
+        found = self._value(facts, expr, scope, where, index, depth)
+        self.known[key] = found
+        return found
+
+    def _value(
+        self, facts: ModuleFacts, expr: ast.expr, scope: ast.AST, where: tuple[int, int], index: int | None, depth: int
+    ) -> Origin | None:
         if isinstance(expr, (ast.Name, ast.Attribute)):
             bound = self.bindings(facts, expr, scope, where, depth)
             return self.every(bound, index, depth)
