@@ -132,12 +132,13 @@ def _manual_statistics(
 ) -> Iterator[Finding]:
     """``m = X.mean(0)`` (or ``m, s = X.mean(0), X.std(0)``, or inline) ... ``Z = (X - m) / s`` ... then a split of
     ``Z``: ``random_split(Z...)`` / ``train_test_split(Z...)``, or held-out rows indexed out of it (``X_train,
-    X_test = Z[:n], Z[n:]``, ``x_val = Z[val_idx]``)."""
+    X_test = Z[:n], Z[n:]``, ``x_val = Z[val_idx]``). Also statistics of the held-out data itself (``m =
+    X_test.mean(0)``) used to normalise anything."""
     assigns = sorted((n for n in nodes if isinstance(n, ast.Assign)), key=position)
     held_out = [(pos, base) for node in assigns for pos, base in _held_out_rows(node)]
-    if not splits and not held_out:
-        return
     stats: dict[str, tuple[str, ast.expr]] = {}  # stat name -> (data name, the statistic's expression)
+    reported: set[int] = set()
+    held_out_reported: set[str] = set()
     for node in assigns:
         pairs = _pairs(node)
         found_stat = False
@@ -146,32 +147,50 @@ def _manual_statistics(
             if source is not None:
                 stats[name] = (source, value)
                 found_stat = True
-        if found_stat or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+        if found_stat:
             continue
-        if not isinstance(node.value, ast.BinOp):
-            continue
-        used = names_in(node.value)
-        candidates = [(n, d, v) for n, (d, v) in stats.items() if n in used and d in used]
-        inline = [c for c in ast.walk(node.value) if isinstance(c, ast.Call)]
-        candidates += [(text_of(c), d, c) for c in inline if (d := _statistic_of(c)) is not None and d in used]
-        if not candidates:
-            continue
-        stat_name, data_name, stat_value = candidates[0]
-        normalised = node.targets[0].id
-        where = position(node)
-        later = [s.lineno for s in splits if position(s) > where and normalised in names_in(s)]
-        later += [pos[0] for pos, base in held_out if pos > where and base == normalised]
-        if later:
-            message = t(
-                "{stat} is computed on all of {data} and used to normalise it before the split on "
-                "line {line}: evaluation rows shape the training features; compute it on the "
-                "training split only",
-                stat=stat_name,
-                data=data_name,
-                line=min(later),
-            )
-            yield NORMALISATION_LEAKAGE.finding(path, facts.span(stat_value), message)
-            return
+        for normalised, value in pairs:
+            if not isinstance(value, ast.BinOp):
+                continue
+            used = names_in(value)
+            named = [(n, d, v) for n, (d, v) in stats.items() if n in used]
+            inline = [c for c in ast.walk(value) if isinstance(c, ast.Call)]
+            named += [(text_of(c), d, c) for c in inline if (d := _statistic_of(c)) is not None]
+            for stat_name, data_name, stat_value in named:
+                if _held_out(data_name) and data_name not in held_out_reported:
+                    held_out_reported.add(data_name)  # once per held-out set: its mean and std are one mistake
+                    message = t(
+                        "{stat} is computed on {data} and normalises {target}: the held-out data sets the "
+                        "normalisation, so evaluation is no longer blind; compute it on the training split and "
+                        "apply it to {data}",
+                        stat=stat_name,
+                        data=data_name,
+                        target=normalised,
+                    )
+                    yield NORMALISATION_LEAKAGE.finding(path, facts.span(stat_value), message)
+            candidates = [c for c in named if c[1] in used and not _held_out(c[1])]
+            if not candidates or not (splits or held_out):
+                continue
+            stat_name, data_name, stat_value = candidates[0]
+            where = position(node)
+            later = [s.lineno for s in splits if position(s) > where and normalised in names_in(s)]
+            later += [pos[0] for pos, base in held_out if pos > where and base == normalised]
+            if later and id(stat_value) not in reported:
+                reported.add(id(stat_value))
+                message = t(
+                    "{stat} is computed on all of {data} and used to normalise it before the split on "
+                    "line {line}: evaluation rows shape the training features; compute it on the "
+                    "training split only",
+                    stat=stat_name,
+                    data=data_name,
+                    line=min(later),
+                )
+                yield NORMALISATION_LEAKAGE.finding(path, facts.span(stat_value), message)
+
+
+def _held_out(name: str) -> bool:
+    named = set(words(name))
+    return bool(HELD_OUT_WORDS & named) and "train" not in named
 
 
 def _pairs(node: ast.Assign) -> list[tuple[str, ast.expr]]:
@@ -194,8 +213,7 @@ def _held_out_rows(node: ast.Assign) -> list[tuple[tuple[int, int], str]]:
     """(position, indexed name) for held-out rows taken by indexing: ``X_test = X[n:]``, ``x_val = x[val_mask]``."""
     out: list[tuple[tuple[int, int], str]] = []
     for name, value in _pairs(node):
-        words_of_name = set(words(name))
-        if not HELD_OUT_WORDS & words_of_name or "train" in words_of_name:
+        if not _held_out(name):
             continue
         if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
             out.append((position(node), value.value.id))
