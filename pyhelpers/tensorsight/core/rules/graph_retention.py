@@ -264,12 +264,21 @@ def _spans_optimizer_steps(facts: ModuleFacts, stmt: ast.AST, target: str) -> bo
         return False
     steps_itself = any(isinstance(n, ast.Call) and facts.step_call(n) is not None for n in facts.local_nodes(function))
     sites = facts.project.call_sites(function) if facts.project is not None else []
+    sites += [(facts, c) for c in facts.calls if _steps_with_closure(facts, c, function.name)]
     for caller, call in sites:
         for loop in caller.enclosing_loops(call):
             loop_facts = caller.loop_facts(loop)
             if steps_itself or loop_facts.steps or _steps_through_helper(caller, loop_facts):
                 return True
     return False
+
+
+def _steps_with_closure(facts: ModuleFacts, call: ast.Call, name: str) -> bool:
+    """``optimizer.step(closure)``: the step calls ``closure`` (LBFGS), once or more per step."""
+    if facts.step_call(call) is None:
+        return False
+    given = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "closure"), None)
+    return isinstance(given, ast.Name) and given.id == name
 
 
 def _outlives_the_call(function: Function, target: str) -> bool:
