@@ -136,6 +136,10 @@ class _Tracer:
             return self.value(facts, recv, scope, where, index, depth + 1)
         for owner, fn in functions_called(facts, call):
             return self.returns(owner, fn, index, depth)
+        if isinstance(call.func, ast.Name) and call.func.id == "self":  # ``self(x)`` in a Lightning-style step
+            cls = _class_of(facts, scope)
+            forward = facts.project.methods(facts, cls, "forward") if cls is not None and facts.project else []
+            return self.returns(facts, forward[0], index, depth) if forward else None
         for owner, built, built_scope in self.instances(facts, call.func, scope, where, depth):
             if last_name(built.func) == "Sequential":
                 if index is None and built.args and isinstance(built.args[-1], ast.Call):
