@@ -115,7 +115,10 @@ class _Tracer:
         """The origin every binding comes from (the first one's, when all have one)."""
         found = None
         for item in bound:
-            origin = self.value(item.facts, item.expr, item.scope, item.where, _index(item.index, index), depth + 1)
+            if item.index is not None and index is not None:
+                return None  # an element of an element (``a, b = f()`` then ``a[0]``): not followed
+            element = item.index if item.index is not None else index
+            origin = self.value(item.facts, item.expr, item.scope, item.where, element, depth + 1)
             if origin is None:
                 return None
             found = found or origin
@@ -260,10 +263,6 @@ class _Bound:
     scope: ast.AST
     where: tuple[int, int]
     index: int | None
-
-
-def _index(outer: int | None, inner: int | None) -> int | None:
-    return outer if outer is not None else inner
 
 
 def _from_assignment(
