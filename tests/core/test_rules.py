@@ -45,7 +45,7 @@ read_file = read
 
 def test_every_rule_has_a_fixture_and_metadata():
     codes = {rule.code for rule in RULES}
-    assert len(codes) == len(RULES) == 12
+    assert len(codes) == len(RULES) == 13
     fixture_codes = {os.path.basename(p)[:5].upper() for p in RULE_FIXTURES}
     assert fixture_codes == codes
     for rule in RULES:
@@ -404,3 +404,211 @@ def test_eval_in_an_imported_helper_never_undone_by_the_imported_training_epoch(
     assert [(f.file, f.line, f.details["code"]) for f in found] == [("/e/main.py", 8, "TS103")]
     restored = project_reader({"/e/engine.py": engine.format(train="    model.train()\n")})
     assert analyze_project(script, "/e/main.py", restored, strict=True) == []
+
+
+# ------------------------------------------------------------------------------ data flow across functions and files
+GPT_MODEL = """\
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class CharGPT(nn.Module):
+    def __init__(self, vocab, width=32):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.block = nn.Sequential(nn.Linear(width, width), nn.GELU(), nn.Dropout(0.1))
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, idx):
+        h = self.block(self.embed(idx))
+        logits = self.head(h)
+        {tail}
+"""
+GPT_TRAINER = """\
+from collections import defaultdict
+
+import torch
+
+
+class Trainer:
+    def __init__(self, model, criterion, get_batch, lr=1e-3):
+        self.model, self.criterion = model, criterion
+        self.get_batch = get_batch
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
+        self.callbacks = defaultdict(list)
+        self.iter_num = 0
+
+    def add_callback(self, event, callback):
+        self.callbacks[event].append(callback)
+
+    def trigger_callbacks(self, event):
+        for callback in self.callbacks.get(event, []):
+            callback(self)
+
+    def run(self, max_iters):
+        model = self.model
+        model.train()
+        while self.iter_num < max_iters:
+            x, y = self.get_batch()
+            out = model(x)
+            B, T, V = out.shape
+            loss = self.criterion(out.view(B * T, V), y.view(-1))
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+            self.trigger_callbacks("on_batch_end")
+            self.iter_num += 1
+"""
+GPT_SCRIPT = """\
+import argparse
+
+import torch
+from torch import nn
+
+from model import CharGPT
+from trainer import Trainer
+
+
+@torch.no_grad()
+def estimate_loss(model, get_batch):
+    model.eval()
+    x, y = get_batch()
+    return nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iters", type=int, default=50)
+    args = parser.parse_args()
+    get_batch = lambda: (torch.randint(0, 11, (4, 8)), torch.randint(0, 11, (4, 8)))
+    model = CharGPT(11)
+    trainer = Trainer(model, nn.CrossEntropyLoss(), get_batch)
+
+    def on_batch_end(trainer):
+        if trainer.iter_num % 10 == 0:
+            print("val loss", estimate_loss(model, get_batch))
+            {restore}
+
+    trainer.add_callback("on_batch_end", on_batch_end)
+    trainer.run(args.iters)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _gpt_findings(tail: str, restore: str) -> set[tuple[str, int, str]]:
+    files = {
+        "/gpt/model.py": GPT_MODEL.format(tail=tail),
+        "/gpt/trainer.py": GPT_TRAINER,
+    }
+    found = analyze_project(GPT_SCRIPT.format(restore=restore), "/gpt/train.py", project_reader(files), strict=True)
+    return {(os.path.basename(f.file), f.line, f.details["code"]) for f in found}
+
+
+def test_softmax_assigned_before_return_reaches_the_loss_of_a_trainer_in_another_file_through_a_view():
+    found = _gpt_findings("probs = F.softmax(logits, dim=-1)\n        return probs", "model.train()")
+    assert found == {("trainer.py", 28, "TS105")}
+    assert _gpt_findings("return logits", "model.train()") == set()
+    # log_softmax into the same loss is only wasted work: information, not a warning
+    found = analyze_project(
+        GPT_SCRIPT.format(restore="model.train()"),
+        "/gpt/train.py",
+        project_reader(
+            {
+                "/gpt/model.py": GPT_MODEL.format(tail="return F.log_softmax(logits, dim=-1)"),
+                "/gpt/trainer.py": GPT_TRAINER,
+            }
+        ),
+        strict=True,
+    )
+    assert [(f.details["code"], f.severity) for f in found] == [("TS105", "info")]
+
+
+def test_eval_in_a_callback_registered_with_a_trainer_in_another_file_is_never_undone():
+    found = _gpt_findings("return logits", "pass")
+    assert found == {("train.py", 27, "TS103")}
+    assert _gpt_findings("return logits", "model.train()") == set()
+
+
+def test_sigmoid_into_bce_with_logits_through_a_model_in_another_file():
+    model = (
+        "from torch import nn\n"
+        "\n"
+        "class Scorer(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(6, 1)\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        return {out}\n"
+    )
+    script = (
+        "import torch\n"
+        "from torch import nn\n"
+        "from models import Scorer\n"
+        "\n"
+        "def train(net, x, y, loss_fn):\n"
+        "    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        "    for epoch in range(5):\n"
+        "        opt.zero_grad()\n"
+        "        pred = net(x).squeeze(-1)\n"
+        "        loss = loss_fn(pred, y)\n"
+        "        loss.backward()\n"
+        "        opt.step()\n"
+        "        acc = ((torch.sigmoid(pred) > 0.5).float() == y).float().mean()\n"
+        "\n"
+        "train(Scorer(), torch.randn(8, 6), torch.ones(8), nn.BCEWithLogitsLoss())\n"
+    )
+    with_sigmoid = project_reader({"/b/models.py": model.format(out="torch.sigmoid(self.fc(x))")})
+    found = analyze_project(script, "/b/train.py", with_sigmoid, strict=True)
+    assert [(f.line, f.details["code"]) for f in found] == [(10, "TS113")]
+    assert "models.py:9" in found[0].message
+    logits = project_reader({"/b/models.py": model.format(out="self.fc(x)")})
+    assert analyze_project(script, "/b/train.py", logits, strict=True) == []
+
+
+def test_call_chains_are_walked_once_per_function_so_a_wide_call_graph_stays_fast():
+    """Six layers of fifteen helpers, each calling every helper of the next layer, the last one calling eval(): the
+    walk up the call chains is shared per function (without it, 15**5 paths)."""
+    import time
+
+    lines = ["import torch", "model = torch.nn.Linear(2, 2)", "opt = torch.optim.SGD(model.parameters(), lr=0.1)"]
+    layers, width = 6, 15
+    for layer in range(layers):
+        for index in range(width):
+            lines.append(f"def f{layer}_{index}():")
+            if layer == layers - 1:
+                lines.append("    model.eval()")
+            else:
+                lines.extend(f"    f{layer + 1}_{k}()" for k in range(width))
+    lines += ["for step in range(3):", "    opt.zero_grad()", "    model(torch.ones(1, 2)).sum().backward()"]
+    lines += ["    opt.step()", *(f"    f0_{k}()" for k in range(width))]
+    began = time.process_time()
+    found = analyze("\n".join(lines) + "\n", "wide.py", strict=True)
+    assert time.process_time() - began < 2.0
+    assert {f.details["code"] for f in found} == {"TS103"}
+
+
+def test_softmax_reaching_the_loss_by_many_paths_is_found_once_per_loss():
+    """Helpers calling helpers (a diamond-shaped call graph): the probabilities reach the loss's parameter through
+    every call site, each traced once; a path that brings logits makes the loss clean."""
+    lines = ["import torch", "import torch.nn.functional as F", "model = torch.nn.Linear(2, 2)"]
+    layers, width = 3, 4
+    for layer in range(layers):
+        for index in range(width):
+            lines.append(f"def g{layer}_{index}(x, y):")
+            if layer == layers - 1:
+                lines.append("    return F.cross_entropy(x.view(-1, 2), y)")
+            else:
+                lines.extend(f"    a{k} = g{layer + 1}_{k}(x[:, :2], y)" for k in range(width))
+                lines.append("    return a0")
+    calls = [f"g0_{k}(F.softmax(model(torch.ones(1, 2)), 1), torch.zeros(1).long())" for k in range(width)]
+    found = analyze("\n".join([*lines, *calls]) + "\n", "paths.py", strict=True)
+    assert [(f.line, f.details["code"]) for f in found] == [
+        (n + 1, "TS105") for n, line in enumerate(lines) if "cross_entropy" in line
+    ]
+    calls[-1] = "g0_3(model(torch.ones(1, 2)), torch.zeros(1).long())"
+    assert analyze("\n".join([*lines, *calls]) + "\n", "paths.py", strict=True) == []

@@ -31,12 +31,19 @@ TS109  cleared-before-step               training-logic   warning   zero_grad() 
 TS110  breakpoint-left-in-code           training-logic   warning   breakpoint() / pdb.set_trace() left in
 TS111  hard-coded-cuda                   device           warning   .cuda() mixed with a device variable
 TS112  dataloader-main-process           performance      info      training DataLoader with num_workers=0
+TS113  sigmoid-into-bce-with-logits      training-logic   warning   sigmoid fed to BCEWithLogitsLoss
 =====  ================================  ===============  ========  ==========================================
 
 Across calls and files: TS101 also covers a step function (backward and step per call) called from a loop that
-never clears gradients; TS102 covers evaluation helpers without a loop, and requires eval() even under no_grad when
-the model has dropout or batch norm (``model_classes``: known from the project's model classes, else not assumed);
-TS104 follows the loss through step helpers, ``logits, loss = model(x, y)`` and ``outputs["loss"]``.
+never clears gradients, hand-written SGD (``p -= lr * p.grad``, itself or in a helper) and a ``zero_grad()`` in
+only one branch of an ``if``; TS102 covers evaluation helpers without a loop, and requires eval() even under no_grad
+when the model has dropout or batch norm (``model_classes``: known from the project's model classes, else not
+assumed); TS103 follows eval() down call chains of any depth (loop -> train_iter -> test -> eval) and up through
+callbacks registered with a trainer in another file; TS104 follows the loss through step helpers, ``logits, loss =
+model(x, y)``, ``outputs["loss"]`` and ``optimizer.step(closure)``, and an accumulator kept between calls (``global
+running``, ``self.total``); TS105 and TS113 follow the loss's input back through the data flow (``flow.trace``:
+assignments, tuple unpacking, views, subscripts, returns, models and parameters across files); TS106 reads tuple
+assignments and slice or index splits.
 """
 
 from __future__ import annotations
@@ -67,6 +74,7 @@ RULES: tuple[RuleInfo, ...] = (
     hygiene.BREAKPOINT_LEFT,
     hygiene.HARD_CODED_CUDA,
     hygiene.MAIN_PROCESS_LOADING,
+    losses.SIGMOID_INTO_BCE_WITH_LOGITS,
 )
 
 CHECKS: tuple[Check, ...] = (
@@ -80,6 +88,7 @@ CHECKS: tuple[Check, ...] = (
     hygiene.check_breakpoints,
     hygiene.check_hard_coded_cuda,
     hygiene.check_main_process_loading,
+    losses.check_sigmoid,
 )
 
 _TRAINING_IMPORT = re.compile(

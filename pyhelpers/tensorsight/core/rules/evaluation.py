@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tensorsight.core.findings import Finding
 from tensorsight.core.l10n import t
@@ -32,8 +35,12 @@ from tensorsight.core.rules.facts import (
     words,
 )
 from tensorsight.core.rules.fixes import insert_line_before, make_fix, wrap_in_block
+from tensorsight.core.rules.flow import functions_called
 from tensorsight.core.rules.model import Fix, RuleInfo, Span
 from tensorsight.core.rules.model_classes import mode_dependent_layer
+
+if TYPE_CHECKING:
+    from tensorsight.core.rules.project import Project
 
 EVAL_WITHOUT_EVAL_MODE = RuleInfo(
     "TS102",
@@ -302,66 +309,317 @@ def _no_grad_fix(
 
 # ----------------------------------------------------------------------------------------------------------- TS103
 def check_back_to_train(facts: ModuleFacts, path: str) -> Iterator[Finding]:
-    reported: set[int] = set()
-    # a loop that trains itself, or through a helper (``train_one_epoch(model, ...)`` from another file)
-    training_loops = [lf for lf in facts.loops if (lf.backwards and lf.steps) or _trains_through_helper(facts, lf)]
-    # innermost first, so a periodic eval inside the batch loop is judged by the batch loop
-    training_loops.sort(key=lambda lf: len(facts.enclosing_loops(lf.node)), reverse=True)
-    for loop in training_loops:
-        if _restores_train(facts, loop):
+    """Each call that switches a model to eval() (``model.eval()``, or a helper that leaves it in eval mode, to any
+    depth) and runs once per iteration of a training loop: the loop around it, or the loop around a call of its
+    function, up the call chain and across files, callbacks registered with a trainer included. Reported at that
+    call, unless the chain switches the model back to train() (in the loop, or in a function along the chain), or
+    the call sits inside an evaluation helper whose own call is the one reported."""
+    if not _project_switches_to_eval(facts):
+        return
+    for call in facts.calls:
+        switched = _switched_models(facts, call)
+        if not switched:
             continue
-        for node, model_text, helper in _eval_switches(facts, loop):
-            if id(node) in reported:
+        context = _training_context(facts, call, 0, frozenset())
+        if not isinstance(context, _Context):
+            continue
+        helper = None if eval_mode_call(call) else _called_name(call)
+        for model_text in switched:
+            mapped = _map_up(facts, call, context, model_text)
+            judged_in = context.facts if mapped is not None else facts
+            if not _is_trained(judged_in, mapped or model_text) and not _unknown_argument(context, mapped):
                 continue
-            reported.add(id(node))
-            if not _is_trained(facts, model_text):
-                continue
-            if helper is not None:
-                message = t(
-                    "{helper}() switches {model} to eval() and this training loop never calls "
-                    "{model}.train(): from the next iteration on it trains with dropout off and frozen "
-                    "batch-norm statistics",
-                    helper=helper,
-                    model=model_text,
-                )
-            else:
-                message = t(
-                    "{model}.eval() is never undone in this training loop: from the next iteration on "
-                    "{model} trains with dropout off and frozen batch-norm statistics; call "
-                    "{model}.train() before the training steps",
-                    model=model_text,
-                )
-            fix = _train_fix(facts, loop, node, model_text)
-            yield EVAL_NEVER_BACK_TO_TRAIN.finding(path, facts.span(node), message, fix)
+            yield _back_to_train_finding(facts, path, call, context, mapped or model_text, helper)
+            break
 
 
-def _trains_through_helper(facts: ModuleFacts, loop: LoopFacts) -> bool:
-    return any(summary.trains for call in loop.calls for summary in facts.helpers_called(call))
+_EVAL_TEXT = re.compile(r"\.(?:eval\(\s*\)|train\(\s*(?:mode\s*=\s*)?False)")
+
+
+def _project_switches_to_eval(facts: ModuleFacts) -> bool:
+    """Some file of the project has an ``.eval()`` (a text search, once per analysis): else TS103 has nothing to do."""
+    project = facts.project
+    holder = project.entry.facts if project is not None else facts
+    key = ("switches-to-eval",)
+    if key not in holder.memo:
+        sources = [m.facts.source for m in project.modules.values()] if project is not None else [facts.source]
+        holder.memo[key] = any(_EVAL_TEXT.search(source) for source in sources)
+    return bool(holder.memo[key])
+
+
+@dataclass
+class _Context:
+    """The training loop a call runs in: ``loop`` in ``facts``; ``sites``: the calls from the loop down to the
+    call's function (empty when the call is in the loop's own scope)."""
+
+    facts: ModuleFacts
+    loop: LoopFacts
+    sites: list[tuple[ModuleFacts, ast.Call, FunctionSummary]] = field(default_factory=list)
+
+
+_RESTORED = "restored"  # a function along the chain switches back to train()
+_INSIDE_EVALUATION = "inside"  # the call is inside an evaluation helper whose own call is judged
+
+
+def _switched_models(facts: ModuleFacts, call: ast.Call) -> list[str]:
+    """The model texts (in the call's terms) this call leaves in eval mode: ``m.eval()``, or a helper (any depth)
+    that switches one and never back, and takes no training step itself."""
+    if eval_mode_call(call):
+        recv = receiver(call)
+        return [text_of(recv)] if recv is not None else []
+    out: list[str] = []
+    for owner, fn in functions_called(facts, call):
+        modes = _modes(owner, fn, 0, frozenset())
+        if modes.trains or modes.restores:
+            return []
+        summary = owner.summary_of(fn)
+        for text in modes.evals:
+            mapped = _map_to_caller(summary, call, text)
+            if mapped is None and owner is facts:
+                mapped = _same_global(facts, summary, text)
+            if mapped is not None and mapped not in out:
+                out.append(mapped)
+    return out
+
+
+@dataclass
+class _Modes:
+    """What calling a function does to modes, through its own calls: models left in eval (in its terms), whether
+    anything in it switches back to train(), whether it takes a training step."""
+
+    evals: list[str]
+    restores: bool
+    trains: bool
+
+
+def _modes(facts: ModuleFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef, depth: int, stack: frozenset[int]) -> _Modes:
+    key = ("modes", id(fn))
+    cached = facts.memo.get(key)
+    if isinstance(cached, _Modes):
+        return cached
+    summary = facts.summary_of(fn)
+    modes = _Modes(list(summary.eval_receivers), summary.restores_train, summary.trains)
+    if depth < 6 and id(fn) not in stack:
+        inner = stack | {id(fn)}
+        for node in facts.local_nodes(fn):
+            if not isinstance(node, ast.Call) or eval_mode_call(node) or train_mode_call(node):
+                continue
+            for owner, callee in functions_called(facts, node):
+                if callee is fn:
+                    continue
+                sub = _modes(owner, callee, depth + 1, inner)
+                modes.restores = modes.restores or sub.restores
+                modes.trains = modes.trains or sub.trains
+                callee_summary = owner.summary_of(callee)
+                for text in sub.evals:
+                    mapped = _map_to_caller(callee_summary, node, text)
+                    if mapped is None and owner is facts:
+                        mapped = _same_global(facts, callee_summary, text)
+                    if mapped is not None and mapped not in modes.evals:
+                        modes.evals.append(mapped)
+        facts.memo[key] = modes
+    return modes
+
+
+def _is_training_loop(facts: ModuleFacts, loop: LoopFacts) -> bool:
+    if loop.backwards and loop.steps:
+        return True
+    return any(
+        _modes(owner, fn, 0, frozenset()).trains for call in loop.calls for owner, fn in functions_called(facts, call)
+    )
+
+
+def _training_context(facts: ModuleFacts, node: ast.AST, depth: int, seen: frozenset[int]) -> _Context | str | None:
+    for loop in facts.enclosing_loops(node):
+        loop_facts = facts.loop_facts(loop)
+        if _is_training_loop(facts, loop_facts):
+            return _Context(facts, loop_facts) if not _restores_train(facts, loop_facts) else _RESTORED
+    function = facts.enclosing_function(node)
+    if function is None or depth > 5 or id(function) in seen:
+        return None
+    key = ("training-context", id(function))
+    if key in facts.memo:  # one walk up per function: a helper called from many places is judged once
+        return facts.memo[key]  # type: ignore[return-value]
+    found = _function_context(facts, function, depth, seen | {id(function)})
+    facts.memo[key] = found
+    return found
+
+
+def _function_context(
+    facts: ModuleFacts, function: ast.FunctionDef | ast.AsyncFunctionDef, depth: int, seen: frozenset[int]
+) -> _Context | str | None:
+    """The training loop a call of ``function`` runs in, through its callers (see ``_training_context``)."""
+    if _modes(facts, function, 0, frozenset()).restores:
+        return _RESTORED
+    for caller, site in _callers(facts, function):
+        if _switched_models(caller, site):
+            return _INSIDE_EVALUATION
+        context = _training_context(caller, site, depth + 1, seen)
+        if isinstance(context, _Context):
+            return _Context(context.facts, context.loop, [*context.sites, (caller, site, facts.summary_of(function))])
+        if context is not None:
+            return context
+    return None
 
 
 def _restores_train(facts: ModuleFacts, loop: LoopFacts) -> bool:
     for call in loop.calls:
         if train_mode_call(call):
             return True
-        if any(summary.restores_train for summary in facts.helpers_called(call)):
+        if any(_modes(owner, fn, 0, frozenset()).restores for owner, fn in functions_called(facts, call)):
             return True
     return False
 
 
-def _eval_switches(facts: ModuleFacts, loop: LoopFacts) -> Iterator[tuple[ast.Call, str, str | None]]:
-    for call in loop.calls:
-        if eval_mode_call(call):
-            recv = receiver(call)
-            if recv is not None:
-                yield call, text_of(recv), None
-            continue
-        for summary in facts.helpers_called(call):
-            if summary.restores_train:
+def _callers(
+    facts: ModuleFacts, function: ast.FunctionDef | ast.AsyncFunctionDef
+) -> list[tuple[ModuleFacts, ast.Call]]:
+    """Where ``function`` is called from: its call sites, and for a callback handed to a trainer (``trainer.
+    set_callback("on_batch_end", fn)``, ``Trainer(callbacks=[fn])``, ``loop(model, step_fn=fn)``), the trainer's
+    calls of a callable it holds (``for cb in self.callbacks[event]: cb(self)``, ``step_fn(...)``)."""
+    sites = _call_sites(facts, function)
+    if facts.project is None:
+        return sites
+    for owner, receiving, param in _registrations(facts.project).get(id(function), []):
+        methods = [receiving] if not isinstance(receiving, ast.ClassDef) else receiving.body
+        for method_node in methods:
+            if not isinstance(method_node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            for eval_text in summary.eval_receivers:
-                mapped = _map_to_caller(summary, call, eval_text) or _same_global(facts, summary, eval_text)
-                if mapped is not None:
-                    yield call, mapped, summary.node.name
+            for node in owner.local_nodes(method_node):
+                if not isinstance(node, ast.Call):
+                    continue
+                if param is not None and isinstance(node.func, ast.Name) and node.func.id == param:
+                    sites.append((owner, node))
+                elif param is None and _calls_held_callable(owner, method_node, node):
+                    sites.append((owner, node))
+    return sites
+
+
+_Registration = tuple[ModuleFacts, ast.AST, str | None]
+
+
+def _registrations(project: Project) -> dict[int, list[_Registration]]:
+    """Functions handed by name to a project function (id(function) -> (module, that function, the parameter that
+    receives it)) or to a project class's method or constructor ((module, the class, None))."""
+    entry = project.entry.facts
+    key = ("callback-registrations",)
+    found = entry.memo.get(key)
+    if isinstance(found, dict):
+        return found
+    registry: dict[int, list[_Registration]] = {}
+    for module in project.modules.values():
+        facts = module.facts
+        for call in facts.calls:
+            handed = [(i, k, name) for i, k, name in _argument_names(call) if facts.defines_function(name)]
+            if not handed:
+                continue
+            receivers: list[tuple[ModuleFacts, ast.AST, ast.FunctionDef | ast.AsyncFunctionDef | None]] = []
+            for owner, fn in functions_called(facts, call):
+                parent = owner.parents.get(fn)
+                receivers.append((owner, parent, None) if isinstance(parent, ast.ClassDef) else (owner, fn, fn))
+            for owner, node in project.resolve_callee(facts, call.func):
+                if isinstance(node, ast.ClassDef):
+                    receivers.append((owner, node, None))
+            for index, keyword, name in handed:
+                for fn in facts.local_functions(name):
+                    for owner, receiving, plain in receivers:
+                        param = None
+                        if plain is not None:
+                            params = [a.arg for a in (*plain.args.posonlyargs, *plain.args.args)]
+                            param = keyword or (params[index] if index is not None and index < len(params) else None)
+                            if param is None:
+                                continue
+                        registry.setdefault(id(fn), []).append((owner, receiving, param))
+    entry.memo[key] = registry
+    return registry
+
+
+def _argument_names(call: ast.Call) -> list[tuple[int | None, str | None, str]]:
+    """(position, keyword, name) of the names passed to a call, list and tuple elements included."""
+    out: list[tuple[int | None, str | None, str]] = []
+    given: list[tuple[int | None, str | None, ast.expr]] = [(i, None, a) for i, a in enumerate(call.args)]
+    given += [(None, k.arg, k.value) for k in call.keywords]
+    for index, keyword, value in given:
+        for element in value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]:
+            if isinstance(element, ast.Name):
+                inside = isinstance(value, (ast.List, ast.Tuple))
+                out.append((None if inside else index, keyword, element.id))
+    return out
+
+
+def _calls_held_callable(
+    facts: ModuleFacts, method_node: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call
+) -> bool:
+    """``cb(self)`` with ``cb`` a loop variable or a parameter, or ``self.callbacks[event](self)``."""
+    func = call.func
+    if isinstance(func, ast.Subscript):
+        return True
+    if not isinstance(func, ast.Name):
+        return False
+    if func.id in [a.arg for a in method_node.args.args]:
+        return True
+    bound = facts.assignments.last_before(method_node, func.id, position(call))
+    return bound is not None and isinstance(bound[0], (ast.For, ast.AsyncFor, ast.comprehension))
+
+
+def _unknown_argument(context: _Context, text: str | None) -> bool:
+    """The model is a parameter of the function holding the training loop (``def loop(net)``): what it is bound to
+    is not known there, only that it is trained in that loop; a frozen or teacher model says so in its name."""
+    function = context.facts.enclosing_function(context.loop.node)
+    if text is None or function is None or FROZEN_WORDS & set(words(text)):
+        return False
+    return text.partition(".")[0] in [a.arg for a in function.args.args]
+
+
+def _map_up(facts: ModuleFacts, call: ast.Call, context: _Context, model_text: str) -> str | None:
+    """The model text in the training loop's terms, through the chain's call sites (None when it cannot be said)."""
+    text: str | None = model_text
+    for caller, site, summary in reversed(context.sites):  # from the call's function up to the loop
+        if text is None:
+            return None
+        text = _map_to_caller(summary, site, text) or (_same_global(caller, summary, text) if caller is facts else None)
+    return text
+
+
+def _back_to_train_finding(
+    facts: ModuleFacts, path: str, call: ast.Call, context: _Context, model_text: str, helper: str | None
+) -> Finding:
+    if context.sites:
+        loop_module = context.facts.project.module_of(context.facts) if context.facts.project is not None else None
+        line = context.loop.node.lineno
+        where = (
+            t("line {0}", line)
+            if context.facts is facts
+            else f"{os.path.basename(loop_module.path) if loop_module else '?'}:{line}"
+        )
+        chain = " -> ".join(f"{_called_name(site)}()" for _, site, _ in context.sites)
+        message = t(
+            "{call} switches {model} to eval() once per iteration of the training loop at {where} (through "
+            "{chain}) and nothing switches it back with {model}.train(): from the next iteration on it trains with "
+            "dropout off and frozen batch-norm statistics",
+            call=f"{helper}()" if helper else f"{model_text}.eval()",
+            model=model_text,
+            where=where,
+            chain=chain,
+        )
+        return EVAL_NEVER_BACK_TO_TRAIN.finding(path, facts.span(call), message)
+    if helper is not None:
+        message = t(
+            "{helper}() switches {model} to eval() and this training loop never calls "
+            "{model}.train(): from the next iteration on it trains with dropout off and frozen "
+            "batch-norm statistics",
+            helper=helper,
+            model=model_text,
+        )
+    else:
+        message = t(
+            "{model}.eval() is never undone in this training loop: from the next iteration on "
+            "{model} trains with dropout off and frozen batch-norm statistics; call "
+            "{model}.train() before the training steps",
+            model=model_text,
+        )
+    fix = _train_fix(facts, context.loop, call, model_text)
+    return EVAL_NEVER_BACK_TO_TRAIN.finding(path, facts.span(call), message, fix)
 
 
 def _map_to_caller(summary: FunctionSummary, call: ast.Call, eval_text: str) -> str | None:

@@ -202,6 +202,7 @@ class FunctionSummary:
     restores_train: bool = False
     grad_disabled: bool = False  # decorated with no_grad/inference_mode
     trains: bool = False  # calls backward() and an optimizer step (a training step or epoch)
+    updates_by_hand: bool = False  # applies ``.grad`` to parameters itself (``p -= lr * p.grad``)
 
 
 # Fields that never hold a child worth visiting (names, operators, load/store contexts, constant values).
@@ -337,6 +338,13 @@ class ModuleFacts:
         return None
 
     def _find_optimizers(self) -> None:
+        for call in self.calls:  # ``train(model, torch.optim.SGD(model.parameters(), lr=0.1))``: trained too
+            if is_optimizer_constructor(call) and not isinstance(self.parents.get(call), ast.Assign):
+                for inner in ast.walk(call):
+                    if isinstance(inner, ast.Call) and method(inner) in ("parameters", "named_parameters"):
+                        root = root_name(receiver(inner))
+                        if root:
+                            self.trained_roots.add(root)
         for node in self.assigns:
             if not isinstance(node.value, ast.Call):
                 continue
@@ -364,6 +372,8 @@ class ModuleFacts:
                 step = step or self.step_call(node) is not None
             if is_grad_clearing(node):
                 summary.clears_grad = True
+            if manual_update(node):
+                summary.updates_by_hand = True
             if isinstance(node, ast.Call):
                 if eval_mode_call(node):
                     recv = receiver(node)
@@ -574,6 +584,45 @@ def is_grad_clearing(node: ast.AST) -> bool:
         recv = receiver(node)
         return method(node) in _CLEAR_METHODS and recv is not None and bool(_GRAD_TEXT.search(text_of(recv)))
     return False
+
+
+_UPDATE_METHODS = frozenset({"sub_", "add_", "addcdiv_", "addcmul_"})
+
+
+def manual_update(node: ast.AST) -> bool:
+    """A hand-written optimizer step that applies a gradient: ``p -= lr * p.grad``, ``p.data.sub_(lr * p.grad)``,
+    ``p.data.add_(p.grad, alpha=-lr)``, ``w.data = w.data - lr * w.grad``."""
+    kind = type(node)
+    if kind is ast.AugAssign:
+        assert isinstance(node, ast.AugAssign)
+        return isinstance(node.op, ast.Sub) and _mentions_grad(node.value)
+    if kind is ast.Call:
+        assert isinstance(node, ast.Call)
+        name = method(node)
+        if name not in _UPDATE_METHODS or receiver(node) is None:
+            return False
+        if name != "sub_" and not _negated(node):
+            return False  # ``norm.add_(p.grad.norm())`` sums, ``p.add_(p.grad, alpha=-lr)`` descends
+        return any(_mentions_grad(a) for a in [*node.args, *(k.value for k in node.keywords)])
+    if kind is ast.Assign:
+        assert isinstance(node, ast.Assign)
+        return (
+            len(node.targets) == 1
+            and isinstance(node.value, ast.BinOp)
+            and text_of(node.targets[0]) in {text_of(node.value.left)}
+            and _mentions_grad(node.value.right)
+        )
+    return False
+
+
+def _negated(call: ast.Call) -> bool:
+    if any(k.arg in ("alpha", "value") for k in call.keywords):
+        return True
+    return any(isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub) for a in call.args for n in ast.walk(a))
+
+
+def _mentions_grad(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "grad" for n in ast.walk(node))
 
 
 def names_in(node: ast.AST) -> set[str]:

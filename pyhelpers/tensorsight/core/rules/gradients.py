@@ -19,6 +19,7 @@ from tensorsight.core.rules.facts import (
     StepCall,
     backward_call,
     is_grad_clearing,
+    manual_update,
     method,
     position,
     receiver,
@@ -60,6 +61,7 @@ def check(facts: ModuleFacts, path: str) -> Iterator[Finding]:
         yield from _step_before_backward(facts, path, loop)
         yield from _cleared_before_step(facts, path, loop)
     yield from _step_helpers_never_cleared(facts, path)
+    yield from _hand_written_steps_never_cleared(facts, path)
 
 
 def _innermost_training_loops(facts: ModuleFacts) -> list[LoopFacts]:
@@ -70,16 +72,79 @@ def _innermost_training_loops(facts: ModuleFacts) -> list[LoopFacts]:
 
 
 def _clears_gradients(facts: ModuleFacts, loop: LoopFacts) -> bool:
-    if any(is_grad_clearing(node) for node in loop.nodes):
-        return True
-    return any(summary.clears_grad for call in loop.calls for summary in facts.helpers_called(call))
+    return bool(_clearings(facts, loop))
+
+
+def _clearings(facts: ModuleFacts, loop: LoopFacts) -> list[ast.AST]:
+    """The loop's gradient clearings (nodes, or calls of helpers that clear)."""
+    found = [node for node in loop.nodes if is_grad_clearing(node)]
+    found += [call for call in loop.calls if any(summary.clears_grad for summary in facts.helpers_called(call))]
+    return found
+
+
+def _one_sided_branch(
+    facts: ModuleFacts, loop: LoopFacts, clearings: list[ast.AST], steps: list[ast.AST]
+) -> ast.If | None:
+    """The ``if`` that every clearing sits in one branch of, while the steps run outside it and its other branch
+    clears nothing (``if epoch % 2 == 0: opt.zero_grad()`` before an unconditional ``opt.step()``), else None.
+    A clearing under the same condition as its step (gradient accumulation) or in both branches is a clearing."""
+    if any(_conditional(facts, loop, step) for step in steps):
+        return None  # a conditional step (gradient accumulation, an AMP branch): the pairing is not judged
+    found: ast.If | None = None
+    for clearing in clearings:
+        branch_if = _conditioning_if(facts, loop, clearing, steps, clearings)
+        if branch_if is None:
+            return None
+        found = found or branch_if
+    return found
+
+
+def _conditional(facts: ModuleFacts, loop: LoopFacts, node: ast.AST) -> bool:
+    for parent in facts.ancestors(node):
+        if parent is loop.node:
+            return False
+        if isinstance(parent, (ast.If, ast.Try, ast.IfExp)):
+            return True
+    return False
+
+
+def _conditioning_if(
+    facts: ModuleFacts, loop: LoopFacts, node: ast.AST, steps: list[ast.AST], clearings: list[ast.AST]
+) -> ast.If | None:
+    current: ast.AST = node
+    for parent in facts.ancestors(node):
+        if parent is loop.node:
+            return None
+        if isinstance(parent, ast.If) and current is not parent.test:
+            branch = parent.body if current in parent.body else parent.orelse
+            other = parent.orelse if branch is parent.body else parent.body
+            inside = {id(n) for stmt in branch for n in ast.walk(stmt)}
+            if any(id(step) in inside for step in steps):
+                return None  # cleared under the same condition as the step
+            other_nodes = {id(n) for stmt in other for n in ast.walk(stmt)}
+            if not any(id(c) in other_nodes for c in clearings):
+                return parent
+        current = parent
+    return None
 
 
 def _never_cleared(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[Finding]:
-    if _clears_gradients(facts, loop):
+    clearings = _clearings(facts, loop)
+    branch = _one_sided_branch(facts, loop, clearings, [s.call for s in loop.steps]) if clearings else None
+    if clearings and branch is None:
         yield from _optimizers_never_cleared(facts, path, loop)
         return
     step = loop.steps[0]
+    if branch is not None:
+        message = t(
+            "{optimizer}.step() runs every iteration but gradients are cleared only in one branch of the if on "
+            "line {line}: in the other iterations backward() adds into .grad, so those steps use the sum of "
+            "earlier gradients; clear them unconditionally, once per step",
+            optimizer=step.optimizer,
+            line=branch.lineno,
+        )
+        yield GRADIENTS_NEVER_CLEARED.finding(path, facts.span(step.call), message)
+        return
     stmt = facts.statement_of(step.call)
     anchor = stmt
     located = facts.block_of(stmt)
@@ -188,6 +253,36 @@ def _step_helpers_never_cleared(facts: ModuleFacts, path: str) -> Iterator[Findi
             where=where,
         )
         yield GRADIENTS_NEVER_CLEARED.finding(path, facts.span(step.call), message, fix)
+
+
+def _hand_written_steps_never_cleared(facts: ModuleFacts, path: str) -> Iterator[Finding]:
+    """TS101 for hand-written SGD: a loop with backward() and no optimizer step that updates parameters from their
+    ``.grad`` (``p -= lr * p.grad``, itself or through a helper) and never clears ``.grad``."""
+    candidates: list[tuple[LoopFacts, ast.AST]] = []
+    for loop in facts.loops:
+        if not loop.backwards or loop.steps:
+            continue
+        update = next((n for n in loop.nodes if manual_update(n)), None)
+        if update is None:
+            update = next((c for c in loop.calls if any(s.updates_by_hand for s in facts.helpers_called(c))), None)
+        if update is not None:
+            candidates.append((loop, update))
+    holding = {id(outer) for loop, _ in candidates for outer in facts.enclosing_loops(loop.node)}
+    for loop, update in candidates:
+        if id(loop.node) in holding:
+            continue  # judged at the innermost loop that backpropagates and updates
+        if not any(position(b.call) < position(update) for b in loop.backwards):
+            continue  # the update does not apply this loop's backward (e.g. it comes first, from a primed grad)
+        clearings = _clearings(facts, loop)
+        branch = _one_sided_branch(facts, loop, clearings, [update]) if clearings else None
+        if clearings and branch is None:
+            continue
+        message = t(
+            "this hand-written update applies .grad that nothing in the loop clears: backward() adds into .grad, so "
+            "each update uses the sum of every earlier step's gradients; set p.grad = None (or p.grad.zero_()) "
+            "after each update"
+        )
+        yield GRADIENTS_NEVER_CLEARED.finding(path, facts.span(update), message)
 
 
 def _looped_call_sites(

@@ -80,6 +80,101 @@ def check_accumulation(facts: ModuleFacts, path: str) -> Iterator[Finding]:
             finding = _accumulation_finding(facts, path, scope, stmt, accumulation, backprop)
             if finding is not None:
                 yield finding
+    yield from _accumulated_through_calls(facts, path, backprop)
+
+
+def _accumulated_through_calls(facts: ModuleFacts, path: str, backprop: _BackpropagatedNames) -> Iterator[Finding]:
+    """``losses.update(loss, n)`` in a training loop, where the project's ``AverageMeter.update(self, val, n)`` does
+    ``self.sum += val * n``: the meter keeps every step's graph. Reported at the call, where ``.item()`` belongs."""
+    done: set[int] = set()
+    for loop in facts.loops:
+        if not (loop.steps or _steps_through_helper(facts, loop)):
+            continue
+        for call in loop.calls:
+            if id(call) in done or facts.under_grad_disabled(call):
+                continue
+            done.add(id(call))
+            scope = facts.scope_of.get(call)
+            if not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for owner, fn in _functions_called(facts, call):
+                finding = _call_accumulation(facts, path, scope, call, owner, fn, backprop)
+                if finding is not None:
+                    yield finding
+                    break
+
+
+def _call_accumulation(
+    facts: ModuleFacts,
+    path: str,
+    scope: Scope,
+    call: ast.Call,
+    owner: ModuleFacts,
+    fn: Function,
+    backprop: _BackpropagatedNames,
+) -> Finding | None:
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    shift = 1 if params[:1] == ["self"] and isinstance(call.func, ast.Attribute) else 0
+    for param, target in _accumulated_parameters(owner, fn):
+        index = params.index(param) - shift if param in params else -1
+        argument = next((k.value for k in call.keywords if k.arg == param), None)
+        if argument is None and 0 <= index < len(call.args):
+            argument = call.args[index]
+        if argument is None or isinstance(argument, ast.Starred):
+            continue
+        graph_name = _graph_name(facts, facts.assignments, scope, argument, position(call))
+        if graph_name is None:
+            continue
+        suffix = ".item()" if graph_name.id in backprop.roots.get(id(scope), set()) else ".detach()"
+        fix = make_fix(
+            t("Accumulate {0} instead of the tensor", graph_name.id + suffix),
+            [insert_after_node(facts, graph_name, suffix)],
+        )
+        message = t(
+            "{name} is passed to {function}(), which accumulates it into {target} across training steps with its "
+            "autograd graph: every step's graph stays alive and memory grows each step; pass {replacement}",
+            name=graph_name.id,
+            function=fn.name,
+            target=target,
+            replacement=graph_name.id + suffix,
+        )
+        return GRAPH_ACCUMULATED.finding(path, facts.span(call), message, fix)
+    return None
+
+
+def _accumulated_parameters(facts: ModuleFacts, fn: Function) -> list[tuple[str, str]]:
+    """(parameter, target) for each ``self.sum += val * n`` / ``global total; total += val`` in ``fn`` that adds a
+    parameter, unchanged since the call, into state kept between calls."""
+    key = ("accumulated-parameters", id(fn))
+    cached = facts.memo.get(key)
+    if isinstance(cached, list):
+        return cached
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    rebound = set(facts.assignments.of(fn))
+    found: list[tuple[str, str]] = []
+    for node in facts.local_nodes(fn):
+        accumulation = _accumulation(node)
+        if accumulation is None or facts.under_grad_disabled(node):
+            continue
+        target, added, _ = accumulation
+        if not _outlives_the_call(fn, target):
+            continue
+        for name in sorted(names_in(added)):
+            if name in params and name != "self" and name not in rebound and _graph_carrying(added, name):
+                found.append((name, target))
+    facts.memo[key] = found
+    return found
+
+
+def _graph_carrying(expr: ast.expr, name: str) -> bool:
+    """``name`` reaches ``expr``'s value as a tensor (``val * n``), not through ``float(val)`` or ``val.item()``."""
+    if isinstance(expr, ast.Name):
+        return expr.id == name
+    if isinstance(expr, ast.BinOp):
+        return _graph_carrying(expr.left, name) or _graph_carrying(expr.right, name)
+    if isinstance(expr, ast.UnaryOp):
+        return _graph_carrying(expr.operand, name)
+    return False
 
 
 class _BackpropagatedNames:
@@ -156,13 +251,44 @@ def _accumulation(stmt: ast.AST) -> tuple[str, ast.expr, bool] | None:
 
 
 def _spans_optimizer_steps(facts: ModuleFacts, stmt: ast.AST, target: str) -> bool:
-    """The target survives from one iteration to the next of a loop that takes optimizer steps."""
+    """The target survives from one iteration to the next of a loop that takes optimizer steps: a loop around it,
+    or, for a module global (``global running``) or an attribute (``self.total``) accumulated in a function, a loop
+    around a call of that function (the function, or that loop, taking the steps)."""
     for loop in facts.enclosing_loops(stmt):
         if _reset_each_iteration(facts, loop, stmt, target):
             return False
         if facts.loop_facts(loop).steps or _steps_through_helper(facts, facts.loop_facts(loop)):
             return True
+    function = facts.enclosing_function(stmt)
+    if function is None or facts.enclosing_loops(stmt) or not _outlives_the_call(function, target):
+        return False
+    steps_itself = any(isinstance(n, ast.Call) and facts.step_call(n) is not None for n in facts.local_nodes(function))
+    sites = facts.project.call_sites(function) if facts.project is not None else []
+    sites += [(facts, c) for c in facts.calls if _steps_with_closure(facts, c, function.name)]
+    for caller, call in sites:
+        for loop in caller.enclosing_loops(call):
+            loop_facts = caller.loop_facts(loop)
+            if steps_itself or loop_facts.steps or _steps_through_helper(caller, loop_facts):
+                return True
     return False
+
+
+def _steps_with_closure(facts: ModuleFacts, call: ast.Call, name: str) -> bool:
+    """``optimizer.step(closure)``: the step calls ``closure`` (LBFGS), once or more per step."""
+    if facts.step_call(call) is None:
+        return False
+    given = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "closure"), None)
+    return isinstance(given, ast.Name) and given.id == name
+
+
+def _outlives_the_call(function: Function, target: str) -> bool:
+    """``target`` is kept between calls: declared ``global``/``nonlocal`` in the function, or a ``self.`` attribute."""
+    if target.startswith("self."):
+        return True
+    declared = {
+        name for node in ast.walk(function) if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names
+    }
+    return target in declared
 
 
 def _reset_each_iteration(facts: ModuleFacts, loop: ast.AST, stmt: ast.AST, target: str) -> bool:
@@ -246,6 +372,13 @@ def _graph_value(
             return _graph_value(facts, assignments, scope, recv, where, depth)
         if isinstance(value.func, ast.Attribute) and callee in {"item", "detach", "tolist", "numpy", "cpu"}:
             return False
+        if facts.step_call(value) is not None:  # ``loss = optimizer.step(closure)`` returns the closure's loss
+            closure = (
+                value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "closure"), None)
+            )
+            if not isinstance(closure, ast.Name) or depth >= 6:
+                return False
+            return any(_returns_graph(facts, fn, depth) for fn in facts.local_functions(closure.id))
         if _LOSS_CALLEE.search(callee):
             return True
         if isinstance(value.func, (ast.Name, ast.Attribute)) and looks_like_model(value.func):

@@ -3,7 +3,8 @@
 A scaler fitted on the whole dataset before the train/test split, or fitted on the test/validation data, lets the
 evaluation data shape the training features: the reported score is optimistic and no error says so. Covers the
 scikit-learn scalers (``StandardScaler().fit_transform(X)`` then ``train_test_split(X_scaled, ...)``) and the
-hand-written form (``mean = X.mean(0)``; ``X = (X - mean) / std``; then ``random_split``).
+hand-written form (``mean = X.mean(0)`` or ``m, s = X.mean(0), X.std(0)``; ``X = (X - mean) / std``; then
+``random_split``, ``train_test_split`` or held-out rows sliced or indexed out: ``X_train, X_test = X[:n], X[n:]``).
 """
 
 from __future__ import annotations
@@ -129,38 +130,114 @@ def _produced_names(facts: ModuleFacts, call: ast.Call) -> set[str]:
 def _manual_statistics(
     facts: ModuleFacts, path: str, scope: Scope, nodes: list[ast.AST], splits: list[ast.Call]
 ) -> Iterator[Finding]:
-    """``m = X.mean(0)`` ... ``Z = (X - m) / s`` ... ``random_split(Z...)`` / ``train_test_split(Z...)``."""
-    if not splits:
-        return
-    stats: dict[str, tuple[str, ast.Assign]] = {}  # stat name -> (data name, the assignment)
-    for node in sorted((n for n in nodes if isinstance(n, ast.Assign)), key=position):
-        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+    """``m = X.mean(0)`` (or ``m, s = X.mean(0), X.std(0)``, or inline) ... ``Z = (X - m) / s`` ... then a split of
+    ``Z``: ``random_split(Z...)`` / ``train_test_split(Z...)``, or held-out rows indexed out of it (``X_train,
+    X_test = Z[:n], Z[n:]``, ``x_val = Z[val_idx]``). Also statistics of the held-out data itself (``m =
+    X_test.mean(0)``) used to normalise anything."""
+    assigns = sorted((n for n in nodes if isinstance(n, ast.Assign)), key=position)
+    held_out = [(pos, base) for node in assigns for pos, base in _held_out_rows(node)]
+    stats: dict[str, tuple[str, ast.expr]] = {}  # stat name -> (data name, the statistic's expression)
+    reported: set[int] = set()
+    held_out_reported: set[str] = set()
+    for node in assigns:
+        pairs = _pairs(node)
+        found_stat = False
+        for name, value in pairs:
+            source = _statistic_of(value)
+            if source is not None:
+                stats[name] = (source, value)
+                found_stat = True
+        if found_stat:
             continue
-        source = _statistic_of(node.value)
-        if source is not None:
-            stats[node.targets[0].id] = (source, node)
-            continue
-        used = names_in(node.value)
-        for stat_name, (data_name, stat_assign) in list(stats.items()):
-            if stat_name in used and data_name in used and isinstance(node.value, ast.BinOp):
-                normalised = node.targets[0].id
-                later = [s for s in splits if position(s) > position(node) and normalised in names_in(s)]
-                if later:
+        for normalised, value in pairs:
+            if not isinstance(value, ast.BinOp):
+                continue
+            used = names_in(value)
+            named = [(n, d, v) for n, (d, v) in stats.items() if n in used]
+            inline = [c for c in ast.walk(value) if isinstance(c, ast.Call)]
+            named += [(text_of(c), d, c) for c in inline if (d := _statistic_of(c)) is not None]
+            for stat_name, data_name, stat_value in named:
+                if _held_out(data_name) and data_name not in held_out_reported:
+                    held_out_reported.add(data_name)  # once per held-out set: its mean and std are one mistake
                     message = t(
-                        "{stat} is computed on all of {data} and used to normalise it before the split on "
-                        "line {line}: evaluation rows shape the training features; compute it on the "
-                        "training split only",
+                        "{stat} is computed on {data} and normalises {target}: the held-out data sets the "
+                        "normalisation, so evaluation is no longer blind; compute it on the training split and "
+                        "apply it to {data}",
                         stat=stat_name,
                         data=data_name,
-                        line=later[0].lineno,
+                        target=normalised,
                     )
-                    yield NORMALISATION_LEAKAGE.finding(path, facts.span(stat_assign.value), message)
-                    return
+                    yield NORMALISATION_LEAKAGE.finding(path, facts.span(stat_value), message)
+            candidates = [c for c in named if c[1] in used and not _held_out(c[1])]
+            if not candidates or not (splits or held_out):
+                continue
+            stat_name, data_name, stat_value = candidates[0]
+            where = position(node)
+            later = [s.lineno for s in splits if position(s) > where and normalised in names_in(s)]
+            later += [pos[0] for pos, base in held_out if pos > where and base == normalised]
+            if later and id(stat_value) not in reported:
+                reported.add(id(stat_value))
+                message = t(
+                    "{stat} is computed on all of {data} and used to normalise it before the split on "
+                    "line {line}: evaluation rows shape the training features; compute it on the "
+                    "training split only",
+                    stat=stat_name,
+                    data=data_name,
+                    line=min(later),
+                )
+                yield NORMALISATION_LEAKAGE.finding(path, facts.span(stat_value), message)
+
+
+def _held_out(name: str) -> bool:
+    named = set(words(name))
+    return bool(HELD_OUT_WORDS & named) and "train" not in named
+
+
+def _pairs(node: ast.Assign) -> list[tuple[str, ast.expr]]:
+    """(name, value) bound by ``a = v`` or ``a, b = v, w``."""
+    out: list[tuple[str, ast.expr]] = []
+    for target in node.targets:
+        if isinstance(target, ast.Name):
+            out.append((target.id, node.value))
+        elif isinstance(target, (ast.Tuple, ast.List)) and isinstance(node.value, (ast.Tuple, ast.List)):
+            if len(target.elts) == len(node.value.elts):
+                out.extend(
+                    (element.id, value)
+                    for element, value in zip(target.elts, node.value.elts, strict=True)
+                    if isinstance(element, ast.Name)
+                )
+    return out
+
+
+def _held_out_rows(node: ast.Assign) -> list[tuple[tuple[int, int], str]]:
+    """(position, indexed name) for held-out rows taken by indexing: ``X_test = X[n:]``, ``x_val = x[val_mask]``."""
+    out: list[tuple[tuple[int, int], str]] = []
+    for name, value in _pairs(node):
+        if not _held_out(name):
+            continue
+        if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+            out.append((position(node), value.value.id))
+    return out
+
+
+def _per_row(call: ast.Call) -> bool:
+    """``x.mean(dim=1, keepdim=True)``: a statistic within each row (instance normalisation), not over the rows."""
+    recv = receiver(call)
+    functional = recv is not None and last_name(recv) in ("np", "numpy", "torch")
+    given = call.args[1:] if functional else call.args
+    axis = next((k.value for k in call.keywords if k.arg in ("dim", "axis")), given[0] if given else None)
+    if axis is None:
+        return False
+    values = axis.elts if isinstance(axis, (ast.Tuple, ast.List)) else [axis]
+    constants = [v.value for v in values if isinstance(v, ast.Constant)]
+    return len(constants) == len(values) and 0 not in constants
 
 
 def _statistic_of(value: ast.expr) -> str | None:
     """``X.mean(...)`` / ``np.mean(X, ...)`` / ``X.std(...)`` -> ``X``."""
     if not isinstance(value, ast.Call) or method(value) not in STAT_METHODS:
+        return None
+    if _per_row(value):
         return None
     recv = receiver(value)
     if isinstance(recv, ast.Name) and recv.id not in ("np", "numpy", "torch"):

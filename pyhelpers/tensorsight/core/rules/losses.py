@@ -1,20 +1,31 @@
-"""Rule TS105: softmax (or log_softmax) fed into CrossEntropyLoss / F.cross_entropy.
+"""Rules TS105 and TS113: an activation fed into a loss that applies it itself.
 
-``cross_entropy`` applies ``log_softmax`` itself. Feeding it probabilities squashes the logits twice: the loss can no
-longer approach 0 and the gradients shrink, so training stalls without any error (a warning). Feeding it
-log-probabilities gives the same loss (log_softmax is idempotent), only wasted work (information). Found three ways:
-the softmax written inside the loss call, a variable assigned from a softmax, or a model whose ``forward`` returns one.
+TS105: softmax (or log_softmax) fed into CrossEntropyLoss / F.cross_entropy. ``cross_entropy`` applies
+``log_softmax`` itself. Feeding it probabilities squashes the logits twice: the loss can no longer approach 0 and the
+gradients shrink, so training stalls without any error (a warning). Feeding it log-probabilities gives the same loss
+(log_softmax is idempotent), only wasted work (information). TS113: sigmoid fed into BCEWithLogitsLoss /
+F.binary_cross_entropy_with_logits, which applies sigmoid itself (the same double squashing, a warning).
+
+Found wherever the loss's input comes from: the activation written inside the loss call (with a quick fix), or
+reached through the data flow ``flow.trace`` follows: a variable, ``.view()``/``.reshape()``, a subscript
+(``output[mask]``), a ``forward`` that assigns it before ``return``, a model built in another file and called in a
+trainer there. The loss object is recognised as built (``criterion = nn.CrossEntropyLoss()``, or passed to a
+trainer's ``__init__``). Log-softmax into ``nll_loss`` and sigmoid used only for metrics are what they should be.
 """
 
 from __future__ import annotations
 
 import ast
+import os
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from tensorsight.core.findings import Finding
 from tensorsight.core.l10n import t
-from tensorsight.core.rules.facts import ModuleFacts, dotted, last_name, position, receiver, text_of
+from tensorsight.core.rules.facts import ModuleFacts, last_name, position, receiver, text_of
 from tensorsight.core.rules.fixes import make_fix, replace_node
+from tensorsight.core.rules.flow import Origin, built_by, trace
 from tensorsight.core.rules.model import RuleInfo
 
 SOFTMAX_INTO_CROSS_ENTROPY = RuleInfo(
@@ -25,70 +36,126 @@ SOFTMAX_INTO_CROSS_ENTROPY = RuleInfo(
     "cross_entropy applies log_softmax itself: feeding it softmax probabilities squashes twice, so the loss cannot "
     "approach 0 and gradients shrink; pass the raw logits",
 )
-_SOFTMAX_NAMES = {"softmax": "Softmax", "log_softmax": "LogSoftmax"}
-_SOFTMAX_MODULES = {"Softmax": "softmax", "LogSoftmax": "log_softmax"}
+SIGMOID_INTO_BCE_WITH_LOGITS = RuleInfo(
+    "TS113",
+    "sigmoid-into-bce-with-logits",
+    "training-logic",
+    "warning",
+    "BCEWithLogitsLoss applies sigmoid itself: feeding it sigmoid probabilities squashes twice, so the loss cannot "
+    "approach 0 and gradients shrink; pass the raw logits (or use BCELoss)",
+)
 
 
 def check(facts: ModuleFacts, path: str) -> Iterator[Finding]:
-    criteria = _cross_entropy_objects(facts)
-    loss_calls = [c for c in facts.calls if _is_cross_entropy_call(c, criteria)]
-    if not loss_calls:
-        return
-    softmax_models = _softmax_models(facts)
-    for node in loss_calls:
+    """TS105: softmax or log_softmax reaching cross_entropy's input."""
+    yield from _activation_into_loss(facts, path, _CROSS_ENTROPY)
+
+
+def check_sigmoid(facts: ModuleFacts, path: str) -> Iterator[Finding]:
+    """TS113: sigmoid reaching BCEWithLogitsLoss's input."""
+    yield from _activation_into_loss(facts, path, _BCE_WITH_LOGITS)
+
+
+@dataclass(frozen=True)
+class _LossFamily:
+    """A loss that applies its own squashing, and the activations that must not come before it."""
+
+    rule: RuleInfo
+    functions: frozenset[str]  # ``F.cross_entropy``
+    classes: frozenset[str]  # ``nn.CrossEntropyLoss``
+    activations: dict[str, str]  # function or method name -> kind
+    modules: dict[str, str]  # module class -> kind
+
+
+_CROSS_ENTROPY = _LossFamily(
+    SOFTMAX_INTO_CROSS_ENTROPY,
+    frozenset({"cross_entropy"}),
+    frozenset({"CrossEntropyLoss"}),
+    {"softmax": "softmax", "log_softmax": "log_softmax"},
+    {"Softmax": "softmax", "LogSoftmax": "log_softmax"},
+)
+_BCE_WITH_LOGITS = _LossFamily(
+    SIGMOID_INTO_BCE_WITH_LOGITS,
+    frozenset({"binary_cross_entropy_with_logits"}),
+    frozenset({"BCEWithLogitsLoss"}),
+    {"sigmoid": "sigmoid", "expit": "sigmoid"},
+    {"Sigmoid": "sigmoid"},
+)
+_LOSS_OBJECT_NAME = re.compile(r"loss|crit|objective", re.IGNORECASE)
+
+
+def _activation_into_loss(facts: ModuleFacts, path: str, family: _LossFamily) -> Iterator[Finding]:
+    criteria = _loss_objects(facts, family)
+    for node in facts.calls:
         scope = facts.scope_of.get(node)
-        given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "input"), None)
-        if given is None or scope is None:
+        if scope is None or not _is_loss_call(facts, node, scope, family, criteria):
             continue
-        finding = _direct(facts, path, node, given) or _via_name(facts, path, scope, node, given)
-        if finding is None:
-            finding = _via_model(facts, path, scope, node, given, softmax_models)
-        if finding is not None:
-            yield finding
+        given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "input"), None)
+        if given is None:
+            continue
+        direct = _kind(Origin(facts, given, None), family) if isinstance(given, ast.Call) else None
+        if direct is not None and isinstance(given, ast.Call):
+            yield _direct(facts, path, given, direct, family)
+            continue
+        origin = trace(facts, given, scope, position(node), lambda o: _kind(o, family) is not None)
+        if origin is not None:
+            yield _via_flow(facts, path, given, origin, family)
 
 
-def softmax_kind(node: ast.AST, facts: ModuleFacts | None = None, owner: ast.ClassDef | None = None) -> str | None:
-    """ "softmax" / "log_softmax" for ``F.softmax(x)``, ``x.softmax(1)``, ``nn.Softmax(1)(x)``, ``self.sm(x)``."""
-    if not isinstance(node, ast.Call):
-        return None
+def _kind(origin: Origin, family: _LossFamily) -> str | None:
+    """The activation ``origin`` applies: ``F.softmax(x)``, ``x.softmax(1)``, ``nn.Softmax(1)(x)``, ``self.sm(x)``
+    (``self.sm = nn.Softmax(1)``), or the ``nn.Softmax(1)`` ending an applied Sequential."""
+    node = origin.node
+    if origin.constructed:
+        return family.modules.get(last_name(node.func) or "")
     name = last_name(node.func)
-    if name in _SOFTMAX_NAMES:
-        return name
-    if isinstance(node.func, ast.Call) and last_name(node.func.func) in _SOFTMAX_MODULES:
-        return _SOFTMAX_MODULES[last_name(node.func.func) or ""]
-    if owner is not None and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
-        if node.func.value.id == "self":
-            return _self_attribute_softmax(owner, node.func.attr)
+    if name in family.activations:
+        return family.activations[name or ""]
+    if isinstance(node.func, ast.Call) and last_name(node.func.func) in family.modules:
+        return family.modules[last_name(node.func.func) or ""]
+    func = node.func
+    if origin.owner is not None and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        if func.value.id == "self":
+            return _self_attribute_module(origin.owner, func.attr, family.modules)
     return None
 
 
-def _softmax_input(call: ast.Call) -> ast.expr | None:
-    if isinstance(call.func, ast.Attribute) and last_name(call.func) in _SOFTMAX_NAMES:
-        recv = receiver(call)
-        if recv is not None and last_name(recv) not in ("F", "functional", "torch", "special", "nn"):
-            return recv  # logits.softmax(dim=1)
-    return call.args[0] if call.args else None
-
-
-def _cross_entropy_objects(facts: ModuleFacts) -> set[str]:
-    """Texts bound to ``nn.CrossEntropyLoss(...)`` anywhere in the module (``criterion``, ``self.loss_fn``)."""
+def _loss_objects(facts: ModuleFacts, family: _LossFamily) -> set[str]:
+    """Texts bound to the loss class anywhere in the module (``criterion``, ``self.loss_fn``)."""
     found: set[str] = set()
     for node in facts.assigns:
         if isinstance(node.value, ast.Call):
-            if last_name(node.value.func) == "CrossEntropyLoss":
+            if last_name(node.value.func) in family.classes:
                 found.update(text_of(t) for t in node.targets if isinstance(t, (ast.Name, ast.Attribute)))
     return found
 
 
-def _is_cross_entropy_call(call: ast.Call, criteria: set[str]) -> bool:
-    if last_name(call.func) == "cross_entropy":
+def _is_loss_call(facts: ModuleFacts, call: ast.Call, scope: ast.AST, family: _LossFamily, criteria: set[str]) -> bool:
+    func = call.func
+    if last_name(func) in family.functions:
         return True
-    if isinstance(call.func, ast.Call) and last_name(call.func.func) == "CrossEntropyLoss":
+    if isinstance(func, ast.Call) and last_name(func.func) in family.classes:
         return True
-    return (dotted(call.func) or "") in criteria
+    if not isinstance(func, (ast.Name, ast.Attribute)):
+        return False
+    text = text_of(func)
+    if text in criteria:
+        return True
+    if not _LOSS_OBJECT_NAME.search(last_name(func) or ""):
+        return False  # only loss-like names are followed to their constructor (``self.criterion`` from a Trainer)
+    return any(last_name(c.func) in family.classes for c in built_by(facts, func, scope, position(call)))
 
 
 def _message(kind: str, how: str) -> tuple[str, str]:
+    if kind == "sigmoid":
+        return (
+            t(
+                "{0} sigmoid probabilities go into BCEWithLogitsLoss, which applies sigmoid itself: squashed twice, "
+                "the loss cannot approach 0 and gradients shrink; pass the raw logits (or use BCELoss)",
+                how,
+            ),
+            "warning",
+        )
     if kind == "log_softmax":
         return (
             t(
@@ -108,100 +175,56 @@ def _message(kind: str, how: str) -> tuple[str, str]:
     )
 
 
-def _direct(facts: ModuleFacts, path: str, loss_call: ast.Call, given: ast.expr) -> Finding | None:
-    kind = softmax_kind(given)
-    if kind is None:
-        return None
+def _direct(facts: ModuleFacts, path: str, given: ast.Call, kind: str, family: _LossFamily) -> Finding:
     message, severity = _message(kind, t("here"))
-    logits = _softmax_input(given) if isinstance(given, ast.Call) else None
+    logits = _activation_input(given, family)
     fix = None
     if logits is not None:
         fix = make_fix(
             t("Pass the logits ({0}) to the loss", text_of(logits)), [replace_node(facts, given, text_of(logits))]
         )
-    return SOFTMAX_INTO_CROSS_ENTROPY.finding(path, facts.span(given), message, fix, severity)
+    return family.rule.finding(path, facts.span(given), message, fix, severity)
 
 
-def _via_name(facts: ModuleFacts, path: str, scope: ast.AST, loss_call: ast.Call, given: ast.expr) -> Finding | None:
-    if not isinstance(given, ast.Name):
+def _via_flow(facts: ModuleFacts, path: str, given: ast.expr, origin: Origin, family: _LossFamily) -> Finding:
+    """The activation reached through assignments, views, subscripts, returns and calls (maybe in another file)."""
+    kind = _kind(origin, family) or ""
+    line = origin.node.lineno
+    if origin.facts is facts:
+        where = t("line {0}", line)
+    else:
+        module = facts.project.module_of(origin.facts) if facts.project is not None else None
+        where = f"{os.path.basename(module.path) if module is not None else '?'}:{line}"
+    message, severity = _message(kind, t("{0} holds {1} output ({2}):", _short(given), kind, where))
+    return family.rule.finding(path, facts.span(given), message, None, severity)
+
+
+def _short(node: ast.expr) -> str:
+    text = text_of(node)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _activation_input(call: ast.Call, family: _LossFamily) -> ast.expr | None:
+    """The tensor the activation squashes: ``logits`` in ``F.softmax(logits, 1)`` or ``logits.softmax(1)``."""
+    if isinstance(call.func, ast.Call):
+        return call.args[0] if call.args else None
+    if last_name(call.func) not in family.activations:
         return None
-    found = facts.assignments.last_before(scope, given.id, position(loss_call))  # type: ignore[arg-type]
-    if found is None or found[1] is None:
-        return None
-    kind = softmax_kind(found[1])
-    if kind is None:
-        return None
-    line = getattr(found[0], "lineno", 0)
-    message, severity = _message(kind, t("{0} holds {1} output (line {2}):", given.id, kind, line))
-    return SOFTMAX_INTO_CROSS_ENTROPY.finding(path, facts.span(given), message, None, severity)
+    if isinstance(call.func, ast.Attribute):
+        recv = receiver(call)
+        if recv is not None and last_name(recv) not in ("F", "functional", "torch", "special", "nn"):
+            return recv  # logits.softmax(dim=1)
+    return call.args[0] if call.args else None
 
 
-def _via_model(
-    facts: ModuleFacts,
-    path: str,
-    scope: ast.AST,
-    loss_call: ast.Call,
-    given: ast.expr,
-    softmax_models: dict[str, tuple[str, str, int]],
-) -> Finding | None:
-    model_call = given
-    if isinstance(given, ast.Name):
-        found = facts.assignments.last_before(scope, given.id, position(loss_call))  # type: ignore[arg-type]
-        model_call = found[1] if found is not None and found[1] is not None else given
-    if not isinstance(model_call, ast.Call) or not isinstance(model_call.func, (ast.Name, ast.Attribute)):
-        return None
-    model_text = text_of(model_call.func)
-    if model_text not in softmax_models:
-        return None
-    class_name, kind, line = softmax_models[model_text]
-    message, severity = _message(
-        kind, t("{0} ({1}) ends in {2} (line {3}), so its", model_text, class_name, kind, line)
-    )
-    return SOFTMAX_INTO_CROSS_ENTROPY.finding(path, facts.span(given), message, None, severity)
-
-
-def _softmax_models(facts: ModuleFacts) -> dict[str, tuple[str, str, int]]:
-    """Model texts bound to an instance whose output is a softmax: text -> (class, kind, line of the softmax)."""
-    producing: dict[str, tuple[str, int]] = {}
-    for cls in facts.classes:
-        forward = next(
-            (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "forward"),
-            None,
-        )
-        if forward is None:
-            continue
-        returns = [n for n in facts.local_nodes(forward) if isinstance(n, ast.Return)]
-        kinds = [softmax_kind(r.value, facts, cls) if r.value is not None else None for r in returns]
-        if returns and all(kinds) and len(set(kinds)) == 1:  # every path ends in it (not only at inference)
-            first = min(returns, key=position)
-            producing[cls.name] = (str(kinds[0]), first.lineno)
-    found: dict[str, tuple[str, str, int]] = {}
-    for node in facts.assigns:
-        if not isinstance(node.value, ast.Call):
-            continue
-        callee = last_name(node.value.func) or ""
-        result: tuple[str, str, int] | None = None
-        if callee in producing:
-            result = (callee, *producing[callee])
-        elif callee == "Sequential" and node.value.args:
-            tail = node.value.args[-1]
-            if isinstance(tail, ast.Call) and last_name(tail.func) in _SOFTMAX_MODULES:
-                result = ("Sequential", _SOFTMAX_MODULES[last_name(tail.func) or ""], tail.lineno)
-        if result is not None:
-            for target in node.targets:
-                if isinstance(target, (ast.Name, ast.Attribute)):
-                    found[text_of(target)] = result
-    return found
-
-
-def _self_attribute_softmax(owner: ast.ClassDef, attr: str) -> str | None:
-    """``self.<attr>`` assigned ``nn.Softmax(...)`` / ``nn.LogSoftmax(...)`` somewhere in the class."""
+def _self_attribute_module(owner: ast.ClassDef, attr: str, modules: dict[str, str]) -> str | None:
+    """``self.<attr>`` assigned ``nn.Softmax(...)`` (or another of ``modules``) somewhere in the class."""
     for node in ast.walk(owner):
         if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
             continue
         for target in node.targets:
             if isinstance(target, ast.Attribute) and target.attr == attr and isinstance(target.value, ast.Name):
                 module = last_name(node.value.func)
-                if target.value.id == "self" and module in _SOFTMAX_MODULES:
-                    return _SOFTMAX_MODULES[module or ""]
+                if target.value.id == "self" and module in modules:
+                    return modules[module or ""]
     return None
