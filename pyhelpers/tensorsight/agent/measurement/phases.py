@@ -39,7 +39,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import FrameType, ModuleType
 from typing import Any, NamedTuple
 
@@ -81,19 +81,6 @@ class StepRecord:
     def loss(self) -> float | None:
         """Mean of the losses backpropagated in this step (several with gradient accumulation)."""
         return sum(self.losses) / len(self.losses) if self.losses else None
-
-
-@dataclass
-class Capture:
-    """References the overfit command needs (first training forward and loss call); filled only when asked."""
-
-    enabled: bool = False
-    model: Any = None
-    model_args: tuple[Any, ...] = ()
-    model_kwargs: dict[str, Any] = field(default_factory=dict)
-    loss_module: Any = None
-    loss_args: tuple[Any, ...] = ()
-    loss_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 _user_file_cache: dict[str, bool] = {}
@@ -193,7 +180,6 @@ class PhaseClock:
         self.validation_at: Location | None = None
         self.output_classes: int | None = None  # classes scored by a loss the model computes itself (its logits)
         self.data_seconds_by_loader: dict[LoaderSettings, float] = {}
-        self.capture = Capture()
         self.step_listeners: list[Callable[[StepRecord], None]] = []
         self.before_step_listeners: list[Callable[[Any, int], None]] = []
         self.validation_listeners: list[Callable[[int, float, int], None]] = []
@@ -342,9 +328,6 @@ class PhaseClock:
                 self._flush_validation()
                 self._resolve_hand_written_update()
                 self._remember_model(module)
-                if self.capture.enabled and self.capture.model is None:
-                    self.capture.model = module
-                    self.capture.model_args = tuple(args)
                 if self._pending_loop is not None:
                     self.loop_at = self._pending_loop
         else:
@@ -398,8 +381,6 @@ class PhaseClock:
     def _top_level_ends(self, module: Any, args: Any, kwargs: Any, output: Any) -> None:
         tensor_type = self._torch.Tensor
         scalar = isinstance(output, tensor_type) and output.numel() == 1 and output.is_floating_point()
-        if self.capture.enabled and module is self.capture.model and not self.capture.model_kwargs:
-            self.capture.model_kwargs = dict(kwargs or {})
         if self._top_is_model:
             for listener in list(self.model_pass_listeners):
                 listener(module, output, self._pass_loader)
@@ -410,10 +391,6 @@ class PhaseClock:
         self._loss_computed()
         if self._top_split == "val":
             self._record_validation_loss(output)
-        elif self.capture.enabled and self.capture.loss_module is None and self.capture.model is not None:
-            self.capture.loss_module = module
-            self.capture.loss_args = tuple(args)
-            self.capture.loss_kwargs = dict(kwargs or {})
 
     def _model_output(self, output: Any) -> None:
         """A model that computes its own loss (a ``transformers`` ``ModelOutput`` with ``loss``): in a validation
