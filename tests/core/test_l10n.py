@@ -56,7 +56,7 @@ def spanish() -> Iterator[None]:
 def test_the_code_uses_many_messages_and_the_collector_sees_the_kinds_of_call():
     ids = message_ids()
     assert len(ids) > 100
-    assert "first non-finite value produced here by {0}" in ids  # t("...", ...)
+    assert " (found when {0}, at {1})" in ids  # t("...", ...)
     assert "TensorSight · training loop — run it with Debug Training to see where each step's time goes" in ids  # mark
     assert rules.RULES[0].why in ids
 
@@ -119,9 +119,7 @@ def test_english_is_the_default_and_unchanged():
     l10n.set_language(None)
     assert l10n.current_language() == "en"
     assert t("step {0}", 3) == "step 3"
-    assert t("first non-finite value produced here by {0}", "torch.log") == (
-        "first non-finite value produced here by torch.log"
-    )
+    assert t(" (found when {0}, at {1})", "backward()", "train.py:9") == " (found when backward(), at train.py:9)"
 
 
 def test_spanish_fills_positional_and_named_placeholders(spanish):

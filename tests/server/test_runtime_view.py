@@ -31,16 +31,25 @@ def test_shapes_keep_the_last_text_and_the_distinct_ones_seen():
     assert view.hover(FILE, 3, "other") is None
 
 
-def test_the_first_nan_origin_wins_over_later_propagation():
+def _birth(op: str, step: int) -> list[dict[str, object]]:
+    """What the agent sends for one NaN/Inf birth: its facts (for the hover), then its own finding."""
+    facts = {"type": "nonfinite", "file": FILE, "line": 12, "op": op, "step": step, "nan": 0, "posinf": 1}
+    message = f"Inf born here: {op} made 1 +Inf (of 4 values) from finite inputs — forward"
+    finding = {"kind": "nonfinite", "severity": "error", "message": message, "file": FILE, "line": 12, "step": step}
+    return [facts, {"type": "finding", "finding": {**finding, "details": {"op": op, "code": "nonfinite"}}}]
+
+
+def test_the_first_nan_origin_wins_over_later_propagation_and_its_text_is_the_agents():
     view = RuntimeView()
     view.start_session("s")
-    first = {"type": "nonfinite", "file": FILE, "line": 12, "op": "div", "step": 4, "nan": 0, "posinf": 1}
-    later = {"type": "nonfinite", "file": FILE, "line": 12, "op": "mul", "step": 7, "nan": 5}
-    assert view.apply("s", first).diagnostics == {FILE}
-    assert view.apply("s", later).diagnostics == set()
-    (finding,) = view.diagnostics(FILE)
-    assert finding.kind == "nonfinite" and finding.severity == "error" and finding.step == 4
-    assert "div" in finding.message and "1 +Inf" in finding.message
+    facts, finding = _birth("div", 4)
+    assert view.apply("s", facts).diagnostics == set(), "the facts alone make no diagnostic: the agent's finding does"
+    assert view.apply("s", finding).diagnostics == {FILE}
+    for event in _birth("mul", 7):
+        assert view.apply("s", event).diagnostics == set()
+    (shown,) = view.diagnostics(FILE)
+    assert shown.kind == "nonfinite" and shown.severity == "error" and shown.step == 4
+    assert shown.message == finding["finding"]["message"]  # relayed as the agent wrote it
     assert "first NaN/Inf" in (view.hover(FILE, 12, None) or "")
 
 

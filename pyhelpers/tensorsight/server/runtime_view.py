@@ -307,33 +307,12 @@ class RuntimeView:
         return self._add_finding(finding)
 
     def _on_nonfinite(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+        """Remember a birth's facts for the hover on its line. Its diagnostic is the agent's own ``finding`` event,
+        relayed as it is: the view never writes a second text for the same NaN/Inf."""
         path = _str(event.get("file"), "file")
         line = _line(event.get("line"))
-        op = _optional_str(event.get("op")) or t("an operation")
-        counts = ", ".join(
-            f"{_int(event.get(key), key)} {label}"
-            for key, label in (("nan", "NaN"), ("posinf", "+Inf"), ("neginf", "-Inf"))
-            if event.get(key)
-        )
-        message = _optional_str(event.get("message")) or (
-            t("first non-finite value produced here by {0}", op) + (f" ({counts})" if counts else "")
-        )
-        details: dict[str, Any] = {"code": "nonfinite"}
-        for key in ("op", "module", "phase", "nan", "posinf", "neginf"):
-            if event.get(key) is not None:
-                details[key] = event[key]
-        finding = Finding(
-            kind="nonfinite",
-            severity="error",
-            message=message,
-            file=path,
-            line=line,
-            step=_optional_int(event.get("step")),
-            rank=_optional_int(event.get("rank")),
-            details=details,
-        )
         self._nonfinite.setdefault(normalize_path(path), {})[line] = dict(event)
-        return self._add_finding(finding)
+        return Update()
 
     def _add_finding(self, finding: Finding) -> Update:
         path = normalize_path(finding.file)

@@ -30,7 +30,8 @@ class NonFiniteRecord:
     phase: str
     op: str
     title: str
-    message: str
+    message: str  # the stop's reason and the console line: what, phase, step, rank and place in one sentence
+    summary: str  # the finding's text: what and phase only (its file, line, step and rank are the finding's fields)
     file: str | None
     line: int | None
     step: int
@@ -101,7 +102,7 @@ class NonFiniteRecord:
         if self.node:
             details["node"] = self.node
         return Finding(
-            "nonfinite", "error", f"{self.title}: {self.message}", self.file, self.line, self.step, self.rank, details
+            "nonfinite", "error", f"{self.title}: {self.summary}", self.file, self.line, self.step, self.rank, details
         )
 
 
@@ -156,6 +157,7 @@ def make_record(
     step_number = step if step is not None else steps.current_step() + 1
     rank = identity.rank()
     where = f"{os.path.basename(file)}:{line}" if file else t("unknown location")
+    summary = t("{what} — {phase}", what=what, phase=phase_label(phase))
     context = [phase_label(phase), t("step {0}", step_number)]
     if rank is not None:
         context.append(t("rank {0}", rank))
@@ -167,6 +169,7 @@ def make_record(
         op=op,
         title=title,
         message=message,
+        summary=summary,
         file=file,
         line=line,
         step=step_number,
@@ -265,5 +268,7 @@ def publish_found_later(record: NonFiniteRecord, where: Any, when: str) -> None:
     if frame is not None:
         record.stopped_at = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
         if line_shown is None or line_shown != frame.f_lineno:
-            record.message += t(" (found when {0}, at {1})", when, record.stopped_at)
+            found = t(" (found when {0}, at {1})", when, record.stopped_at)
+            record.message += found
+            record.summary += found
     report(record, frame, line_shown=line_shown)
