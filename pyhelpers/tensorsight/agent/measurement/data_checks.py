@@ -134,10 +134,15 @@ class DataWatch:
         classes = self._classes(name, logits, target)
         if classes is None:
             return
-        where = caller_location(sys._getframe(1))
+        compares = name in MULTICLASS_LOSSES and not target.is_floating_point() and self._compares_targets()
+        # the user line is read (a frame walk) only while something still needs it, not at every step
+        where = caller_location(sys._getframe(1)) if compares or self._classification.at is None else None
         self._pending = (weakref.ref(result), classes, where)
-        if name in MULTICLASS_LOSSES and not target.is_floating_point():
+        if compares:
             self._compare_targets(target, where)
+
+    def _compares_targets(self) -> bool:
+        return self._input is not None and self._target_checks < TARGET_CHECKS and not self._reported_targets
 
     def _classes(self, name: str, logits: Any, target: Any) -> int | None:
         if name in MULTICLASS_LOSSES:
