@@ -323,3 +323,70 @@ def test_curves_of_gradients_never_cleared_are_left_to_the_training_logic_findin
 def test_a_loss_nan_from_its_first_step_is_not_blamed_on_the_learning_rate():
     found = diagnose_curves(curves([math.nan] * 30, lr=1e-4, first_nonfinite_loss_step=1))
     assert found[0].details["cause"] == "before-any-update" and "learning rate is not the cause" in found[0].message
+
+
+# ---- lr too high without NaN: swinging, ending above its first value while the smoothed trend falls -----------------
+
+
+def swinging_after_an_early_jump(n=300, first=0.56):
+    """A loss thrown up by the first updates (about 2.0), then swinging 70-130% of its level 0.75 every step: its
+    smoothed trend falls (2.0 -> 0.75) but it ends above its first value (the shape of Adam at lr=0.3)."""
+    jump = [first] + [2.0 * (1.0 + 0.3 * (-1) ** i) for i in range(n // 10 - 1)]
+    rest = [0.75 * (1.0 + 0.45 * (-1) ** i * (1.0 + 0.2 * (i % 3))) for i in range(n - len(jump))]
+    return jump + rest
+
+
+def test_a_loss_swinging_and_ending_above_its_first_value_is_lr_too_high_though_its_trend_falls():
+    train = swinging_after_an_early_jump()
+    trend = loss_trend(train)
+    assert trend is not None and trend.ratio < 0.8 and trend.swing > 0.5  # the old oscillation rule stays silent
+    found = diagnose_curves(curves(train, lr=0.3))
+    assert diagnoses(found) == ["oscillating"]
+    finding = found[0]
+    assert (finding.severity, (finding.file, finding.line)) == ("warning", OPTIMIZER_AT)
+    assert "above its first value 0.56" in finding.message and "lr=0.3" in finding.message
+    assert "learning rate is probably too high" in finding.message
+
+
+def test_a_noisy_minibatch_loss_that_truly_learns_is_not_lr_too_high():
+    # the same swings around a level that ends well below the first loss: minibatch noise on a run that learns
+    train = noisy([0.56 * math.exp(-i / 120) + 0.15 for i in range(300)], 0.5)
+    assert loss_trend(train).swing > 0.5
+    assert diagnose_curves(curves(train, lr=3e-3)) == []
+
+
+# ---- chance level from the number of classes the loss scores ---------------------------------------------------------
+
+LOSS_CALL_AT = ("/project/train.py", 39)
+
+
+def test_a_classification_loss_staying_at_ln_classes_is_training_at_chance_level_at_the_loss_call():
+    train = noisy([2.31 - 0.06 * i / 150 for i in range(150)], 0.02)  # 2.31 -> 2.25, ln 10 = 2.303
+    found = diagnose_curves(curves(train, extra={"classes": 10, "classification_at": LOSS_CALL_AT}))
+    assert diagnoses(found) == ["at-chance"]
+    finding = found[0]
+    assert (finding.kind, finding.severity, (finding.file, finding.line)) == ("dynamics", "warning", LOSS_CALL_AT)
+    assert "≈ ln 10 = 2.3" in finding.message and "1/10 = 10%" in finding.message
+    assert "labels still match their features" in finding.message
+    # without the class count the same curve is only "not decreasing"
+    assert diagnoses(diagnose_curves(curves(train))) == ["not-decreasing"]
+
+
+def test_a_model_that_learns_slowly_below_chance_gets_an_info_saying_how_far_from_chance():
+    train = noisy([0.64 - 0.02 * i / 150 for i in range(150)], 0.02)  # 0.64 -> 0.62, chance ln 2 = 0.693
+    found = diagnose_curves(curves(train, extra={"classes": 2, "classification_at": LOSS_CALL_AT}))
+    assert diagnoses(found) == ["learning-slowly"]
+    assert found[0].severity == "info" and "0.619 vs chance 0.693" in found[0].message
+    assert diagnoses(diagnose_curves(curves(train))) == ["not-decreasing"]  # a warning without the class count
+
+
+def test_a_classifier_that_learns_from_chance_is_silent():
+    train = noisy([2.3 * math.exp(-i / 40) + 0.1 for i in range(150)], 0.1)
+    assert diagnose_curves(curves(train, extra={"classes": 10, "classification_at": LOSS_CALL_AT})) == []
+
+
+def test_evaluation_inputs_on_another_scale_explain_a_rising_validation_loss():
+    train = [2.0 * math.exp(-i / 20) + 0.05 for i in range(100)]
+    val = [1.0, 0.8, 0.9, 1.2, 1.5, 1.9, 2.3]
+    assert diagnoses(diagnose_curves(curves(train, val=val))) == ["overfitting"]
+    assert diagnose_curves(curves(train, val=val, extra={"evaluation_inputs_differ": True})) == []

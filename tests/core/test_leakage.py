@@ -72,6 +72,19 @@ def test_a_hash_match_is_confirmed_byte_for_byte(monkeypatch):
     assert issue is not None and issue.count == 1
 
 
+def test_padding_rows_of_batchified_token_streams_are_no_copies_but_a_copied_row_still_is():
+    # val and test token streams batchified into rows of 9 ids, each padded with whole rows of the pad id 0
+    rng = np.random.default_rng(2)
+    val = np.zeros((48, 9), dtype=np.int64)
+    test = np.zeros((48, 9), dtype=np.int64)
+    val[:37], test[:36] = rng.integers(1, 40, (37, 9)), rng.integers(1, 40, (36, 9))
+    report = check_splits({"val": SplitData("val", rows=val), "test": SplitData("test", rows=test)})
+    assert not report.issues
+    test[5] = val[20]  # one real sequence copied across
+    issue = leakage.check_duplicates(SplitData("val", rows=val), SplitData("test", rows=test))
+    assert issue is not None and issue.count == 1 and issue.examples == ((5, 20),)
+
+
 def test_small_overlap_is_a_warning():
     train = np.arange(20000, dtype=np.int64).reshape(-1, 2)
     test = np.arange(20000, 40000, dtype=np.int64).reshape(-1, 2)

@@ -4,8 +4,10 @@ The seed lesson's list of what to look for in the curves, as ``dynamics`` findin
 
 - training loss not decreasing: the learning rate is too low, or a bug stops learning;
 - training loss oscillating or diverging: the learning rate is too high (with the evidence: the lr, the step-to-step
-  change, the loss scale, and a ``confidence``); a loss that went NaN is blamed on the learning rate only when the
-  NaN sentinel's origin does not point elsewhere (the data, a ``log(0)`` or a division by zero);
+  change, the loss scale, and a ``confidence``); a loss that swings by more than half its level, changing direction
+  often, and ends above its very first value is one even when its smoothed trend falls from an early jump; a loss
+  that went NaN is blamed on the learning rate only when the NaN sentinel's origin does not point elsewhere (the data,
+  a ``log(0)`` or a division by zero);
 - losses that oscillate by nature (each side of an adversarial pair: a GAN's generator and discriminator) get no
   trend verdict;
 - training loss falling while validation loss rises: overfitting;
@@ -13,7 +15,11 @@ The seed lesson's list of what to look for in the curves, as ``dynamics`` findin
 - gradient norm exploding, judged against the loss scale and its own history (a summed loss over a batch has
   gradient norms in the thousands and is healthy): clip gradients (and/or lower the learning rate);
 - a cross-entropy sitting far above its chance level ``ln(classes)`` (worse than guessing): the logits blew up, the
-  learning rate is too high (the class count comes from the model's own output, ``extra["classes"]``).
+  learning rate is too high (the class count comes from the model's own output or from the logits the program's
+  classification loss scores, ``extra["classes"]``);
+- a classification loss that stays at its chance level ``ln(classes)`` from start to end: training at chance level
+  (labels misaligned with their features), at the loss call (``extra["classification_at"]``); a loss that barely
+  moves but sits clearly below chance learns slowly: an info finding that says how far from chance it is.
 
 A healthy run gets no finding. The agent records the series (``tensorsight.agent.measurement.scalars``) and calls
 ``diagnose_curves`` at the end of the run; the thresholds below are deliberately conservative, because a false
@@ -164,6 +170,12 @@ class LossTrend:
     @property
     def ratio(self) -> float:
         return self.end / self.start if self.start > 0 else math.inf
+
+    def best_smoothed(self, values: Sequence[float]) -> float:
+        """The lowest median over windows of a tenth of the run: where the smoothed curve got lowest."""
+        finite = [v for v in values if math.isfinite(v)]
+        window = max(3, len(finite) // 10)
+        return min(median(finite[i : i + window]) for i in range(0, max(1, len(finite) - window + 1), window))
 
 
 def loss_trend(values: Sequence[float]) -> LossTrend | None:
@@ -379,7 +391,29 @@ def diagnose_loss(curves: TrainingCurves) -> list[Finding]:
         )
         details = {"diagnosis": "diverging", "confidence": round(confidence, 2), **evidence}
         return [Finding("dynamics", "warning", message, *where, details=details)]
-    if trend.swing > OSCILLATION_SWING and trend.flips > OSCILLATION_FLIPS and trend.ratio > OSCILLATION_PROGRESS:
+    swinging = trend.swing > OSCILLATION_SWING and trend.flips > OSCILLATION_FLIPS
+    if swinging and trend.ratio <= OSCILLATION_PROGRESS and trend.end > first:
+        # the smoothed trend falls only from an early jump: the run ends above where it started
+        confidence = min(0.99, 0.5 * min(1.0, trend.swing) + 0.5 * trend.flips)
+        message = t(
+            "{subject} swings {swing}% of its level ({level}) from one step to the next, direction flips on {flips}% "
+            "of steps, and it ends at {end}, above its first value {first}, though its smoothed trend fell from the "
+            "early jump ({start} → {end} over {span}){lr} ({confidence}): {advice}",
+            subject=subject,
+            swing=f"{trend.swing * 100:.0f}",
+            level=_fmt(trend.level),
+            flips=f"{trend.flips * 100:.0f}",
+            end=_fmt(trend.end),
+            first=_fmt(first),
+            start=_fmt(trend.start),
+            span=span,
+            lr=_lr_text(lr),
+            confidence=_confidence_text(confidence),
+            advice=_lr_advice(curves),
+        )
+        details = {"diagnosis": "oscillating", "confidence": round(confidence, 2), "loss_first": round(first, 6)}
+        return [Finding("dynamics", "warning", message, *where, details={**details, **evidence})]
+    if swinging and trend.ratio > OSCILLATION_PROGRESS:
         confidence = min(0.99, 0.5 * min(1.0, trend.swing) + 0.5 * trend.flips)
         message = t(
             "{subject} oscillates without converging: typical step-to-step change {swing}% of "
@@ -402,6 +436,9 @@ def diagnose_loss(curves: TrainingCurves) -> list[Finding]:
     if first > DECREASED_FROM_FIRST * trend.end:
         return []  # it fell fast at the very start (a closure optimizer, a tiny problem) and stayed there
     if trend.start > 1e-8 and trend.ratio >= NOT_DECREASING_RATIO:
+        below_chance = _learning_slowly(curves, trend, span, lr, where, evidence)
+        if below_chance:
+            return below_chance
         message = t(
             "training loss is not decreasing: {start} → {end} over {span}"
             "{lr}. Either the learning rate is too low (raise it 10×), or a bug stops learning: "
@@ -417,6 +454,84 @@ def diagnose_loss(curves: TrainingCurves) -> list[Finding]:
 
 
 CHANCE_FACTOR = 10.0  # a mean cross-entropy this many times ln(classes): far worse than a uniform guess
+AT_CHANCE_TOLERANCE = 0.05  # a cross-entropy within 5% of ln(classes) from start to end: training at chance level
+
+
+def _classification(curves: TrainingCurves) -> tuple[int, float, Location | None] | None:
+    """``(classes, ln(classes), the loss call's line)`` when the backpropagated loss is a classification loss whose
+    class count the agent read at run time (``extra["classes"]``, ``extra["classification_at"]``)."""
+    classes = curves.extra.get("classes")
+    if not isinstance(classes, int) or classes < 2:
+        return None
+    at = curves.extra.get("classification_at")
+    where = (str(at[0]), int(at[1])) if isinstance(at, (list, tuple)) and len(at) == 2 else None
+    return classes, math.log(classes), where
+
+
+def _learning_slowly(
+    curves: TrainingCurves, trend: LossTrend, span: str, lr: float | None, where: Location, evidence: dict[str, Any]
+) -> list[Finding]:
+    """A classification loss that barely moved but sits clearly below its chance level: it learns, slowly; an info
+    finding that says how far from chance it is, instead of a "not decreasing" warning."""
+    known = _classification(curves)
+    if known is None or not trend.end < known[1] * (1.0 - AT_CHANCE_TOLERANCE) or not trend.end < trend.start:
+        return []
+    classes, chance, _ = known
+    message = t(
+        "training loss decreases slowly: {start} → {end} over {span}{lr}, {end} vs chance {chance} (ln {classes}, a "
+        "uniform guess over {classes} classes): the model learns, slowly; to learn faster, raise the learning rate "
+        "(e.g. 3×) or train longer",
+        start=_fmt(trend.start),
+        end=_fmt(trend.end),
+        span=span,
+        lr=_lr_text(lr),
+        chance=f"{chance:.3g}",
+        classes=classes,
+    )
+    details = {"diagnosis": "learning-slowly", "chance_level": round(chance, 6), "classes": classes, **evidence}
+    return [Finding("dynamics", "info", message, *where, details=details)]
+
+
+def diagnose_at_chance(curves: TrainingCurves) -> list[Finding]:
+    """A classification loss that stays within ``AT_CHANCE_TOLERANCE`` of ln(classes) from the start of the run to its
+    end, without swinging: the model does no better than a uniform guess (labels that no longer match their features,
+    inputs that do not reach the model). Reported at the loss call when the agent saw it, else at ``backward()``."""
+    known = _classification(curves)
+    trend = loss_trend(curves.train_loss)
+    if known is None or trend is None or curves.first_nonfinite_loss_step is not None or curves.adversarial:
+        return []
+    classes, chance, loss_call = known
+    where = _where(loss_call, curves.loss_at, curves.optimizer_at)
+    tolerance = AT_CHANCE_TOLERANCE * chance
+    if where is None or trend.swing > OSCILLATION_SWING or abs(trend.end - chance) > tolerance:
+        return []
+    if trend.start < chance - tolerance or trend.best_smoothed(curves.train_loss) < chance - 2 * tolerance:
+        return []  # it did get below chance at some point: it learned something
+    steps = list(curves.train_steps)
+    span = t("steps {0}–{1}", steps[0], steps[-1]) if steps else t("{0} steps", trend.steps)
+    message = t(
+        "training at chance level: the loss stays at {end} ≈ ln {classes} = {chance}, what a uniform guess over "
+        "{classes} classes scores (accuracy ≈ 1/{classes} = {accuracy}%), from {start} to {end} over {span}: the model "
+        "learns nothing from its inputs. Check that the labels still match their features (X and y shuffled, sorted "
+        "or split separately, a wrong label column), that the inputs reach the model, and that the learning rate is "
+        "not far too low",
+        end=_fmt(trend.end),
+        classes=classes,
+        chance=f"{chance:.3g}",
+        accuracy=f"{100.0 / classes:.3g}",
+        start=_fmt(trend.start),
+        span=span,
+    )
+    details = {
+        "diagnosis": "at-chance",
+        "chance_level": round(chance, 6),
+        "classes": classes,
+        "loss_start": round(trend.start, 6),
+        "loss_end": round(trend.end, 6),
+        "steps": trend.steps,
+        "lr": curves.lr,
+    }
+    return [Finding("dynamics", "warning", message, *where, details=details)]
 
 
 def diagnose_chance_level(curves: TrainingCurves) -> list[Finding]:
@@ -471,9 +586,11 @@ def diagnose_chance_level(curves: TrainingCurves) -> list[Finding]:
 
 def diagnose_overfitting(curves: TrainingCurves) -> list[Finding]:
     """Validation loss rising from its best value while training loss keeps falling (not for an adversarial pair:
-    a GAN's losses measure one side against the other, not how well the model fits its data)."""
-    if curves.adversarial:
-        return []
+    a GAN's losses measure one side against the other, not how well the model fits its data; nor when the agent saw
+    evaluation inputs on another scale than training inputs, ``extra["evaluation_inputs_differ"]``: that finding
+    explains the rise)."""
+    if curves.adversarial or curves.extra.get("evaluation_inputs_differ"):
+        return []  # (the evaluation inputs are not on the training inputs' scale: a finding says so, and why val rose)
     val = [v for v in curves.val_loss if math.isfinite(v)]
     where = _where(curves.validation_at, curves.loss_at)
     if len(val) < MIN_VAL_POINTS or where is None or len(val) != len(curves.val_steps):
@@ -620,7 +737,8 @@ def diagnose_curves(curves: TrainingCurves) -> list[Finding]:
     cleared make the same symptoms: that optimizer's curves are not judged."""
     if curves.gradients_uncleared:  # growing sums of stale gradients: the training-logic finding explains them
         return diagnose_overfitting(curves)
-    loss = diagnose_chance_level(curves) or diagnose_loss(curves)  # one loss verdict, the most specific
+    # one loss verdict, the most specific
+    loss = diagnose_chance_level(curves) or diagnose_at_chance(curves) or diagnose_loss(curves)
     gradients = [*diagnose_vanishing(curves), *diagnose_exploding(curves)]
     if loss and loss[0].details.get("diagnosis") in ("diverging", "oscillating", "above-chance") and gradients:
         symptoms = {s.details["diagnosis"]: {k: v for k, v in s.details.items() if k != "diagnosis"} for s in gradients}

@@ -6,7 +6,8 @@ script builds) and by the demo, on ``SplitData`` of plain numpy arrays: reading 
 - **id overlap**: the same sample id (an id column, index arrays such as ``train_idx``, or the indices of two
   ``Subset``s of one dataset) in two splits, or the same rows of one array in two splits sliced or indexed out of it;
 - **duplicates**: the same sample content in two splits, found by a 64-bit hash per row (numpy row bytes mixed word by
-  word; pandas' own row hash for DataFrames) and confirmed byte for byte;
+  word; pandas' own row hash for DataFrames) and confirmed byte for byte; a row that is one value repeated (the
+  padding rows of a batchified token stream) is no sample and never counts;
 - **label leaks**: a feature column identical to the label, an exact linear function of it, or one that determines
   it (each value maps to one label);
 - **temporal leakage**: test (or val) samples dated before the latest training sample.
@@ -429,6 +430,7 @@ def check_duplicates(a: SplitData, b: SplitData) -> LeakageIssue | None:
                     stop = start + 65536
                     same[start:stop] = (bytes_a[idx_a[start:stop]] == bytes_b[idx_b[start:stop]]).all(axis=1)
                 idx_b, idx_a = idx_b[same], idx_a[same]
+            idx_b, idx_a = _without_constant_rows(rows_b, idx_b, idx_a)
         total = len(rows_b)
     elif a.row_keys is not None and b.row_keys is not None:
         idx_b, idx_a = _match_keys(np.asarray(a.row_keys), np.asarray(b.row_keys))
@@ -449,6 +451,21 @@ def check_duplicates(a: SplitData, b: SplitData) -> LeakageIssue | None:
         total,
         examples,
     )
+
+
+def _without_constant_rows(rows: Any, idx_rows: Any, idx_other: Any) -> tuple[Any, Any]:
+    """The matches whose row of ``rows`` holds more than one distinct value: a row that is one value repeated (the
+    padding rows that end a batchified token stream, an all-zero mask) is no sample, and two splits padded the same
+    way share it without sharing any data."""
+    import numpy as np
+
+    if not len(idx_rows):
+        return idx_rows, idx_other
+    matched = np.asarray(rows)[idx_rows].reshape(len(idx_rows), -1)
+    if matched.shape[1] < 2 or matched.dtype.kind not in "biuf":
+        return idx_rows, idx_other
+    varied = (matched != matched[:, :1]).any(axis=1)
+    return idx_rows[varied], idx_other[varied]
 
 
 def check_temporal(train: SplitData, other: SplitData) -> LeakageIssue | None:

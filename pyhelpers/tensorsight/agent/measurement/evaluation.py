@@ -148,6 +148,8 @@ class EvaluationWatch:
         # training mode by design, and its "scores" of those samples are no evaluation of a trained model
         self._adversarial_parameters = adversarial_parameters
         self._nesting = Nesting()
+        # (function name, args, kwargs, result) of each outermost functional loss call (``measurement.data_checks``)
+        self.loss_call_listeners: list[Callable[[str, tuple[Any, ...], dict[str, Any], Any], None]] = []
         self._patches = Patches("loss_relay")
         self._layers: weakref.WeakKeyDictionary[Any, list[tuple[str, Any, str]]] = weakref.WeakKeyDictionary()
         self._trained: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -170,7 +172,16 @@ class EvaluationWatch:
         self._clock.loss_listeners.append(self._on_loss)
 
     def _relay(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        return observing_relay(original, self._clock.functional_loss_returned, self._nesting, self._looks_away)
+        name = getattr(original, "__name__", "")
+        listeners = self.loss_call_listeners
+
+        def with_arguments(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+            for listener in list(listeners):
+                listener(name, args, kwargs, result)
+
+        return observing_relay(
+            original, self._clock.functional_loss_returned, self._nesting, self._looks_away, with_arguments
+        )
 
     def uninstall(self) -> None:
         """Put every original back (the benchmark compares armed and unarmed steps in one process)."""

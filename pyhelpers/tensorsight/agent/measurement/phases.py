@@ -186,6 +186,9 @@ class PhaseClock:
         # (model, output, loader of the batch it took or None) after each top-level pass of a module with parameters
         self.model_pass_listeners: list[Callable[[Any, Any, LoaderSettings | None], None]] = []
         self.loss_listeners: list[Callable[[], None]] = []  # after each loss computed outside any module
+        # (model, positional arguments, split) as each top-level pass of a module with parameters begins
+        self.model_input_listeners: list[Callable[[Any, tuple[Any, ...], str], None]] = []
+        self.backward_listeners: list[Callable[[Any], None]] = []  # the tensor of each backward() on this thread
         self._fresh_batch = False  # a batch was fetched since the last model pass
         self._pass_loader: LoaderSettings | None = None
         self._top_is_model = False
@@ -323,6 +326,8 @@ class PhaseClock:
             self._pass_loader, self._fresh_batch = (self._pending_loader if self._fresh_batch else None), False
             split = "train" if (module.training and grad) else "val"
             self._last_model_split = split
+            for listener in list(self.model_input_listeners):
+                listener(module, tuple(args), split)
             self.in_eval_forward_with_grad = grad and not module.training
             if split == "train":
                 self._flush_validation()
@@ -410,6 +415,10 @@ class PhaseClock:
         if self.validation_at is None:
             self.validation_at = caller_location(sys._getframe(1))
 
+    def scores_training(self) -> bool:
+        """True when a loss computed now scores a training pass (gradients on, the last model pass in training)."""
+        return self._last_model_split == "train" and self._grad_enabled()
+
     def observes_this_thread(self) -> bool:
         """True on the training thread outside ``quiet()``: where a wrapper may observe a call."""
         return not _quiet and threading.get_ident() == self._owner
@@ -459,6 +468,8 @@ class PhaseClock:
         self._flush_validation()
         self.in_eval_forward_with_grad = False
         self.backwards += 1
+        for listener in list(self.backward_listeners):
+            listener(tensors)
         is_loss = isinstance(tensors, self._torch.Tensor) and tensors.numel() == 1 and tensors.is_floating_point()
         if self._in_step:  # a closure optimizer's re-evaluation: the step's loss is the closure's first
             if is_loss and not self._closure_loss_taken:

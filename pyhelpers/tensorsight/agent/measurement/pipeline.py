@@ -4,7 +4,8 @@
 reads the
 options, and does nothing else until the program imports torch; then it installs the phase clock and wires the
 per-step pipeline: ``phases``, ``scalars``, ``histogram`` and ``memory`` events, the evaluation watch (validation
-losses written with ``torch.nn.functional``; train-mode evaluation as ``training-logic`` findings), the training log
+losses written with ``torch.nn.functional``; train-mode evaluation as ``training-logic`` findings), the data checks
+(classes a classification loss scores, targets equal to inputs, input statistics per split), the training log
 file, TensorBoard event files, and — at the end of the run (the doctor's ``run-finished`` event, or process exit) —
 curve diagnosis and phase verdicts as findings.
 
@@ -222,6 +223,7 @@ class Measurement:
     """The per-step pipeline; one per process, created after torch is imported."""
 
     def __init__(self, torch: ModuleType, settings: MeasureSettings) -> None:
+        from tensorsight.agent.measurement.data_checks import DataWatch
         from tensorsight.agent.measurement.evaluation import EvaluationWatch
         from tensorsight.agent.measurement.frameworks import FrameworkWatch
         from tensorsight.agent.measurement.gradient_clearing import ClearingWatch
@@ -236,6 +238,8 @@ class Measurement:
         # functional validation losses, train-mode evaluation (not on the two sides of a GAN)
         self.evaluation = EvaluationWatch(torch, self.clock, self.adversarial_parameters)
         self.frameworks = FrameworkWatch(torch)  # closure steps, peak lr, gradient norms before clipping
+        # classes scored, targets equal to inputs, input statistics per split
+        self.data = DataWatch(torch, self.clock, self.evaluation, events.emit_finding)
         self.clearing = ClearingWatch(
             torch, lambda: self.clock.backwards, lambda: caller_location(sys._getframe()), events.emit_finding
         )
@@ -260,6 +264,7 @@ class Measurement:
         self.frameworks.install()  # before the clock's step pre-hook, which asks it
         self.clock.install()
         self.evaluation.install()
+        self.data.install()
         self.clearing.install()
         self.clock.before_step_listeners.append(self._before_step)
         self.clock.step_listeners.append(self._on_step)
@@ -267,6 +272,7 @@ class Measurement:
 
     def stop(self) -> None:
         """Take every hook out again (used by the benchmark to compare armed and unarmed steps in one process)."""
+        self.data.uninstall()
         self.evaluation.uninstall()
         self.clock.uninstall()
         self.frameworks.uninstall()
@@ -452,7 +458,7 @@ class Measurement:
             optimizer_at=optimizer_at,
             validation_at=clock.validation_at,
             model_at=clock.model_at,
-            extra=self.frameworks.curve_extra(clock.output_classes),
+            extra={**self.frameworks.curve_extra(clock.output_classes), **self.data.curve_extra()},
             optimizer_name=series.name if named else None,
             adversarial=adversarial,
             hand_written=series.hand_written,
@@ -482,7 +488,7 @@ class Measurement:
         self.finished = True
         self.clock.finish()
         self.evaluation.finish(failed=bool(error))
-        findings = []
+        findings = list(self.data.normalization_findings())
         if self.settings.phases:
             totals, steps_measured = self.phase_totals()
             if steps_measured:

@@ -44,8 +44,10 @@ def observing_relay(
     after: Callable[[Any], None],
     nesting: Nesting,
     looks_away: Callable[[], bool],
+    with_arguments: Callable[[tuple[Any, ...], dict[str, Any], Any], None] | None = None,
 ) -> Callable[..., Any]:
-    """``original`` unchanged (same arguments, result and exceptions), then ``after(result)`` for an outermost call.
+    """``original`` unchanged (same arguments, result and exceptions), then ``after(result)`` for an outermost call,
+    and ``with_arguments(args, kwargs, result)`` when given.
 
     ``looks_away()`` is asked first; when it is true (another thread, a compiled region) the relay only calls
     ``original``, so ``nesting`` is only ever changed by the thread being observed. ``after`` must never raise.
@@ -60,6 +62,8 @@ def observing_relay(
         finally:
             nesting.depth -= 1
         after(result)
+        if with_arguments is not None:
+            with_arguments(args, kwargs, result)
         return result
 
     # The relay reads no global, so it can live in the original's module: TorchScript, asked to compile it, compiles

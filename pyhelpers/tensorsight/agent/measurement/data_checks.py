@@ -1,0 +1,277 @@
+"""Run-time evidence about the data a training loop feeds its model: what its classification loss scores, whether its
+targets are its inputs, and whether evaluation inputs look like training inputs.
+
+Armed by ``measurement.pipeline`` (``Measurement.start``) next to the phase clock and the evaluation watch, whose
+listeners it uses: the functional-loss relays (``EvaluationWatch.loss_call_listeners``: ``nn.CrossEntropyLoss`` calls
+``F.cross_entropy``, so loss modules are seen too), the top-level model passes (``PhaseClock.model_input_listeners``)
+and the backward calls (``PhaseClock.backward_listeners``). Three checks:
+
+- **Classes scored.** A training ``cross_entropy``/``nll_loss`` (mean reduction) over logits of ``C`` classes (their
+  dimension 1, the class dimension), or a ``binary_cross_entropy[_with_logits]`` on 0/1 targets (``C = 2``), whose
+  result is the very tensor then backpropagated: the curve diagnosis gets ``classes`` and the loss call's line
+  (``TrainingCurves.extra``) and can say "training at chance level: 2.30 ≈ ln 10" (``core.curves``).
+- **Targets equal to inputs.** The integer targets of a training ``cross_entropy``/``nll_loss`` equal, token for
+  token, the integer inputs of the model pass it scores (a language model whose shift to the next token was
+  dropped): a ``training-logic`` finding at the loss call. Checked on the first ``TARGET_CHECKS`` calls only.
+- **Inputs per split.** Mean and std of the first floating-point tensor a trained model receives, over its first
+  ``STAT_BATCHES`` training passes and first ``STAT_BATCHES`` evaluation passes (eval mode or no gradients): an std
+  ``NORMALIZATION_STD_RATIO`` times apart, or means ``NORMALIZATION_MEAN_SHIFT`` training stds apart, is a
+  ``training-logic`` finding at the first evaluation forward (training inputs standardised, evaluation inputs not).
+
+Good guest: every read is of detached tensors under ``torch.no_grad()`` (new tensors, no in-place write, no
+``_version`` bump, no graph, no RNG), bounded to a few batches so the cost is a handful of reductions per run; the
+only references kept are weak ones. Every listener is guarded so nothing escapes into the program.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from tensorsight.agent.measurement.phases import caller_location
+from tensorsight.agent.runtime.guard import never_raise
+from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
+
+Location = tuple[str, int]
+
+MULTICLASS_LOSSES = ("cross_entropy", "nll_loss")
+BINARY_LOSSES = ("binary_cross_entropy", "binary_cross_entropy_with_logits")
+TARGET_CHECKS = 8  # training loss calls whose targets are compared with the model's inputs
+TARGETS_EQUAL_MIN = 3  # that many equal comparisons (and no unequal one) make the finding
+BINARY_TARGET_CHECKS = 4  # binary losses whose targets are checked to be 0/1
+CLASSIFICATION_SHARE = 0.8  # of the training backwards: the loss backpropagated is the classification loss itself
+STAT_BATCHES = 8  # model passes per split whose inputs are summarised
+MIN_STAT_BATCHES = 2
+NORMALIZATION_STD_RATIO = 3.0
+NORMALIZATION_MEAN_SHIFT = 3.0
+
+
+@dataclass
+class _Moments:
+    """Mean and std of what a model received in one split, over its first few passes (float64 sums)."""
+
+    batches: int = 0
+    count: int = 0
+    total: float = 0.0
+    squares: float = 0.0
+    at: Location | None = None
+
+    def add(self, mean: float, var: float, count: int) -> None:
+        self.batches += 1
+        self.count += count
+        self.total += mean * count
+        self.squares += (var + mean * mean) * count
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.count
+
+    @property
+    def std(self) -> float:
+        return math.sqrt(max(0.0, self.squares / self.count - self.mean**2))
+
+
+@dataclass
+class _Classification:
+    classes: dict[int, int] = field(default_factory=dict)  # class count -> backwards of a loss over that many
+    other: int = 0  # training backwards of anything else
+    at: Location | None = None
+
+
+class DataWatch:
+    """The three checks of the module docstring; one per process."""
+
+    def __init__(self, torch: ModuleType, clock: Any, evaluation: Any, emit: Callable[[Finding], None]) -> None:
+        self._torch = torch
+        self._clock = clock
+        self._evaluation = evaluation
+        self._emit = emit
+        self._classification = _Classification()
+        self._pending: tuple[weakref.ReferenceType[Any], int, Location | None] | None = None  # (loss, classes, line)
+        self._binary_checked = 0
+        self._binary_ok = True
+        self._input: weakref.ReferenceType[Any] | None = None  # the integer input of the last training pass
+        self._target_checks = 0
+        self._targets_equal = 0
+        self._targets_differ = False
+        self._targets_at: Location | None = None
+        self._reported_targets = False
+        self._model: weakref.ReferenceType[Any] | None = None
+        self._moments = {"train": _Moments(), "val": _Moments()}
+
+    def install(self) -> None:
+        self._evaluation.loss_call_listeners.append(self._on_loss_call)
+        self._clock.model_input_listeners.append(self._on_model_input)
+        self._clock.backward_listeners.append(self._on_backward)
+
+    def uninstall(self) -> None:
+        for listeners, listener in (
+            (self._evaluation.loss_call_listeners, self._on_loss_call),
+            (self._clock.model_input_listeners, self._on_model_input),
+            (self._clock.backward_listeners, self._on_backward),
+        ):
+            if listener in listeners:
+                listeners.remove(listener)
+
+    # ------------------------------------------------------------------------------------------------ loss calls
+    @never_raise()
+    def _on_loss_call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        if not self._clock.scores_training():
+            return
+        torch = self._torch
+        logits = args[0] if args else kwargs.get("input")
+        target = args[1] if len(args) > 1 else kwargs.get("target")
+        if not isinstance(logits, torch.Tensor) or not isinstance(target, torch.Tensor):
+            return
+        if len(args) > 2 or kwargs.get("reduction", "mean") != "mean" or not isinstance(result, torch.Tensor):
+            return
+        classes = self._classes(name, logits, target)
+        if classes is None:
+            return
+        compares = name in MULTICLASS_LOSSES and not target.is_floating_point() and self._compares_targets()
+        # the user line is read (a frame walk) only while something still needs it, not at every step
+        where = caller_location(sys._getframe(1)) if compares or self._classification.at is None else None
+        self._pending = (weakref.ref(result), classes, where)
+        if compares:
+            self._compare_targets(target, where)
+
+    def _compares_targets(self) -> bool:
+        return self._input is not None and self._target_checks < TARGET_CHECKS and not self._reported_targets
+
+    def _classes(self, name: str, logits: Any, target: Any) -> int | None:
+        if name in MULTICLASS_LOSSES:
+            if logits.dim() == 0:
+                return None
+            classes = int(logits.shape[1] if logits.dim() >= 2 else logits.shape[0])
+            return classes if classes >= 2 else None
+        if name in BINARY_LOSSES and target.is_floating_point() and target.shape == logits.shape:
+            if self._binary_checked < BINARY_TARGET_CHECKS:
+                self._binary_checked += 1
+                with self._torch.no_grad():
+                    values = target.detach()
+                    self._binary_ok &= bool(((values == 0) | (values == 1)).all())
+            return 2 if self._binary_ok else None
+        return None
+
+    def _compare_targets(self, target: Any, where: Location | None) -> None:
+        inputs = self._input() if self._input is not None else None
+        if inputs is None or self._target_checks >= TARGET_CHECKS or self._reported_targets:
+            return
+        if inputs.numel() != target.numel() or inputs.device != target.device or target.numel() < 2:
+            return
+        self._target_checks += 1
+        with self._torch.no_grad():
+            same = bool(self._torch.equal(target.detach().reshape(-1), inputs.detach().reshape(-1)))
+        if not same:
+            self._targets_differ = True
+            return
+        self._targets_equal += 1
+        self._targets_at = self._targets_at or where
+        if self._targets_equal >= TARGETS_EQUAL_MIN and not self._targets_differ and self._targets_at is not None:
+            self._reported_targets = True
+            self._emit(self._targets_finding(inputs, self._targets_at))
+
+    def _targets_finding(self, inputs: Any, where: Location) -> Finding:
+        message = t(
+            "the targets of this loss are the model's inputs, token for token ({checks} of {checks} training steps "
+            "checked, {count} ids each): the model learns to copy its input, so the loss falls towards zero without "
+            "learning anything; a language model predicts the next token: targets = tokens[:, 1:] for inputs = "
+            "tokens[:, :-1] (the shift was dropped)",
+            checks=self._targets_equal,
+            count=int(inputs.numel()),
+        )
+        details = {"check": "targets-equal-inputs", "steps_checked": self._targets_equal, "ids": int(inputs.numel())}
+        return Finding("training-logic", "warning", message, *where, details=details)
+
+    @never_raise()
+    def _on_backward(self, tensors: Any) -> None:
+        pending, self._pending = self._pending, None
+        if not isinstance(tensors, self._torch.Tensor) or tensors.numel() != 1:
+            return
+        record = self._classification
+        if pending is not None and pending[0]() is tensors:
+            record.classes[pending[1]] = record.classes.get(pending[1], 0) + 1
+            record.at = record.at or pending[2]
+        else:
+            record.other += 1
+
+    def curve_extra(self) -> dict[str, Any]:
+        """``TrainingCurves.extra``: ``classes`` and ``classification_at`` when (nearly) every training backward was of
+        a classification loss over one class count; ``evaluation_inputs_differ`` when the input statistics did."""
+        extra: dict[str, Any] = {"evaluation_inputs_differ": True} if self.normalization_findings() else {}
+        record = self._classification
+        if len(record.classes) != 1 or not self._binary_ok:
+            return extra
+        ((classes, backwards),) = record.classes.items()
+        if backwards < CLASSIFICATION_SHARE * (backwards + record.other):
+            return extra
+        extra["classes"] = classes
+        if record.at is not None:
+            extra["classification_at"] = record.at
+        return extra
+
+    # ---------------------------------------------------------------------------------------------- model inputs
+    @never_raise()
+    def _on_model_input(self, model: Any, args: tuple[Any, ...], split: str) -> None:
+        torch = self._torch
+        first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        if first is None:
+            return
+        if split == "train":
+            if self._model is None:
+                self._model = weakref.ref(model)
+            self._input = None if first.is_floating_point() else weakref.ref(first)
+        elif self._model is None or self._model() is not model:
+            return
+        moments = self._moments[split]
+        if moments.batches >= STAT_BATCHES or not first.is_floating_point() or first.dim() < 2 or first.numel() < 2:
+            return
+        with torch.no_grad():
+            var, mean = torch.var_mean(first.detach().float(), correction=0)
+            moments.add(float(mean), float(var), int(first.numel()))
+        if split == "val" and moments.at is None:
+            moments.at = caller_location(sys._getframe(1))
+
+    @never_raise(fallback=())
+    def normalization_findings(self) -> tuple[Finding, ...]:
+        """Evaluation inputs whose scale or centre is far from the training inputs' (see the module docstring)."""
+        train, val = self._moments["train"], self._moments["val"]
+        if train.batches < MIN_STAT_BATCHES or val.batches < MIN_STAT_BATCHES or val.at is None:
+            return ()
+        if not (train.std > 0 and val.std > 0):
+            return ()
+        ratio = val.std / train.std
+        shift = abs(val.mean - train.mean) / train.std
+        if 1.0 / NORMALIZATION_STD_RATIO < ratio < NORMALIZATION_STD_RATIO and shift < NORMALIZATION_MEAN_SHIFT:
+            return ()
+        model = self._model() if self._model is not None else None
+        message = t(
+            "evaluation inputs are not on the scale of training inputs: in evaluation `{model}` receives mean "
+            "{val_mean} and std {val_std}, in training mean {train_mean} and std {train_std} (first {batches} batches "
+            "of each; std ratio {ratio}): the evaluation data is not normalised as the training data is; apply the "
+            "same transform, with the training statistics, to both (e.g. the same Normalize(mean, std) in both "
+            "datasets)",
+            model=type(model).__name__ if model is not None else "model",
+            val_mean=f"{val.mean:.3g}",
+            val_std=f"{val.std:.3g}",
+            train_mean=f"{train.mean:.3g}",
+            train_std=f"{train.std:.3g}",
+            batches=min(train.batches, val.batches),
+            ratio=f"{ratio:.3g}",
+        )
+        details = {
+            "check": "input-statistics-per-split",
+            "train_mean": train.mean,
+            "train_std": train.std,
+            "eval_mean": val.mean,
+            "eval_std": val.std,
+            "std_ratio": ratio,
+            "mean_shift_in_train_stds": shift,
+        }
+        return (Finding("training-logic", "warning", message, *val.at, details=details),)

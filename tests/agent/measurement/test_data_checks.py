@@ -1,0 +1,163 @@
+"""agent.measurement.data_checks in this process, on real torch, with the phase clock and evaluation watch it hangs off.
+
+Each check on a bug shape and its clean twin: a language model whose targets are its inputs (found at the loss call)
+against one with the shift; the classes a classification loss scores (only when that loss is what is
+backpropagated); evaluation inputs left unnormalised (found at the evaluation forward) against normalised ones. The
+watched run's parameters and RNG state are those of an unwatched run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tensorsight.agent.measurement.data_checks import DataWatch
+from tensorsight.agent.measurement.evaluation import EvaluationWatch
+from tensorsight.agent.measurement.phases import PhaseClock
+from tensorsight.agent.runtime import events
+
+HERE = os.path.abspath(__file__)
+
+
+class Watched:
+    """A phase clock, an evaluation watch and a data watch installed here, and the findings they publish."""
+
+    def __init__(self) -> None:
+        self.clock = PhaseClock(torch)
+        self.evaluation = EvaluationWatch(torch, self.clock)
+        self.findings: list[dict] = []
+        self.data = DataWatch(torch, self.clock, self.evaluation, lambda f: self.findings.append(f.to_dict()))
+
+    def __enter__(self) -> Watched:
+        self.clock.install()
+        self.evaluation.install()
+        self.data.install()
+        self._unsubscribe = events.subscribe(lambda _event: None)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._unsubscribe()
+        self.data.uninstall()
+        self.evaluation.uninstall()
+        self.clock.uninstall()
+
+
+def line_of(function, marker: str) -> int:
+    lines, start = inspect.getsourcelines(function)
+    (offset,) = [i for i, line in enumerate(lines) if line.rstrip().endswith(f"# @{marker}")]
+    return start + offset
+
+
+class TinyLM(nn.Module):
+    def __init__(self, vocab: int = 12) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, 16)
+        self.head = nn.Linear(16, vocab)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.tanh(self.embed(idx)))
+
+
+def train_lm(shift: bool, steps: int = 6) -> TinyLM:
+    torch.manual_seed(0)
+    model = TinyLM()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    stream = torch.arange(steps * 4 * 9).remainder(12).view(steps * 4, 9)
+    for step in range(steps):
+        batch = stream[step * 4 : (step + 1) * 4]
+        inputs = batch[:, :-1]
+        targets = batch[:, 1:] if shift else inputs
+        logits = model(inputs)
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.reshape(-1))  # @loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model
+
+
+def test_a_language_model_scored_on_its_own_inputs_is_found_at_the_loss_call():
+    plain = train_lm(shift=False)
+    rng = torch.get_rng_state()
+    with Watched() as watched:
+        model = train_lm(shift=False)
+    after_watched = torch.get_rng_state()
+    (finding,) = watched.findings
+    assert (finding["kind"], finding["severity"]) == ("training-logic", "warning")
+    assert (finding["file"], finding["line"]) == (HERE, line_of(train_lm, "loss"))
+    assert "token for token" in finding["message"] and "tokens[:, 1:]" in finding["message"]
+    assert finding["details"]["steps_checked"] == 3
+    # a good guest: the same training as without the watch, the global RNG untouched by the checks
+    assert all(torch.equal(a, b) for a, b in zip(plain.parameters(), model.parameters(), strict=True))
+    assert torch.equal(after_watched, rng)
+
+
+def test_a_language_model_with_its_shift_gets_nothing_and_scores_its_vocabulary():
+    with Watched() as watched:
+        train_lm(shift=True)
+    assert watched.findings == []
+    assert watched.data.curve_extra() == {"classes": 12, "classification_at": (HERE, line_of(train_lm, "loss"))}
+
+
+def test_classes_are_only_claimed_when_the_classification_loss_is_what_is_backpropagated():
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    criterion = nn.CrossEntropyLoss()
+    x, y = torch.randn(32, 4), torch.randint(0, 3, (32,))
+    with Watched() as watched:
+        for _ in range(5):
+            optimizer.zero_grad()
+            loss = criterion(model(x), y) + 0.1 * model.weight.abs().sum()  # a regularised loss: not ln(3) at chance
+            loss.backward()
+            optimizer.step()
+    assert watched.data.curve_extra() == {}
+    with Watched() as watched:
+        for _ in range(5):
+            optimizer.zero_grad()
+            criterion(model(x), y).backward()
+            optimizer.step()
+    assert watched.data.curve_extra()["classes"] == 3
+
+
+def fit_and_evaluate(normalize_eval: bool) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 4 * 4, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    images = torch.rand(64, 3, 4, 4) * 0.5 + 0.25  # pixels in [0.25, 0.75]
+    labels = (images.mean(dim=(1, 2, 3)) > 0.5).long()
+    mean, std = images.mean(), images.std()
+    for start in range(0, 64, 16):
+        optimizer.zero_grad()
+        F.cross_entropy(model((images[start : start + 16] - mean) / std), labels[start : start + 16]).backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        for start in range(0, 64, 16):
+            batch = images[start : start + 16]
+            model((batch - mean) / std if normalize_eval else batch)  # @eval
+
+
+def test_evaluation_inputs_left_unnormalised_are_found_at_the_evaluation_forward_with_their_statistics():
+    with Watched() as watched:
+        fit_and_evaluate(normalize_eval=False)
+    (finding,) = [f.to_dict() for f in watched.data.normalization_findings()]
+    assert (finding["kind"], finding["line"], finding["file"]) == (
+        "training-logic",
+        line_of(fit_and_evaluate, "eval"),
+        HERE,
+    )
+    details = finding["details"]
+    assert abs(details["train_mean"]) < 0.1 and abs(details["train_std"] - 1.0) < 0.1
+    assert abs(details["eval_mean"] - 0.5) < 0.05 and details["std_ratio"] < 0.2
+    assert watched.data.curve_extra()["evaluation_inputs_differ"] is True
+
+
+def test_evaluation_inputs_normalised_like_training_inputs_get_nothing():
+    with Watched() as watched:
+        fit_and_evaluate(normalize_eval=True)
+    assert watched.data.normalization_findings() == ()
+    assert "evaluation_inputs_differ" not in watched.data.curve_extra()
