@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 
 PHASES = ("data", "forward", "backward", "optimizer", "other")
 
@@ -104,17 +105,20 @@ def data_loading_advice(loader: LoaderSettings, uses_gpu: bool, cpu_count: int |
     advice: list[str] = []
     suggested_workers = max(2, min(8, (cpu_count or 4) - 1))
     if loader.num_workers <= 0:
-        advice.append(f"load batches in parallel: DataLoader(..., num_workers={suggested_workers})")
+        advice.append(t("load batches in parallel: DataLoader(..., num_workers={0})", suggested_workers))
     else:
         advice.append(
-            f"num_workers={loader.num_workers} is not keeping up: raise it (this machine has {cpu_count or '?'} CPUs)"
-            " or raise prefetch_factor"
+            t(
+                "num_workers={0} is not keeping up: raise it (this machine has {1} CPUs) or raise prefetch_factor",
+                loader.num_workers,
+                cpu_count or "?",
+            )
         )
     if not loader.persistent_workers:
-        advice.append("persistent_workers=True, so worker processes survive between epochs")
+        advice.append(t("persistent_workers=True, so worker processes survive between epochs"))
     if uses_gpu and not loader.pin_memory:
-        advice.append("pin_memory=True (with .to(device, non_blocking=True)) for faster host-to-GPU copies")
-    advice.append("make Dataset.__getitem__ cheaper: decode/pre-process once and cache, avoid per-item Python loops")
+        advice.append(t("pin_memory=True (with .to(device, non_blocking=True)) for faster host-to-GPU copies"))
+    advice.append(t("make Dataset.__getitem__ cheaper: decode/pre-process once and cache, avoid per-item Python loops"))
     return advice
 
 
@@ -142,12 +146,14 @@ def phase_verdicts(
         return []
     step_ms = sum(per_step_ms.values())
     advice = data_loading_advice(loader, uses_gpu, cpu_count)
-    message = (
-        f"data loading takes {shares['data'] * 100:.0f}% of each training step "
-        f"({per_step_ms['data']:.1f} ms of {step_ms:.1f} ms, mean over {steps} steps): the model waits for batches. "
-        f"Fix: {advice[0]}"
-        + (f"; {'; '.join(advice[1:])}" if len(advice) > 1 else "")
-        + ". A faster GPU would not help."
+    message = t(
+        "data loading takes {share}% of each training step ({data_ms} ms of {step_ms} ms, mean over {steps} steps):"
+        " the model waits for batches. Fix: {fixes}. A faster GPU would not help.",
+        share=f"{shares['data'] * 100:.0f}",
+        data_ms=f"{per_step_ms['data']:.1f}",
+        step_ms=f"{step_ms:.1f}",
+        steps=steps,
+        fixes="; ".join(advice),
     )
     details = {
         "shares": {name: round(shares[name], 4) for name in PHASES},
