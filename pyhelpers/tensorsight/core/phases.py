@@ -15,13 +15,10 @@ from dataclasses import dataclass
 
 from tensorsight.core.findings import Finding
 from tensorsight.core.l10n import t
+from tensorsight.core.protocol import DATA_DOMINANT_SHARE, MIN_STEPS_FOR_VERDICT
 
 PHASES = ("data", "forward", "backward", "optimizer", "other")
 
-# A phase "dominates" when it takes more than this share of the step (the verdict: data > 50%).
-DATA_DOMINANT_SHARE = 0.5
-# Below this many measured steps a share is noise (first-batch worker start-up, lazy initialisation).
-MIN_STEPS_FOR_VERDICT = 3
 # A data phase shorter than this per step is the hand-off of a batch (worker IPC, collation bookkeeping), which no
 # DataLoader setting removes: on tiny models it can be half of a 4 ms step without being a bottleneck worth a warning.
 MIN_DATA_MS_PER_STEP = 5.0

@@ -23,7 +23,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tensorsight.core.phases import DATA_DOMINANT_SHARE, MIN_STEPS_FOR_VERDICT
+
+# ---------------------------------------------------------------------------------------------- phase verdicts
+# The contract owns these two numbers (the agent's verdicts in core.phases, the launch option's default and the
+# training panel all read them here); core.phases re-exports them.
+# A phase "dominates" when it takes more than this share of the step (the verdict: data > 50%).
+DATA_DOMINANT_SHARE = 0.5
+# Below this many measured steps a share is noise (first-batch worker start-up, lazy initialisation).
+MIN_STEPS_FOR_VERDICT = 3
 
 # ---------------------------------------------------------------------------------------------- environment
 ENV_HUB = "TENSORSIGHT_HUB"  # "127.0.0.1:PORT" of the session's hub listener (startSession's answer)
