@@ -1,5 +1,6 @@
 /** Reading the CLI tools' JSON (findings, tables), including a real doctor run on a test program. */
 import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import {
@@ -325,6 +326,13 @@ describe('readable profile and shape-map reports', () => {
   });
 });
 
+/** The 1-based line of the first line of `file` that contains `text` (so a test follows edits of the program). */
+function lineOf(file: string, text: string): number {
+  const index = fs.readFileSync(file, 'utf8').split('\n').findIndex((line) => line.includes(text));
+  assert.ok(index >= 0, `${text} not in ${file}`);
+  return index + 1;
+}
+
 describe('overfit results', () => {
   const RAW_KEYS = ['model_file', 'model_line', 'loss_file', 'initial_loss', 'final_loss', 'best_loss', 'passed', 'lr'];
   const overfit = (script: string) =>
@@ -344,12 +352,15 @@ describe('overfit results', () => {
       labels.join(),
     );
     assert.deepEqual(report.summary[0], ['Verdict', 'Passed: the loss approached zero']);
-    assert.deepEqual(report.summary[2], ['Loss', 'soft_cross_entropy() (losses.py:13)']);
+    const program = path.join(REPO, 'tests', 'programs', 'hand_loss');
+    const modelLine = lineOf(path.join(program, 'train.py'), 'logits = model(inputs)');
+    const lossLine = lineOf(path.join(program, 'losses.py'), 'return -(onehot * torch.log(probs))');
+    assert.deepEqual(report.summary[2], ['Loss', `soft_cross_entropy() (losses.py:${lossLine})`]);
     assert.equal(report.error, undefined);
     const where = report.tables[0];
     assert.deepEqual(
       where?.rows.map((row) => row[2]),
-      ['train.py:49', 'losses.py:13'],
+      [`train.py:${modelLine}`, `losses.py:${lossLine}`],
     );
     assert.equal(where?.locations?.[1]?.file, path.join(REPO, 'tests', 'programs', 'hand_loss', 'losses.py'));
   });
