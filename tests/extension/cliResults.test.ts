@@ -328,7 +328,10 @@ describe('readable profile and shape-map reports', () => {
 
 /** The 1-based line of the first line of `file` that contains `text` (so a test follows edits of the program). */
 function lineOf(file: string, text: string): number {
-  const index = fs.readFileSync(file, 'utf8').split('\n').findIndex((line) => line.includes(text));
+  const index = fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .findIndex((line) => line.includes(text));
   assert.ok(index >= 0, `${text} not in ${file}`);
   return index + 1;
 }

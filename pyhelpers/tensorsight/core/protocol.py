@@ -23,7 +23,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-
 # ---------------------------------------------------------------------------------------------- phase verdicts
 # The contract owns these two numbers (the agent's verdicts in core.phases, the launch option's default and the
 # training panel all read them here); core.phases re-exports them.
