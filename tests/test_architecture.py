@@ -54,24 +54,25 @@ def _type_checking_only(node: ast.If) -> bool:
     )
 
 
-def _import_nodes(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement in the tree, at any depth, skipping ``if TYPE_CHECKING:`` bodies."""
+def _import_nodes(tree: ast.AST, type_checking: bool = False) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement in the tree, at any depth, skipping ``if TYPE_CHECKING:`` bodies unless
+    ``type_checking``."""
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
         children = list(ast.iter_child_nodes(node))
-        if isinstance(node, ast.If) and _type_checking_only(node):
+        if isinstance(node, ast.If) and _type_checking_only(node) and not type_checking:
             children = node.orelse  # type: ignore[assignment]
         stack.extend(children)
 
 
-def imported_names(path: Path, name: str, known: set[str] | dict[str, Path]) -> set[str]:
+def imported_names(path: Path, name: str, known: set[str] | dict[str, Path], type_checking: bool = False) -> set[str]:
     """Fully qualified modules ``path`` imports: ``from a.b import c`` is ``a.b.c`` when that is a known module."""
     is_package = path.name == "__init__.py"
     found: set[str] = set()
-    for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path)), type_checking):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
             continue
@@ -86,13 +87,14 @@ def imported_names(path: Path, name: str, known: set[str] | dict[str, Path]) -> 
     return found
 
 
-def package_graph() -> dict[str, set[str]]:
-    """Edges between our own modules: each points at the most specific module the import names."""
+def package_graph(type_checking: bool = False) -> dict[str, set[str]]:
+    """Edges between our own modules: each points at the most specific module the import names (with
+    ``type_checking``, the imports only a type checker reads count too)."""
     modules = package_modules()
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         edges = set()
-        for target in imported_names(path, name, modules):
+        for target in imported_names(path, name, modules, type_checking):
             while target and target not in modules:
                 target = target.rpartition(".")[0]
             if target and target != name:
@@ -191,6 +193,23 @@ def test_the_package_import_graph_has_no_cycle():
     graph = package_graph()
     assert len(graph) > 80 and "tensorsight.agent.runtime.events" in graph  # the walk found the package
     assert cycles(graph) == []
+
+
+def test_no_cycle_hides_behind_type_checking_in_the_agent():
+    """A cycle of imports that only a type checker reads is still two modules that each need the other (the
+    sentinel's state, records and replay modules were one)."""
+    graph = package_graph(type_checking=True)
+    agent = {name: edges for name, edges in graph.items() if name.startswith("tensorsight.agent")}
+    assert cycles(agent) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core.rules.facts types ModuleFacts.project with core.rules.project, which builds on facts: the link "
+    "from a module's facts back to its project is still typed by the module that owns it",
+)
+def test_no_cycle_hides_behind_type_checking_anywhere():
+    assert cycles(package_graph(type_checking=True)) == []
 
 
 def test_core_imports_neither_agent_server_nor_cli():

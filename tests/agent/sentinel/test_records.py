@@ -78,3 +78,34 @@ def test_a_birth_found_later_says_when_and_where_it_stopped(fresh_sentinel):
     assert record.stopped_at == f"test_records.py:{line}"
     assert record.message.endswith(f"(found when backward() returned, at test_records.py:{line})")
     assert sw.last is record
+
+
+def test_the_record_alone_lists_its_facts_and_gives_step_and_rank_as_fields_of_its_finding():
+    """agent/sentinel/record.py: plain data that the sentinel's state can hold without importing who builds it."""
+    from tensorsight.agent.sentinel.record import NonFiniteRecord
+
+    record = NonFiniteRecord(
+        phase="loss",
+        op="torch.log",
+        title="Inf born here",
+        message="log made 2 -Inf — loss, step 4, at train.py:9",
+        summary="log made 2 -Inf — loss",
+        file="/work/train.py",
+        line=9,
+        step=4,
+        rank=1,
+        nan=0,
+        posinf=0,
+        neginf=2,
+        elements=8,
+        module="head (Linear)",
+    )
+    finding = record.finding()
+    assert finding is not None
+    assert finding.message == "Inf born here: log made 2 -Inf — loss"
+    assert (finding.line, finding.step, finding.rank) == (9, 4, 1)
+    assert finding.details["module"] == "head (Linear)" and finding.details["neginf"] == 2
+    rows = dict(record.__tensorsight_rows__())
+    assert rows["step"] == 4 and rows["neginf"] == 2 and "stopped_at" not in rows
+    assert record.event()["rank"] == 1 and "node" not in record.event()
+    assert NonFiniteRecord(**{**record.__dict__, "file": None}).finding() is None

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from tensorsight.agent.sentinel.records import NonFiniteRecord
-    from tensorsight.agent.sentinel.replay import ReplayMode
+from tensorsight.agent.sentinel.record import NonFiniteRecord
 
 MAX_SAVED_CALLS = 8  # outermost module calls remembered per step for a backward replay
 MAX_SAVED_GRAD_ELEMENTS = 1 << 22  # larger output gradients are not kept; the replay then starts from ones
@@ -47,7 +45,7 @@ class ThreadState(threading.local):
         self.in_step = 0  # inside optimizer.step()
         self.mode_on = False  # our outside-modules mode is on this thread's stack
         self.busy = False  # inside our own checking, replay or stop: hooks stand aside
-        self.replay: ReplayMode | None = None
+        self.replay: object | None = None  # the ReplayMode running on this thread (sentinel.replay), if any
         self.stack: list[Any] = []  # modules entered during a replay
         self.calls: list[Call] = []
         self.open_calls: list[Call] = []
