@@ -62,7 +62,7 @@ def runs() -> dict[tuple[str, str | None], tuple[dict, subprocess.CompletedProce
     wanted = [(name, locale) for name in EXPECTED for locale in (None, "es")]
     with ThreadPoolExecutor(max_workers=2) as pool:
         done = list(pool.map(lambda case: doctor(SCRIPTS[case[0]].path, case[1]), wanted))
-    return dict(zip(wanted, done))
+    return dict(zip(wanted, done, strict=True))
 
 
 def learning_findings(document: dict, check: str) -> list[dict]:
@@ -87,7 +87,11 @@ def test_the_learning_finding_speaks_spanish(name, runs):
     (finding,) = learning_findings(document, check)
     (in_english,) = learning_findings(english, check)
     assert finding["message"].startswith(spanish), finding["message"]
-    assert (finding["file"], finding["line"], finding["kind"]) == (in_english["file"], in_english["line"], "training-logic")
+    assert (finding["file"], finding["line"], finding["kind"]) == (
+        in_english["file"],
+        in_english["line"],
+        "training-logic",
+    )
     words = re.findall(r"\w+", CODE.sub(" ", finding["message"]))
     assert [w for w in words if w in ENGLISH] == [], finding["message"]
 

@@ -83,7 +83,12 @@ def test_parameters_of_an_optimizer_that_never_get_a_gradient_are_named_at_the_o
     (finding,) = found
     assert (finding.kind, finding.severity, finding.file, finding.line) == ("training-logic", "warning", "train.py", 30)
     # the backbone and neck both sit under no_grad: four parameters, named by module path
-    assert finding.details["parameters"] == ["Net.backbone.weight", "Net.backbone.bias", "Net.neck.weight", "Net.neck.bias"]
+    assert finding.details["parameters"] == [
+        "Net.backbone.weight",
+        "Net.backbone.bias",
+        "Net.neck.weight",
+        "Net.neck.bias",
+    ]
     assert "never received a gradient in 4 steps" in finding.message
     assert id(optimizer) in watch.explained  # its curves are not judged again (the finding explains them)
 
@@ -232,7 +237,7 @@ def eval_run(leave_in_eval: bool) -> tuple[list, int]:
     watch.install()
     try:
         x = torch.randn(4, 4)
-        for epoch in range(2):
+        for _ in range(2):
             model.train()
             watch.model_pass(model, (x,), "train")
             loss = model(x).mean()

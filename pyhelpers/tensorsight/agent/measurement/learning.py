@@ -215,8 +215,9 @@ class LearningWatch:
         backwards = self._clock.backwards
         probe = self._hand
         param = probe.param() if probe is not None else None
-        grad = getattr(param, "grad", None) if param is not None else None
-        if probe is not None and grad is not None and probe.grad() is grad:
+        grad: Any = getattr(param, "grad", None) if param is not None else None
+        same = probe is not None and grad is not None and probe.grad() is grad
+        if probe is not None and same:
             new = backwards - probe.backwards
             probe.uncleared = probe.uncleared + 1 if new >= 1 and grad._version - probe.version <= new else 0
             probe.version, probe.backwards = grad._version, backwards
@@ -293,7 +294,7 @@ class LearningWatch:
                 model=name,
                 layers=layers,
             )
-        details = {"check": "backward-in-eval-mode", "model": name}
+        details: dict[str, Any] = {"check": "backward-in-eval-mode", "model": name}
         if backward_at is not None:
             details["backward_line"] = backward_at[1]
         self._report(Finding("training-logic", "warning", message, where[0], where[1], details=details))
@@ -305,8 +306,8 @@ class LearningWatch:
         return known
 
     def _layer_kinds(self, module: Any) -> str:
-        kinds = sorted({_mode_kind(type(m).__name__) for m in module.modules()} - {None})  # type: ignore[arg-type]
-        return ", ".join(kinds)
+        kinds = {_mode_kind(type(m).__name__) for m in module.modules()}
+        return ", ".join(sorted(kind for kind in kinds if kind is not None))
 
     # ---------------------------------------------------------------------------------------------- end of run
     @never_raise()

@@ -6,9 +6,8 @@ dropout off and frozen batch-norm statistics.
 import argparse
 
 import torch
-from torch import nn
-
 from callbacks_left_in_eval import ValidationCallback
+from torch import nn
 from trainer import Trainer
 
 
@@ -20,7 +19,13 @@ def make_data(n, generator):
 
 def build_model():
     return nn.Sequential(
-        nn.Linear(10, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 4)
+        nn.Linear(10, 64),
+        nn.BatchNorm1d(64),
+        nn.ReLU(),
+        nn.Dropout(0.2),
+        nn.Linear(64, 64),
+        nn.ReLU(),
+        nn.Linear(64, 4),
     )
 
 

@@ -5,9 +5,8 @@ and switches the model back to train mode when it is done.
 import argparse
 
 import torch
-from torch import nn
-
 from callbacks import ValidationCallback
+from torch import nn
 from trainer import Trainer
 
 
@@ -19,7 +18,13 @@ def make_data(n, generator):
 
 def build_model():
     return nn.Sequential(
-        nn.Linear(10, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Dropout(0.2), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 4)
+        nn.Linear(10, 64),
+        nn.BatchNorm1d(64),
+        nn.ReLU(),
+        nn.Dropout(0.2),
+        nn.Linear(64, 64),
+        nn.ReLU(),
+        nn.Linear(64, 4),
     )
 
 

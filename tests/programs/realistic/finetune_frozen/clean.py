@@ -6,7 +6,6 @@ import argparse
 
 import torch
 import torch.nn.functional as F
-
 from model import Classifier
 
 

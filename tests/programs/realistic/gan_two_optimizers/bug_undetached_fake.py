@@ -8,7 +8,6 @@ import argparse
 
 import torch
 import torch.nn.functional as F
-
 from models import Discriminator, Generator, ring_of_gaussians
 
 

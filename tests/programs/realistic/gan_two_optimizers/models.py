@@ -15,7 +15,9 @@ def ring_of_gaussians(n, modes, generator, radius=2.0, std=0.05):
 class Generator(nn.Module):
     def __init__(self, latent, hidden):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(latent, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 2))
+        self.net = nn.Sequential(
+            nn.Linear(latent, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 2)
+        )
 
     def forward(self, z):
         return self.net(z)
@@ -24,7 +26,9 @@ class Generator(nn.Module):
 class Discriminator(nn.Module):
     def __init__(self, hidden):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(2, hidden), nn.LeakyReLU(0.2), nn.Linear(hidden, hidden), nn.LeakyReLU(0.2), nn.Linear(hidden, 1))
+        self.net = nn.Sequential(
+            nn.Linear(2, hidden), nn.LeakyReLU(0.2), nn.Linear(hidden, hidden), nn.LeakyReLU(0.2), nn.Linear(hidden, 1)
+        )
 
     def forward(self, x):
         return self.net(x)
