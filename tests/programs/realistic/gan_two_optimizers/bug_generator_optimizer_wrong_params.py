@@ -58,9 +58,7 @@ def main():
     netG = Generator(args.latent, 64)
     netD = Discriminator(64)
     optimizerD = torch.optim.Adam(netD.parameters(), lr=args.lr, betas=(0.5, 0.999))
-    optimizerG = torch.optim.Adam(
-        netD.parameters(), lr=args.lr, betas=(0.5, 0.999)
-    )  # BUG: training-logic G's optimizer holds D's parameters
+    optimizerG = torch.optim.Adam(netD.parameters(), lr=args.lr)  # BUG: training-logic holds D's parameters
     print(f"initial ring loss: {radius_error(netG, torch.randn(512, args.latent, generator=generator)):.4f}")
     train(args, netG, netD, optimizerG, optimizerD, generator)
 
