@@ -230,8 +230,9 @@ def test_a_hand_written_update_that_clears_its_gradients_is_silent(tmp_path, cle
 
 
 # ------------------------------------------------------------------------------------------------ eval mode
-def eval_run(leave_in_eval: bool) -> tuple[list, int]:
+def eval_run(leave_in_eval: bool, update: bool = True) -> tuple[list, int]:
     model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     clock = FakeClock(model)
     watch, found, _ = make_watch(clock)
     watch.install()
@@ -243,6 +244,7 @@ def eval_run(leave_in_eval: bool) -> tuple[list, int]:
             loss = model(x).mean()
             loss.backward()
             watch.backward(loss)
+            watch.before_step(optimizer)
             eval_line = _line_here() + 1
             assert model.eval() is model  # the wrapper returns what Module.train returns
             with torch.no_grad():
@@ -254,6 +256,8 @@ def eval_run(leave_in_eval: bool) -> tuple[list, int]:
             loss = model(x).mean()
             loss.backward()
             watch.backward(loss)
+            if update:
+                watch.before_step(optimizer)
     finally:
         watch.uninstall()
     assert nn.Module.train.__qualname__ == "Module.train"  # torch's own method is back
@@ -275,6 +279,11 @@ def test_backward_through_a_model_left_in_eval_is_found_at_the_eval_call():
 
 def test_a_model_switched_back_to_train_is_silent():
     found, _ = eval_run(leave_in_eval=False)
+    assert found == []
+
+
+def test_a_backward_in_eval_mode_that_no_update_applies_is_silent():
+    found, _ = eval_run(leave_in_eval=True, update=False)  # input gradients, saliency maps: no training
     assert found == []
 
 

@@ -96,6 +96,9 @@ class LearningWatch:
         self._trained: weakref.WeakSet[Any] = weakref.WeakSet()
         self._mode_layers: dict[int, bool] = {}
         self._last_pass: tuple[weakref.ReferenceType[Any], bool] | None = None  # (model, in eval with gradients)
+        # (model, its eval() line, the backward line) of a backward through an eval-mode forward, until an update
+        self._eval_backward: tuple[weakref.ReferenceType[Any], tuple[str, int] | None, tuple[str, int] | None] | None
+        self._eval_backward = None
         self._eval_reported: set[int] = set()
         self._train_depth = 0
         self._patches = Patches("learning")
@@ -156,7 +159,9 @@ class LearningWatch:
     def before_step(self, optimizer: Any, _step: int = 0) -> None:
         """At each step (before it applies the gradients): which parameters hold a gradient."""
         if isinstance(optimizer, steps.HandWrittenUpdate):
-            return
+            return  # called after each backward, before any update: the update itself reaches ``on_step``
+        if self._eval_backward is not None:
+            self._applied()
         key = id(optimizer)
         pending = self._pending.get(key)
         if pending is None:
@@ -210,6 +215,8 @@ class LearningWatch:
     def on_step(self, record: Any) -> None:
         """A completed step: a hand-written update is judged on whether its gradients were cleared since the last."""
         update = record.optimizer
+        if isinstance(update, steps.HandWrittenUpdate) and self._eval_backward is not None:
+            self._applied()
         if not isinstance(update, steps.HandWrittenUpdate) or self._hand_reported:
             return
         backwards = self._clock.backwards
@@ -251,6 +258,7 @@ class LearningWatch:
         grad = bool(self._torch.is_grad_enabled())
         if module.training and grad:
             self._trained.add(module)
+            self._eval_backward = None  # a training pass came before any update applied that backward
         self._last_pass = (weakref.ref(module), grad and not module.training)
 
     @never_raise()
@@ -269,10 +277,22 @@ class LearningWatch:
         eval_at = self._eval_at.get(module)
         if module not in self._trained and eval_at is None:
             return  # never trained in train mode, never switched by the program: backward in eval on purpose
-        self._eval_reported.add(id(module))
         from tensorsight.agent.measurement.phases import caller_location
 
-        backward_at = caller_location(sys._getframe(1))
+        # judged at the next parameter update: a backward in eval mode that nothing applies (saliency maps, input
+        # gradients after training) is no training bug
+        self._eval_backward = (weakref.ref(module), eval_at, caller_location(sys._getframe(1)))
+
+    def _applied(self) -> None:
+        """A parameter update: a backward in eval mode since the last one trained the model in eval mode."""
+        pending, self._eval_backward = self._eval_backward, None
+        if pending is None:
+            return
+        module = pending[0]()
+        if module is None or id(module) in self._eval_reported:
+            return
+        self._eval_reported.add(id(module))
+        eval_at, backward_at = pending[1], pending[2]
         where = eval_at or backward_at
         if where is None:
             return
