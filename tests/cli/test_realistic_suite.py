@@ -27,6 +27,12 @@ BY_NAME = {script.name: script for script in SCRIPTS}
 # detector that finds it lands (the case then XPASSes and fails until it is).
 KNOWN_GAPS: dict[str, str] = {}
 
+# Scripts whose bug makes the program raise (the doctor explains the error and lets it propagate): they must stop with
+# this text in their error instead of running to their end.
+EXPECTED_TO_RAISE: dict[str, str] = {
+    "gan_two_optimizers/bug_undetached_fake.py": "backward through the graph a second time",
+}
+
 
 def _cases(scripts: list[realistic.Script], gaps: dict[str, str] | None = None) -> list:
     cases = []
@@ -132,6 +138,7 @@ def test_the_suite_has_ten_families_each_with_a_clean_script_and_bugs():
 
 def test_every_known_gap_names_a_script_of_the_suite():
     assert sorted(set(KNOWN_GAPS) - set(BY_NAME)) == []
+    assert sorted(set(EXPECTED_TO_RAISE) - set(BY_NAME)) == []
 
 
 # ---- the doctor on each script -------------------------------------------------------------------------------------
@@ -156,7 +163,10 @@ def test_the_doctor_finds_the_bug_at_its_line_and_nothing_else(name, doctor_runs
 def test_the_script_runs_to_its_end_under_the_doctor(name, doctor_runs):
     run = doctor_runs[name]
     assert run.document is not None, run.problem
-    assert "error" not in run.document and "partial" not in run.document, run.output[-3000:]
+    if name in EXPECTED_TO_RAISE:
+        assert EXPECTED_TO_RAISE[name] in str(run.document.get("error", "")), run.output[-3000:]
+    else:
+        assert "error" not in run.document and "partial" not in run.document, run.output[-3000:]
     assert run.returncode in (0, 1)
 
 

@@ -227,6 +227,7 @@ class Measurement:
         from tensorsight.agent.measurement.evaluation import EvaluationWatch
         from tensorsight.agent.measurement.frameworks import FrameworkWatch
         from tensorsight.agent.measurement.gradient_clearing import ClearingWatch
+        from tensorsight.agent.measurement.learning import LearningWatch
         from tensorsight.agent.measurement.memory import MemoryMonitor, set_context
         from tensorsight.agent.measurement.phases import PhaseClock, caller_location
         from tensorsight.agent.measurement.scalars import ScalarRecorder
@@ -242,6 +243,10 @@ class Measurement:
         self.data = DataWatch(torch, self.clock, self.evaluation, events.emit_finding)
         self.clearing = ClearingWatch(
             torch, lambda: self.clock.backwards, lambda: caller_location(sys._getframe()), events.emit_finding
+        )
+        # parameters that never learn, backward in eval mode, hand-written updates on uncleared gradients
+        self.learning = LearningWatch(
+            torch, self.clock, events.emit_finding, self.clearing.reported, lambda o: self._series_of(o).name
         )
         self.recorder = ScalarRecorder(torch, self.clock.models, settings.grad_norms_per_parameter)
         self.monitor = MemoryMonitor(torch) if settings.memory else None
@@ -266,6 +271,7 @@ class Measurement:
         self.evaluation.install()
         self.data.install()
         self.clearing.install()
+        self.learning.install()
         self.clock.before_step_listeners.append(self._before_step)
         self.clock.step_listeners.append(self._on_step)
         self.clock.validation_listeners.append(self._on_validation)
@@ -277,6 +283,7 @@ class Measurement:
         self.clock.uninstall()
         self.frameworks.uninstall()
         self.clearing.uninstall()
+        self.learning.uninstall()
 
     def _due(self, every: int, step: int) -> bool:
         return every > 0 and step % every == 0
@@ -462,7 +469,8 @@ class Measurement:
             optimizer_name=series.name if named else None,
             adversarial=adversarial,
             hand_written=series.hand_written,
-            gradients_uncleared=series.key in self.clearing.reported,
+            # a training-logic finding explains this optimizer's curves (stale gradients, parameters that never learn)
+            gradients_uncleared=series.key in self.clearing.reported or series.key in self.learning.explained,
             nonfinite_origin=self.nonfinite_origin,
         )
 
@@ -488,6 +496,7 @@ class Measurement:
         self.finished = True
         self.clock.finish()
         self.evaluation.finish(failed=bool(error))
+        self.learning.finish()
         findings = list(self.data.normalization_findings())
         if self.settings.phases:
             totals, steps_measured = self.phase_totals()
@@ -561,6 +570,10 @@ def _start(torch: ModuleType, settings: MeasureSettings) -> None:
         from tensorsight.agent.runtime.excepthook import register_explainer
 
         register_explainer(explain_out_of_memory)
+    from tensorsight.agent.measurement.learning import explain_graph_reuse
+    from tensorsight.agent.runtime.excepthook import register_explainer as register
+
+    register(explain_graph_reuse)
 
     def on_event(event: dict[str, Any]) -> None:
         if event.get("type") == "run-finished":

@@ -34,7 +34,7 @@ def make_corpus(sentences, seed):
 
 @torch.no_grad()
 def estimate_loss(model, dataset, batches=2, batch_size=16):
-    model.eval()
+    model.eval()  # BUG: training-logic left in eval mode: nothing switches the model back to train()
     losses = []
     for b in range(batches):
         items = [dataset[(b * batch_size + i) % len(dataset)] for i in range(batch_size)]

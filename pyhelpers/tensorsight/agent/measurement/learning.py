@@ -1,0 +1,516 @@
+"""Did the parameters learn? Run-time evidence that part of a model never trains, or trains on the wrong gradients.
+
+Armed by ``tensorsight.agent.measurement.pipeline`` with the phase clock (``LearningWatch`` listens to its steps,
+model passes and backward calls; the graph-reuse explainer is registered with ``agent.runtime.excepthook``, which the
+doctor and the debugger's exception hook call). Each check reads what really happened in the program:
+
+- **parameters that never receive a gradient**: an optimizer holds trainable parameters (``requires_grad``) and some
+  of them hold no gradient at any of its steps while the others do (a head layer run under ``torch.no_grad()``, a
+  branch cut by ``.detach()``). Deliberate fine-tuning freezes with ``requires_grad=False``: those are not counted.
+  An optimizer none of whose parameters get a gradient is ``gradient_clearing``'s finding, not this one;
+- **parameters no optimizer holds**: parameters of a trained model that receive gradients, while every optimizer
+  steps on other tensors (a GAN's generator optimizer built on the discriminator's parameters): they never change.
+  The finding goes to the optimizer that holds another optimizer's parameters when there is one, else to the first;
+- **backward through an evaluation-mode forward**: a loss is backpropagated from a model left in ``eval()`` (dropout
+  off, batch-norm statistics frozen) after it trained in train mode, or after an explicit ``eval()``. ``Module.train``
+  is wrapped (``eval()`` calls it) to remember the user line that switched each model to evaluation;
+- **hand-written updates on gradients nobody clears**: ``p -= lr * p.grad`` with no ``p.grad = None`` or ``zero_()``:
+  the same gradient tensor, written only by the backward passes, across two updates in a row. The update's curves
+  are then not judged (a "learning rate too high" verdict would blame the wrong cause);
+- **backward through the graph a second time**: the program raises; the explainer names the tensor reused from the
+  previous backward (read from the source above the failing line) and the ``.detach()`` fix. The exception is left
+  to propagate as it would.
+
+Read-only: ``.grad`` identity and ``_version``, ``training`` flags, weak references; no tensor is written, no RNG
+drawn, no graph built. While torch compiles, traces or exports, the ``train`` wrapper only calls through.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+import sys
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tensorsight.agent.runtime import steps
+from tensorsight.agent.runtime.guard import never_raise
+from tensorsight.agent.runtime.patches import Patches
+from tensorsight.agent.runtime.transforming import skip_frames, transforming
+from tensorsight.agent.runtime.untraced_hooks import untraced_hook
+from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
+
+MIN_STEPS = 3  # steps an optimizer must take before its parameters without gradients are judged
+SCAN_STEPS = 8  # the first steps at which parameters outside every optimizer are looked for (then every SCAN_EVERY)
+SCAN_EVERY = 50
+UNCLEARED_UPDATES = 2  # hand-written updates in a row on the same, never-cleared gradient tensor
+NAMES_SHOWN = 4
+REUSE_SCAN_LINES = 60
+_MODE_LAYERS = ("Dropout", "BatchNorm", "AlphaDropout", "InstanceNorm")
+
+
+@dataclass
+class _HandProbe:
+    param: weakref.ReferenceType[Any]
+    grad: weakref.ReferenceType[Any]
+    version: int
+    backwards: int
+    uncleared: int = 0
+
+
+class LearningWatch:
+    """The run-time learning checks (see the module docstring); ``report`` receives each finding."""
+
+    def __init__(
+        self,
+        torch: Any,
+        clock: Any,
+        report: Callable[[Finding], None],
+        uncleared: set[int],
+        name_of: Callable[[Any], str | None] = lambda _optimizer: None,
+    ) -> None:
+        self._torch = torch
+        self._clock = clock
+        self._report = report
+        self._uncleared = uncleared  # the pipeline's set of update keys whose curves are not judged
+        self._name_of = name_of
+        self._pending: dict[int, dict[int, weakref.ReferenceType[Any]]] = {}  # optimizer -> params never with a grad
+        self._learned: set[int] = set()  # optimizers with at least one parameter that got a gradient
+        self._steps: dict[int, int] = {}
+        self._optimizers: dict[int, weakref.ReferenceType[Any]] = {}
+        self._held: set[int] = set()  # ids of every parameter an optimizer holds
+        self._outside: dict[int, str] = {}  # names of the parameters with a gradient no optimizer holds
+        self._names: dict[int, str] = {}  # parameter id -> module path name, learned while the models live
+        self._named_models: set[int] = set()
+        self._built: dict[int, tuple[tuple[str, int] | None, str | None]] = {}  # optimizer -> (its line, its name)
+        self._sharing: int | None = None  # an optimizer built on parameters another optimizer already holds
+        self._real_steps = 0
+        self._hand: _HandProbe | None = None
+        self._hand_reported = False
+        self._backward_globals: dict[str, Any] | None = None  # the module namespace of the latest backward() call
+        self._eval_at: weakref.WeakKeyDictionary[Any, tuple[str, int]] = weakref.WeakKeyDictionary()
+        self._trained: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._mode_layers: dict[int, bool] = {}
+        self._last_pass: tuple[weakref.ReferenceType[Any], bool] | None = None  # (model, in eval with gradients)
+        # (model, its eval() line, the backward line) of a backward through an eval-mode forward, until an update
+        self._eval_backward: tuple[weakref.ReferenceType[Any], tuple[str, int] | None, tuple[str, int] | None] | None
+        self._eval_backward = None
+        self._eval_reported: set[int] = set()
+        self._train_depth = 0
+        self._patches = Patches("learning")
+        self.finished = False
+        self.explained: set[int] = set()  # optimizers whose curves the findings here explain (not judged again)
+
+    # ---------------------------------------------------------------------------------------------- installation
+    def install(self) -> None:
+        clock = self._clock
+        clock.before_step_listeners.append(self.before_step)
+        clock.step_listeners.append(self.on_step)
+        clock.model_input_listeners.append(self.model_pass)
+        clock.backward_listeners.append(self.backward)
+        self._patches.replace(self._torch.nn.Module, "train", self._observing_train)
+
+    def uninstall(self) -> None:
+        self._patches.restore()
+        clock = self._clock
+        for listeners, listener in (
+            (clock.before_step_listeners, self.before_step),
+            (clock.step_listeners, self.on_step),
+            (clock.model_input_listeners, self.model_pass),
+            (clock.backward_listeners, self.backward),
+        ):
+            if listener in listeners:
+                listeners.remove(listener)
+
+    def _observing_train(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        noted = untraced_hook(self._mode_set)
+
+        def train(module: Any, mode: bool = True) -> Any:
+            if transforming():
+                return original(module, mode)
+            self._train_depth += 1
+            try:
+                return original(module, mode)
+            finally:
+                self._train_depth -= 1
+                if not self._train_depth:  # the outermost call: the one the program made
+                    noted(module, mode)
+
+        skip_frames(train.__code__, calls_too=False)
+        return train
+
+    @never_raise()
+    def _mode_set(self, module: Any, mode: Any) -> None:
+        if mode:
+            self._eval_at.pop(module, None)
+            return
+        from tensorsight.agent.measurement.phases import caller_location
+
+        where = caller_location(sys._getframe(1))
+        if where is not None:
+            self._eval_at[module] = where
+
+    # ------------------------------------------------------------------------------------------- optimizer steps
+    @never_raise()
+    def before_step(self, optimizer: Any, _step: int = 0) -> None:
+        """At each step (before it applies the gradients): which parameters hold a gradient."""
+        if isinstance(optimizer, steps.HandWrittenUpdate):
+            return  # called after each backward, before any update: the update itself reaches ``on_step``
+        if self._eval_backward is not None:
+            self._applied()
+        key = id(optimizer)
+        pending = self._pending.get(key)
+        if pending is None:
+            if key in self._optimizers:
+                pending = {}
+            else:
+                pending = self._start(optimizer)
+        self._steps[key] = self._steps.get(key, 0) + 1
+        if pending:
+            for pid, ref in list(pending.items()):
+                param = ref()
+                if param is None or getattr(param, "grad", None) is not None:
+                    del pending[pid]
+                    if param is not None:
+                        self._learned.add(key)
+            if not pending:
+                self._pending.pop(key, None)
+        self._real_steps += 1
+        if self._real_steps <= SCAN_STEPS or self._real_steps % SCAN_EVERY == 0:
+            self._scan_outside()
+
+    def _start(self, optimizer: Any) -> dict[int, weakref.ReferenceType[Any]]:
+        pending: dict[int, weakref.ReferenceType[Any]] = {}
+        self._optimizers[id(optimizer)] = weakref.ref(optimizer)
+        self._built[id(optimizer)] = (self._clock.optimizer_at(optimizer), self._name_of(optimizer))
+        self._learn_names()
+        for group in optimizer.param_groups:
+            for param in group["params"]:
+                if id(param) in self._held and self._sharing is None:
+                    self._sharing = id(optimizer)  # the later-built of two optimizers holding the same parameters
+                self._held.add(id(param))
+                if getattr(param, "requires_grad", False):
+                    if getattr(param, "grad", None) is not None:
+                        self._learned.add(id(optimizer))
+                    else:
+                        pending[id(param)] = weakref.ref(param)
+        self._pending[id(optimizer)] = pending
+        return pending
+
+    def _scan_outside(self) -> None:
+        for model in self._clock.models():
+            for param in model.parameters():
+                if id(param) not in self._held and getattr(param, "grad", None) is not None:
+                    if id(param) not in self._names:
+                        self._named_models.discard(id(model))
+                        self._learn_names()
+                    self._outside.setdefault(id(param), self._names.get(id(param), f"tensor{tuple(param.shape)}"))
+
+    # ---------------------------------------------------------------------------------------- hand-written updates
+    @never_raise()
+    def on_step(self, record: Any) -> None:
+        """A completed step: a hand-written update is judged on whether its gradients were cleared since the last."""
+        update = record.optimizer
+        if isinstance(update, steps.HandWrittenUpdate) and self._eval_backward is not None:
+            self._applied()
+        if not isinstance(update, steps.HandWrittenUpdate) or self._hand_reported:
+            return
+        backwards = self._clock.backwards
+        probe = self._hand
+        param = probe.param() if probe is not None else None
+        grad: Any = getattr(param, "grad", None) if param is not None else None
+        same = probe is not None and grad is not None and probe.grad() is grad
+        if probe is not None and same:
+            new = backwards - probe.backwards
+            probe.uncleared = probe.uncleared + 1 if new >= 1 and grad._version - probe.version <= new else 0
+            probe.version, probe.backwards = grad._version, backwards
+            if probe.uncleared >= UNCLEARED_UPDATES:
+                self._hand_reported = True
+                self._uncleared.add(id(update))
+                self._hand_uncleared()
+            return
+        param = _first_with_grad(update)
+        if param is not None:
+            self._hand = _HandProbe(weakref.ref(param), weakref.ref(param.grad), param.grad._version, backwards)
+
+    def _hand_uncleared(self) -> None:
+        from tensorsight.agent.measurement.pipeline import hand_update_at
+
+        loss_at = self._clock.loss_at
+        where = hand_update_at(loss_at) or update_in_helper(loss_at, self._backward_globals) or loss_at
+        if where is None:
+            return
+        message = t(
+            "This hand-written update applies gradients that are never cleared: backward() adds into .grad, so each "
+            "update uses the sum of every earlier batch's gradients and the steps grow. Clear them after the update "
+            "(p.grad = None, or p.grad.zero_(), inside the same torch.no_grad() block)"
+        )
+        details = {"check": "hand-written-gradients-never-cleared", "updates": UNCLEARED_UPDATES}
+        self._report(Finding("training-logic", "warning", message, where[0], where[1], details=details))
+
+    # -------------------------------------------------------------------------------------------- evaluation mode
+    @never_raise()
+    def model_pass(self, module: Any, _args: Any, split: str) -> None:
+        grad = bool(self._torch.is_grad_enabled())
+        if module.training and grad:
+            self._trained.add(module)
+            self._eval_backward = None  # a training pass came before any update applied that backward
+        self._last_pass = (weakref.ref(module), grad and not module.training)
+
+    @never_raise()
+    def backward(self, tensors: Any) -> None:
+        if not self._real_steps and not self._hand_reported:  # where a hand-written update's helper is looked up
+            from tensorsight.agent.measurement.phases import caller_frame
+
+            frame = caller_frame(sys._getframe(1))
+            self._backward_globals = frame.f_globals if frame is not None else None
+        last = self._last_pass
+        if last is None or not last[1]:
+            return
+        module = last[0]()
+        if module is None or id(module) in self._eval_reported or not self._has_mode_layers(module):
+            return
+        eval_at = self._eval_at.get(module)
+        if module not in self._trained and eval_at is None:
+            return  # never trained in train mode, never switched by the program: backward in eval on purpose
+        from tensorsight.agent.measurement.phases import caller_location
+
+        # judged at the next parameter update: a backward in eval mode that nothing applies (saliency maps, input
+        # gradients after training) is no training bug
+        self._eval_backward = (weakref.ref(module), eval_at, caller_location(sys._getframe(1)))
+
+    def _applied(self) -> None:
+        """A parameter update: a backward in eval mode since the last one trained the model in eval mode."""
+        pending, self._eval_backward = self._eval_backward, None
+        if pending is None:
+            return
+        module = pending[0]()
+        if module is None or id(module) in self._eval_reported:
+            return
+        self._eval_reported.add(id(module))
+        eval_at, backward_at = pending[1], pending[2]
+        where = eval_at or backward_at
+        if where is None:
+            return
+        layers = self._layer_kinds(module)
+        name = type(module).__name__
+        if eval_at is not None:
+            message = t(
+                "{model} was switched to evaluation mode here and never back: the loss backpropagated at {at} "
+                "comes from a forward pass in eval mode ({layers} behave as at test time: no dropout, frozen "
+                "batch-norm statistics). Call {model}.train() after evaluating, before the next training step",
+                model=name,
+                at=_short(backward_at),
+                layers=layers,
+            )
+        else:
+            message = t(
+                "This backward() goes through a forward pass of {model} in evaluation mode ({layers} behave as at "
+                "test time: no dropout, frozen batch-norm statistics). Call {model}.train() before training",
+                model=name,
+                layers=layers,
+            )
+        details: dict[str, Any] = {"check": "backward-in-eval-mode", "model": name}
+        if backward_at is not None:
+            details["backward_line"] = backward_at[1]
+        self._report(Finding("training-logic", "warning", message, where[0], where[1], details=details))
+
+    def _has_mode_layers(self, module: Any) -> bool:
+        known = self._mode_layers.get(id(module))
+        if known is None:
+            known = self._mode_layers[id(module)] = bool(self._layer_kinds(module))
+        return known
+
+    def _layer_kinds(self, module: Any) -> str:
+        kinds = {_mode_kind(type(m).__name__) for m in module.modules()}
+        return ", ".join(sorted(kind for kind in kinds if kind is not None))
+
+    # ---------------------------------------------------------------------------------------------- end of run
+    @never_raise()
+    def finish(self) -> None:
+        """Judge the parameters over the whole run: those that never got a gradient, those no optimizer holds.
+
+        Reads only what the steps recorded (names, lines): the program's objects are usually gone by now."""
+        if self.finished:
+            return
+        self.finished = True
+        for key, pending in list(self._pending.items()):
+            if not pending or key not in self._learned or self._steps.get(key, 0) < MIN_STEPS:
+                continue
+            self._never_gradient(key, [self._names.get(pid, "?") for pid in pending])
+        outside = [name for pid, name in self._outside.items() if pid not in self._held]
+        if outside and self._real_steps >= MIN_STEPS:
+            self._not_held(outside)
+
+    def _never_gradient(self, key: int, params: list[str]) -> None:
+        where, name = self._built.get(key, (None, None))
+        if where is None:
+            return
+        name = name or "optimizer"
+        message = t(
+            "{count} trainable parameter(s) of {name} never received a gradient in {steps} steps, so they never "
+            "learn: {params}. Their part of the model does not reach the loss through autograd (run under "
+            "torch.no_grad(), cut by .detach(), or not used in forward); if they are meant to stay frozen, set "
+            "requires_grad=False and leave them out of the optimizer",
+            count=len(params),
+            name=name,
+            steps=self._steps.get(key, 0),
+            params=_listing(params),
+        )
+        details = {"check": "parameters-never-learn", "optimizer": name, "parameters": params}
+        self.explained.add(key)
+        self._report(Finding("training-logic", "warning", message, where[0], where[1], details=details))
+
+    def _not_held(self, params: list[str]) -> None:
+        at_key = self._sharing
+        where, name = self._built.get(at_key, (None, None)) if at_key is not None else (None, None)
+        if where is None:
+            where, at_key = next(iter(self._built.values()), (None, None))[0], None
+        if where is None:
+            return
+        shared = (
+            t(" {0} holds parameters another optimizer already holds: was it given the wrong model's parameters?", name)
+            if at_key is not None
+            else ""
+        )
+        message = t(
+            "{count} parameter(s) receive gradients but no optimizer holds them, so they never learn: "
+            "{params}.{shared} Give each model's parameters to its own optimizer",
+            count=len(params),
+            params=_listing(params),
+            shared=shared,
+        )
+        details = {"check": "parameters-in-no-optimizer", "parameters": params}
+        self._report(Finding("training-logic", "warning", message, where[0], where[1], details=details))
+
+    def _learn_names(self) -> None:
+        """Module path names of the parameters of every model seen so far (``Generator.net.0.weight``)."""
+        for model in self._clock.models():
+            if id(model) in self._named_models:
+                continue
+            self._named_models.add(id(model))
+            prefix = type(model).__name__
+            for name, param in model.named_parameters():
+                self._names.setdefault(id(param), f"{prefix}.{name}")
+
+
+# ------------------------------------------------------------------------------------------- graph reuse explainer
+_REUSE = "backward through the graph a second time"
+_ASSIGNED = re.compile(r"^\s*([A-Za-z_]\w*)\s*=[^=]")
+
+
+def explain_graph_reuse(exc: BaseException) -> list[Finding] | None:
+    """A ``training-logic`` finding for "Trying to backward through the graph a second time" (None otherwise)."""
+    if _REUSE not in str(exc):
+        return None
+    from tensorsight.agent.measurement.memory import _user_line_of
+
+    where = _user_line_of(exc.__traceback__)
+    if where is None:
+        return None
+    reused = reused_tensor(where[0], where[1])
+    which = t(" `{0}` was computed before the previous backward() and used again after it.", reused) if reused else ""
+    fix = f"`{reused}.detach()`" if reused else "`.detach()`"
+    message = t(
+        "backward() walks a graph whose buffers the previous backward() already freed: a tensor from an earlier "
+        "step's graph is reused.{which} Use {fix} where that tensor feeds the other loss (a GAN's discriminator step "
+        "scores netD(fake.detach())), or recompute it; retain_graph=True only hides the bug",
+        which=which,
+        fix=fix,
+    )
+    details = {"check": "graph-reused", "tensor": reused}
+    return [Finding("training-logic", "error", message, where[0], where[1], details=details)]
+
+
+def reused_tensor(path: str, line: int) -> str | None:
+    """The variable assigned above the previous ``backward()`` (in the same block of source) and used, without
+    ``.detach()``, between it and ``line``: the tensor whose graph the second backward walks again."""
+    previous = None
+    lines: dict[int, str] = {}
+    for number in range(line - 1, max(0, line - REUSE_SCAN_LINES), -1):
+        text = linecache.getline(path, number)
+        lines[number] = text.split("#", 1)[0]
+        if previous is None and ".backward(" in lines[number]:
+            previous = number
+            break
+    if previous is None:
+        return None
+    between = " ".join(lines[n] for n in range(previous + 1, line + 1) if n in lines) + linecache.getline(path, line)
+    for number in range(previous - 1, max(0, previous - REUSE_SCAN_LINES), -1):
+        text = linecache.getline(path, number).split("#", 1)[0]
+        if text.lstrip().startswith(("def ", "class ")):
+            return None
+        match = _ASSIGNED.match(text)
+        if match is None:
+            continue
+        name = match.group(1)
+        used = re.search(rf"\b{re.escape(name)}\b(?!\s*\.detach\(\))", between)
+        reassigned = re.search(rf"^\s*{re.escape(name)}\s*=[^=]", between, re.MULTILINE)
+        if used and not reassigned and _feeds_call(name, path, previous):
+            return name
+    return None
+
+
+def _feeds_call(name: str, path: str, previous: int) -> bool:
+    """``name`` is passed to a call (a model) between its assignment and the previous backward's line."""
+    call = re.compile(rf"\(\s*{re.escape(name)}\s*[,)]")
+    for number in range(previous, max(0, previous - REUSE_SCAN_LINES), -1):
+        text = linecache.getline(path, number).split("#", 1)[0]
+        if call.search(text):
+            return True
+        if re.match(rf"^\s*{re.escape(name)}\s*=[^=]", text):
+            return False
+    return False
+
+
+# --------------------------------------------------------------------------------------------------- helpers
+_CALLED = re.compile(r"^\s*([A-Za-z_]\w*)\(")
+
+
+def update_in_helper(backward_at: tuple[str, int] | None, namespace: dict[str, Any] | None) -> tuple[str, int] | None:
+    """The hand-written update inside the helper called right after ``backward()`` (``sgd_step(model, lr)``): the
+    helper is the plain function of that name in the caller's module namespace; its source is read, never run."""
+    from tensorsight.agent.measurement.pipeline import hand_update_at
+
+    if backward_at is None or namespace is None:
+        return None
+    path, line = backward_at
+    for number in range(line + 1, line + 6):
+        match = _CALLED.match(linecache.getline(path, number).split("#", 1)[0])
+        if match is None:
+            continue
+        code = getattr(namespace.get(match.group(1)), "__code__", None)
+        if code is None:
+            continue
+        # the helper's first line stands for a backward() just above its body
+        return hand_update_at((os.path.abspath(code.co_filename), code.co_firstlineno))
+    return None
+
+
+def _mode_kind(type_name: str) -> str | None:
+    for kind in _MODE_LAYERS:
+        if type_name.startswith(kind):
+            return "BatchNorm" if kind.startswith("BatchNorm") else ("Dropout" if "Dropout" in kind else kind)
+    return None
+
+
+def _listing(params: list[str]) -> str:
+    shown = params[:NAMES_SHOWN]
+    more = len(params) - len(shown)
+    return ", ".join(shown) + (t(" and {0} more", more) if more > 0 else "")
+
+
+def _short(where: tuple[str, int] | None) -> str:
+    return f"{os.path.basename(where[0])}:{where[1]}" if where is not None else "?"
+
+
+def _first_with_grad(update: Any) -> Any:
+    for group in update.param_groups:
+        for param in group["params"]:
+            if getattr(param, "grad", None) is not None:
+                return param
+    return None
