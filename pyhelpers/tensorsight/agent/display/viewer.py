@@ -1,7 +1,7 @@
 """View Tensor: a bounded, JSON-able picture of one tensor's or array's values, for the editor's viewer panel.
 
 Called from a debugger stop: the extension's ``tensorsight.viewTensor`` command evaluates ``view_json(<expr>)``
-(``tensorsight.agent.toolbox.view_tensor``) in the stopped frame, and the webview draws the answer. The payload has
+(as ``tensorsight.view_tensor``) in the stopped frame, and the webview draws the answer. The payload has
 the value histogram (bins over finite values; zeros, NaN, +Inf and -Inf counted exactly over the whole tensor, never
 the downsample), min/max/mean/std, and one picture: a line for 1-D (min/max per bucket, so spikes and NaNs stay
 visible), a heatmap grid for 2-D (block pooling on the tensor's own device, at most ``MAX_SIDE`` a side; a cell
@@ -35,6 +35,9 @@ FINITE, NAN, POSINF, NEGINF, EMPTY = 0, 1, 2, 3, 4
 def view_json(value: Any, index: Sequence[int] = (), normalize: str = "channel") -> str:
     """``view`` as a JSON string (what a DAP evaluate returns to the extension)."""
     return json.dumps(view(value, index=index, normalize=normalize), allow_nan=False)
+
+
+view_tensor = view_json  # the public name: ``tensorsight.view_tensor(x)``
 
 
 def view(value: Any, *, index: Sequence[int] = (), normalize: str = "channel") -> dict[str, Any]:
