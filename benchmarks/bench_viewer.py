@@ -43,7 +43,7 @@ def main() -> None:
 
     results = []
     for size in args.sizes:
-        side = int(math.isqrt(size))
+        side = math.isqrt(size)
         for shape in ((size,), (side, size // side)):
             x = torch.randn(*shape)
             x.view(-1)[size // 3] = float("nan")
