@@ -248,14 +248,13 @@ def _pool(ops: Any, plane: Any, max_rows: int, max_cols: int) -> dict[str, Any]:
     values = np.where(finite, plane, finite * 0.0)  # zeros from the mask: NaN * 0 would stay NaN
     sums = blocks(values)
     seen = blocks(finite)
+    nans, posinfs, neginfs = blocks(nan), blocks(posinf), blocks(neginf)  # once each: every pass reads the plane
     means = sums / (seen + (seen == 0))
     marks = (seen == 0) * EMPTY
-    marks = np.where(blocks(neginf) > 0, NEGINF + 0 * marks, marks)
-    marks = np.where(blocks(posinf) > 0, POSINF + 0 * marks, marks)
-    marks = np.where(blocks(nan) > 0, NAN + 0 * marks, marks)
-    marks = np.where(
-        (blocks(finite) > 0) & (blocks(nan) + blocks(posinf) + blocks(neginf) == 0), FINITE + 0 * marks, marks
-    )
+    marks = np.where(neginfs > 0, NEGINF + 0 * marks, marks)
+    marks = np.where(posinfs > 0, POSINF + 0 * marks, marks)
+    marks = np.where(nans > 0, NAN + 0 * marks, marks)
+    marks = np.where((seen > 0) & (nans + posinfs + neginfs == 0), FINITE + 0 * marks, marks)
     mean_list = ops.tolist(means)
     mark_list = [[int(m) for m in row] for row in ops.tolist(marks)]
     values_out = [
