@@ -1,0 +1,93 @@
+"""The View Tensor payload (agent/display/viewer.py): exact counts, marks that survive pooling, bounds, good manners."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from tensorsight.agent.display.viewer import MAX_SIDE, NAN, NEGINF, POSINF, view, view_json
+
+
+def test_counts_are_exact_over_the_whole_tensor_not_the_downsample() -> None:
+    x = torch.rand(3_000_000) + 1.0  # no zero of its own (randn can draw an exact 0.0)
+    x[[10, 20, 30]] = float("nan")
+    x[99] = float("inf")
+    x[100] = float("-inf")
+    x[200:207] = 0.0
+    payload = view(x)
+    assert payload["counts"] == {"nan": 3, "posinf": 1, "neginf": 1, "zero": 7, "finite": 3_000_000 - 5}
+    assert payload["line"]["points"] <= 2048
+    assert sum(payload["histogram"]["counts"]) == payload["counts"]["finite"]
+
+
+def test_one_nan_cell_survives_pooling_and_inf_cells_are_marked() -> None:
+    x = torch.randn(2000, 3000)
+    x[1234, 2345] = float("nan")
+    x[5, 5] = float("inf")
+    x[1999, 2999] = float("-inf")
+    heat = view(x)["heatmap"]
+    assert heat["rows"] <= MAX_SIDE and heat["cols"] <= MAX_SIDE
+    marks = np.array(heat["marks"])
+    assert (marks == NAN).sum() == 1 and marks[1234 // heat["blockRows"], 2345 // heat["blockCols"]] == NAN
+    assert marks[0, 0] == POSINF and marks[-1, -1] == NEGINF
+    assert heat["values"][0][0] is None
+
+
+def test_line_keeps_a_spike_in_its_bucket_max() -> None:
+    x = torch.zeros(1_000_000)
+    x[777_777] = 50.0
+    line = view(x)["line"]
+    assert max(v for v in line["max"] if v is not None) == 50.0
+
+
+def test_payload_of_a_1e7_tensor_is_bounded() -> None:
+    assert len(view_json(torch.randn(10_000_000))) < 2_000_000
+    assert len(view_json(torch.randn(4000, 2500))) < 3_000_000
+
+
+def test_numpy_arrays_agree_with_torch() -> None:
+    a = np.random.default_rng(0).standard_normal((300, 500))
+    a[7, 9] = np.nan
+    from_np, from_torch = view(a), view(torch.from_numpy(a))
+    assert from_np["counts"] == from_torch["counts"]
+    assert from_np["heatmap"]["marks"] == from_torch["heatmap"]["marks"]
+    assert from_np["meta"]["library"] == "numpy"
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.int32, torch.float16, torch.bfloat16, torch.complex64])
+def test_dtypes_give_a_picture(dtype: torch.dtype) -> None:
+    payload = view(torch.ones(8, 9).to(dtype))
+    assert payload["kind"] == "heatmap" and payload["stats"]["max"] == 1.0
+    json.dumps(payload, allow_nan=False)
+
+
+def test_complex_shows_the_magnitude() -> None:
+    assert view(torch.tensor([3 + 4j, 0j]))["stats"]["max"] == 5.0
+
+
+def test_images_and_slices() -> None:
+    assert view(torch.rand(3, 40, 50))["image"]["layout"] == "CHW"
+    assert view(np.random.rand(40, 50, 3))["image"]["layout"] == "HWC"
+    batch = view(torch.rand(20, 3, 32, 32), normalize="global")["image"]
+    assert batch["shown"] == 16 and batch["images"][0]["channels"][0]["low"] == batch["images"][5]["channels"][2]["low"]
+    sliced = view(torch.rand(2, 5, 6, 7), index=[1, 3])
+    assert sliced["kind"] == "heatmap" and sliced["slice"] == [1, 3]
+
+
+def test_meta_sparse_and_others_become_messages() -> None:
+    assert "meta" in view(torch.zeros(3, device="meta"))["message"]
+    assert "sparse" in view(torch.eye(3).to_sparse())["message"]
+    assert view("text")["kind"] == "message"
+    assert view(torch.zeros(0, 3))["kind"] == "message"
+
+
+def test_a_good_guest_writes_nothing_and_builds_no_graph() -> None:
+    x = torch.randn(64, 64, requires_grad=True)
+    y = x * 2
+    version, rng = y._version, torch.get_rng_state()
+    payload = view(y)
+    assert y._version == version and torch.equal(torch.get_rng_state(), rng)
+    assert payload["kind"] == "heatmap" and y.grad_fn is not None and x.grad is None
