@@ -238,8 +238,6 @@ class LearningWatch:
             self._hand = _HandProbe(weakref.ref(param), weakref.ref(param.grad), param.grad._version, backwards)
 
     def _hand_uncleared(self) -> None:
-        from tensorsight.agent.measurement.pipeline import hand_update_at
-
         loss_at = self._clock.loss_at
         where = hand_update_at(loss_at) or update_in_helper(loss_at, self._backward_globals) or loss_at
         if where is None:
@@ -474,8 +472,6 @@ _CALLED = re.compile(r"^\s*([A-Za-z_]\w*)\(")
 def update_in_helper(backward_at: tuple[str, int] | None, namespace: dict[str, Any] | None) -> tuple[str, int] | None:
     """The hand-written update inside the helper called right after ``backward()`` (``sgd_step(model, lr)``): the
     helper is the plain function of that name in the caller's module namespace; its source is read, never run."""
-    from tensorsight.agent.measurement.pipeline import hand_update_at
-
     if backward_at is None or namespace is None:
         return None
     path, line = backward_at
@@ -513,4 +509,34 @@ def _first_with_grad(update: Any) -> Any:
         for param in group["params"]:
             if getattr(param, "grad", None) is not None:
                 return param
+    return None
+
+
+_IN_PLACE = re.compile(r"\.(add_|sub_|addcmul_|addcdiv_|copy_|mul_)\(|[-+]=|\.data\s*=[^=]")
+HAND_UPDATE_SCAN = 40  # lines after the backward() call searched for the hand-written update
+
+
+def hand_update_at(backward_at: tuple[str, int] | None) -> tuple[str, int] | None:
+    """The line of a hand-written update after ``backward()`` (``p.data.add_(p.grad, alpha=-lr)``,
+    ``p -= lr * p.grad``, ``w.data = w.data - lr * w.grad``): the first in-place write that reads a ``.grad`` within
+    the same block of source; None when there is none (the verdict then stays at the backward line)."""
+    if backward_at is None:
+        return None
+    path, line = backward_at
+    first = linecache.getline(path, line)
+    indent = len(first) - len(first.lstrip())
+    for number in range(line + 1, line + 1 + HAND_UPDATE_SCAN):
+        text = linecache.getline(path, number)
+        if not text:
+            return None
+        stripped = text.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        depth = len(text) - len(text.lstrip())
+        left_function = (indent > 0 and depth == 0) or (depth < indent and stripped.startswith(("def ", "class ", "@")))
+        if left_function or (depth <= indent and stripped.startswith("return")):
+            return None
+        code = stripped.split("#", 1)[0]
+        if ".grad" in code and _IN_PLACE.search(code) and not code.startswith(("if ", "while ", "assert ")):
+            return (path, number)
     return None

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from tensorsight.agent.measurement.learning import hand_update_at
 from tensorsight.agent.runtime import events, steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
@@ -157,36 +158,6 @@ def assigned_name(where: tuple[str, int] | None) -> str | None:
         return None
     match = _ASSIGNED.match(linecache.getline(where[0], where[1]))
     return match.group(1) if match else None
-
-
-_IN_PLACE = re.compile(r"\.(add_|sub_|addcmul_|addcdiv_|copy_|mul_)\(|[-+]=|\.data\s*=[^=]")
-HAND_UPDATE_SCAN = 40  # lines after the backward() call searched for the hand-written update
-
-
-def hand_update_at(backward_at: tuple[str, int] | None) -> tuple[str, int] | None:
-    """The line of a hand-written update after ``backward()`` (``p.data.add_(p.grad, alpha=-lr)``,
-    ``p -= lr * p.grad``, ``w.data = w.data - lr * w.grad``): the first in-place write that reads a ``.grad`` within
-    the same block of source; None when there is none (the verdict then stays at the backward line)."""
-    if backward_at is None:
-        return None
-    path, line = backward_at
-    first = linecache.getline(path, line)
-    indent = len(first) - len(first.lstrip())
-    for number in range(line + 1, line + 1 + HAND_UPDATE_SCAN):
-        text = linecache.getline(path, number)
-        if not text:
-            return None
-        stripped = text.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        depth = len(text) - len(text.lstrip())
-        left_function = (indent > 0 and depth == 0) or (depth < indent and stripped.startswith(("def ", "class ", "@")))
-        if left_function or (depth <= indent and stripped.startswith("return")):
-            return None
-        code = stripped.split("#", 1)[0]
-        if ".grad" in code and _IN_PLACE.search(code) and not code.startswith(("if ", "while ", "assert ")):
-            return (path, number)
-    return None
 
 
 def adversarial_pairs(series: list[OptimizerCurves]) -> set[int]:
