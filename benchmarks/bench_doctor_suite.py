@@ -8,7 +8,8 @@ markers found and missed, the false alarms (warning and error findings that matc
 wall time of ``python script.py`` and of ``doctor --json`` (run back to back in one of ``--workers`` workers, so the
 two runs of a script see about the same load). Totals:
 
-- recall: markers found / markers;
+- recall: markers found / markers, in all and per kind (a marker counts under the sorted ``/``-joined kinds it
+  accepts, e.g. ``memory/training-logic``);
 - precision: warning and error findings that match a marker / all warning and error findings (several findings may
   match one marker, e.g. ``memory`` and ``training-logic`` on one ``total_loss += loss``);
 - false alarms on clean scripts: how many clean scripts get any, and how many findings that is;
@@ -63,6 +64,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 "script": script.name,
                 "clean": script.clean,
                 "markers": [m.where() for m in script.markers],
+                "marker_kinds": {m.where(): marker_kind(m) for m in script.markers},
                 "found": [m.where() for m in result.found],
                 "missed": [m.where() for m in result.missed],
                 "matching_alerts": len(alerts) - len(result.false_alarms),
@@ -74,6 +76,23 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             }
         )
     return {"rows": rows, "totals": totals(rows)}
+
+
+def marker_kind(marker: realistic.Marker) -> str:
+    """The label a marker's recall is counted under: the kinds that find it, sorted and joined."""
+    return "/".join(sorted(marker.kinds))
+
+
+def recall_by_kind(rows: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per marker kind: how many markers there are and how many the doctor found."""
+    by_kind: dict[str, dict[str, int]] = {}
+    for row in rows:
+        found = set(row["found"])
+        for where, kind in row["marker_kinds"].items():
+            tally = by_kind.setdefault(kind, {"markers": 0, "found": 0})
+            tally["markers"] += 1
+            tally["found"] += where in found
+    return dict(sorted(by_kind.items()))
 
 
 def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -89,6 +108,7 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "markers": markers,
         "found": found,
         "recall": found / markers if markers else None,
+        "recall_by_kind": recall_by_kind(rows),
         "precision": matching / (matching + false_alarms) if matching + false_alarms else None,
         "false_alarms": false_alarms,
         "clean_scripts_with_false_alarms": sum(1 for r in clean if r["false_alarms"]),
@@ -124,6 +144,8 @@ def print_table(report: dict[str, Any]) -> None:
     print()
     print(f"scripts {t['scripts']} ({t['clean_scripts']} clean), markers {t['markers']}")
     print(f"recall    {t['found']}/{t['markers']} = {_ratio(t['recall'])}")
+    for kind, tally in t["recall_by_kind"].items():
+        print(f"  {kind:<40} {tally['found']}/{tally['markers']}")
     print(f"precision {_ratio(t['precision'])} ({t['false_alarms']} false alarms in all)")
     print(
         f"false alarms on clean scripts: {t['clean_scripts_with_false_alarms']} of {t['clean_scripts']} scripts, "
