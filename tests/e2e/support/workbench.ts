@@ -32,10 +32,21 @@ async function typeInQuickInput(page: Page, key: string, text: string): Promise<
 }
 
 export async function runCommand(page: Page, label: string, pick?: string): Promise<void> {
-  await typeInQuickInput(page, 'F1', `>${label}`);
+  // The palette can close under the click (a webview that opened a moment before takes the focus back, and the
+  // row, found in the still unfiltered list, is no longer visible): the whole command is asked again, a bounded
+  // number of times. A click that landed closes the palette, so a retry never runs a command twice.
   const row = page.locator('.quick-input-list .monaco-list-row', { hasText: pick ?? label }).first();
-  await row.waitFor({ state: 'visible', timeout: TIMEOUT });
-  await row.click();
+  for (let attempt = 1; ; attempt++) {
+    await typeInQuickInput(page, 'F1', `>${label}`);
+    try {
+      await row.waitFor({ state: 'visible', timeout: attempt >= 3 ? TIMEOUT : 15_000 });
+      await row.click({ timeout: attempt >= 3 ? TIMEOUT : 10_000 });
+      return;
+    } catch (error) {
+      if (attempt >= 3) throw error;
+      await page.keyboard.press('Escape');
+    }
+  }
 }
 
 /** Picks an entry of an open quick pick by its text, typing `filter` first when given. */
