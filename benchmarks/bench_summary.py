@@ -67,7 +67,7 @@ def in_process(elements: int, rounds: int, device: str = "cpu") -> tuple[dict[st
     On CUDA also ``syncs``/``syncs_nan`` (device synchronisations of one cold summary) and ``extra_bytes``."""
     import torch
 
-    from tensorsight.agent.display import presentation
+    from tensorsight.agent.display import presentation, reading
 
     x = torch.empty(elements).normal_(generator=torch.Generator().manual_seed(0)).to(device)
     with_nan = x.clone()
@@ -76,7 +76,7 @@ def in_process(elements: int, rounds: int, device: str = "cpu") -> tuple[dict[st
     on_gpu = x.device.type == "cuda"
 
     def cold(value: Any = x) -> str:
-        presentation.CACHE.clear()
+        reading.CACHE.clear()
         return summary(value)
 
     print(f"summary line: {cold()}")
@@ -99,7 +99,7 @@ def in_process(elements: int, rounds: int, device: str = "cpu") -> tuple[dict[st
     times["cached"] = best_time(lambda: summary(x), rounds * 20)
     if on_gpu:
         times["syncs"], times["syncs_nan"] = device_syncs(lambda: cold(x)), device_syncs(lambda: cold(with_nan))
-        presentation.CACHE.clear()
+        reading.CACHE.clear()
         torch.cuda.synchronize()
         base = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()

@@ -1,7 +1,8 @@
 """pydevd extension entry point: debugpy imports this module when the debugger starts, before user code runs.
 
 It only adapts pydevd's extension API to ``tensorsight.agent``: presentation providers for tensors, arrays, modules,
-optimizers and data loaders (``tensorsight.agent.display.presentation``), and a lifecycle hook that installs the agent.
+optimizers and data loaders (``tensorsight.agent.display``: ``kinds``, ``presentation`` and ``children``), and a
+lifecycle hook that installs the agent.
 Everything here is defensive: an import failure of our package must leave stock debugpy behaviour intact.
 
 Provider order: pydevd asks its providers in the order it loaded them and caches the first taker per type; its own
@@ -52,7 +53,7 @@ class TensorSightStr(StrPresentationProvider):
 
     def can_provide(self, type_object, type_name):
         try:
-            from tensorsight.agent.display.presentation import can_present
+            from tensorsight.agent.display.kinds import can_present
 
             return can_present(type_object, type_name)
         except Exception:  # noqa: BLE001
@@ -75,7 +76,7 @@ class TensorSightResolver(TypeResolveProvider):
 
     def can_provide(self, type_object, type_name):
         try:
-            from tensorsight.agent.display.presentation import can_expand
+            from tensorsight.agent.display.kinds import can_expand
 
             return can_expand(type_object, type_name)
         except Exception:  # noqa: BLE001
@@ -85,7 +86,7 @@ class TensorSightResolver(TypeResolveProvider):
         """Children in our display order, with evaluate-name suffixes (so "Add to Watch" and "Copy as Expression"
         work); pydevd uses this instead of sorting ``get_dictionary`` by name."""
         try:
-            from tensorsight.agent.display.presentation import child_entries
+            from tensorsight.agent.display.children import child_entries
 
             return child_entries(obj)
         except Exception:  # noqa: BLE001
@@ -93,7 +94,7 @@ class TensorSightResolver(TypeResolveProvider):
 
     def get_dictionary(self, var):
         try:
-            from tensorsight.agent.display.presentation import children
+            from tensorsight.agent.display.children import children
 
             return children(var)
         except Exception:  # noqa: BLE001
@@ -101,7 +102,7 @@ class TensorSightResolver(TypeResolveProvider):
 
     def resolve(self, var, attribute):
         try:
-            from tensorsight.agent.display.presentation import resolve_child
+            from tensorsight.agent.display.children import resolve_child
 
             return resolve_child(var, attribute)
         except Exception:  # noqa: BLE001

@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from tensorsight.agent.display import presentation
+from tensorsight.agent.display import children, module_scan, presentation, reading
 from tensorsight.agent.display.budget import CLOCK, RequestClock
 from tensorsight.core.stats import StatsBudget, StatsCache
 
@@ -70,7 +70,7 @@ def test_the_clock_learns_speed_only_from_reductions_long_enough_to_time():
 def test_a_spent_budget_defers_big_figures_to_the_next_request(monkeypatch):
     big = torch.arange(1_000_000, dtype=torch.float32)
     small = torch.tensor([1.0, 2.0])
-    presentation.CACHE.clear()
+    reading.CACHE.clear()
     monkeypatch.setattr(CLOCK, "budget_s", 0.0)
     assert presentation.present(big) == "f32[1000000] cpu (figures on expand: this view's time budget is spent)"
     assert presentation.present(small) == "f32[2] cpu [1, 2] μ=1.5 σ=0.707"  # small ones cost nothing to show
@@ -81,7 +81,7 @@ def test_a_spent_budget_defers_big_figures_to_the_next_request(monkeypatch):
 
 def test_a_short_budget_gives_a_marked_estimate_and_the_cache_keeps_the_exact_figures(monkeypatch):
     big = torch.arange(1_000_000, dtype=torch.float32)
-    presentation.CACHE.clear()
+    reading.CACHE.clear()
     monkeypatch.setattr(CLOCK, "elements_per_second", 1e5)  # 1e6 elements would take 10 s
     line = presentation.present(big)
     assert line.startswith("f32[1000000] cpu μ≈") and "(sampled" in line, line
@@ -114,9 +114,9 @@ def test_a_module_scan_stops_at_the_budget_and_says_how_far_it_got(monkeypatch):
 
 def test_an_expanded_module_lists_at_most_500_members():
     model = torch.nn.ParameterList(torch.nn.Parameter(torch.ones(2)) for _ in range(600))
-    names = [name for name, _, _ in presentation.child_entries(model)]
+    names = [name for name, _, _ in children.child_entries(model)]
     assert names[6:9] == ["0", "1", "2"] and "499" in names and "500" not in names
-    more = dict((name, child) for name, child, _ in presentation.child_entries(model))["(more)"]
+    more = dict((name, child) for name, child, _ in children.child_entries(model))["(more)"]
     assert more.startswith("… 100 more submodules/parameters/buffers")
 
 
@@ -155,7 +155,7 @@ def test_a_stopped_module_scan_goes_on_at_the_next_view_and_a_finished_one_is_re
     assert "(scanned 1024 of 1500 tensors for NaN/Inf, rest on expand)" in lines[1]
     assert lines[2] == "ParameterList cpu f32 ⚠ NaN/Inf in weights: 1400 train 4500 params (all trainable)"
     calls = []
-    monkeypatch.setattr(presentation, "_norms", lambda *args: calls.append(args) or [])
+    monkeypatch.setattr(module_scan, "_norms", lambda *args: calls.append(args) or [])
     assert presentation.present(model) == lines[2] and not calls  # unchanged parameters: the scan is reused
     monkeypatch.undo()
     with torch.no_grad():
@@ -166,7 +166,7 @@ def test_a_stopped_module_scan_goes_on_at_the_next_view_and_a_finished_one_is_re
 def test_a_line_over_its_glance_budget_gives_the_alarm_and_mean_and_the_expand_gives_the_rest(monkeypatch):
     big = torch.arange(2_000_000, dtype=torch.float32)
     big[123] = float("nan")
-    presentation.CACHE.clear()
+    reading.CACHE.clear()
     # 2e7 elements/s: a whole summary of 2e6 elements (0.1 s) is over a line's 20 ms, one pass (33 ms) fits 0.4 s
     monkeypatch.setattr(CLOCK, "elements_per_second", 2e7)
     line = presentation.present(big)
@@ -174,7 +174,7 @@ def test_a_line_over_its_glance_budget_gives_the_alarm_and_mean_and_the_expand_g
     assert "⚠ NaN×1" in line[:40]
     CLOCK.new_request()  # the expand is another request: the "stats" row asks for the rest, within its budget
     monkeypatch.setattr(CLOCK, "elements_per_second", 2e7)
-    rows = dict((name, child) for name, child, _ in presentation.child_entries(big))
+    rows = dict((name, child) for name, child, _ in children.child_entries(big))
     assert str(rows["stats"]) == "min=0 max=2e6 mean=1e6 std=5.77e5"
     figures = {name: child for name, child, _ in rows["stats"].entries()}
     assert figures["nan"] == 1 and figures["std"] == pytest.approx(

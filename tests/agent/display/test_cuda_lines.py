@@ -8,13 +8,13 @@ import torch
 from torch import nn
 
 from support.cuda import count_syncs, needs_cuda
-from tensorsight.agent.display import presentation
+from tensorsight.agent.display import presentation, reading
 
 pytestmark = needs_cuda
 
 
 def cold_line(value) -> str:
-    presentation.CACHE.clear()
+    reading.CACHE.clear()
     return presentation.summarize(value)
 
 
@@ -42,7 +42,7 @@ def test_a_clean_cuda_tensor_line_costs_one_sync():
 
 def test_a_repeated_line_of_an_unchanged_cuda_tensor_costs_no_sync():
     x = values().cuda()
-    presentation.CACHE.clear()
+    reading.CACHE.clear()
     first = presentation.summarize(x)
     syncs, again = count_syncs(lambda: presentation.summarize(x))
     assert again == first and syncs == 0

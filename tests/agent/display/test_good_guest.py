@@ -17,7 +17,9 @@ import torch
 from programs.bad_values import bad_values, calls
 from support.dap import DebugSession
 from support.paths import PYHELPERS, PYTHON, marked_lines, program
-from tensorsight.agent.display.presentation import Group, child_entries, present, summarize
+from tensorsight.agent.display.children import child_entries
+from tensorsight.agent.display.presentation import present, summarize
+from tensorsight.agent.display.reading import Group
 
 # The exact line each bad input must read as: what can be said, and why the rest cannot.
 EXPECTED = {
@@ -139,7 +141,9 @@ def test_clipboard_gives_the_full_repr_after_the_line():
 def test_presentation_imports_neither_torch_nor_numpy():
     probe = (
         "import sys\n"
-        "from tensorsight.agent.display.presentation import can_present, summarize\n"
+        "from tensorsight.agent.display.children import child_entries\n"
+        "from tensorsight.agent.display.kinds import can_present\n"
+        "from tensorsight.agent.display.presentation import summarize\n"
         "assert can_present(int, 'int') is False and summarize(3) == 'int: 3'\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy')))\n"
     )

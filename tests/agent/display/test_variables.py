@@ -13,7 +13,8 @@ from torch.utils.data import ConcatDataset, DataLoader, Dataset, IterableDataset
 
 from support.dap import DebugSession
 from support.paths import marked_lines, program
-from tensorsight.agent.display.presentation import children, summarize
+from tensorsight.agent.display.children import children
+from tensorsight.agent.display.presentation import summarize
 
 LINES = {
     "weights": "f32[64, 16] cpu μ=0.5 σ=0.289 [0, 0.999] grad norm=64",
