@@ -127,10 +127,8 @@ def bench_observers() -> None:
         "tiny MLP 32-64-2, batch 32": (small, [(torch.randn(32, 32), torch.randint(0, 2, (32,))) for _ in range(8)]),
     }
     loss_fn = nn.CrossEntropyLoss()
-    from torch.nn.modules.module import register_module_forward_pre_hook
-
     from tensorsight.agent.runtime import options
-    from tensorsight.agent.shapes import observers
+    from tensorsight.agent.shapes import observers, window_state
 
     options.set_options({"observeShapes": True})
     observers.arm("doctor")  # torch is imported: the first observation window opens now
@@ -139,17 +137,14 @@ def bench_observers() -> None:
     observers.FIRST_STEPS = 10**9  # keep windows open for a whole block to time them (a program gets 3 such steps)
 
     def unarmed() -> None:
-        for handle in observers._state.eval_watch:
-            handle.remove()
-        observers._state.eval_watch = []
+        window_state.state.eval_watch = False  # the global module hooks stay registered and do nothing
 
     def steady() -> None:
-        if not observers._state.eval_watch:
-            observers._state.eval_watch = [register_module_forward_pre_hook(observers._watch_for_evaluation)]
+        window_state.state.eval_watch = True  # between windows, until an evaluation pass: the hooks look for one
 
     def window() -> None:
         observers._open_window()
-        observers._state.initial = True
+        window_state.state.initial = True
 
     for name, (model, batches) in setups.items():
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -20,17 +20,17 @@ from torch.nn.modules import module as torch_module
 from torch.overrides import _get_current_function_mode_stack
 
 from tensorsight.agent.runtime import events, excepthook, guard, options, steps
-from tensorsight.agent.shapes import observers, shape_errors
+from tensorsight.agent.shapes import broadcasts, line_shapes, observers, shape_errors, transfers, window_state
 
 HERE = os.path.abspath(__file__)
 
 
 @pytest.fixture
 def state(monkeypatch):
-    fresh = observers._State()
+    fresh = window_state.WindowState()
     fresh.torch = torch
     fresh.eval_seen = True  # no evaluation watch left registered when a window closes
-    monkeypatch.setattr(observers, "_state", fresh)
+    monkeypatch.setattr(window_state, "state", fresh)
     monkeypatch.setattr(steps, "_step", 0)
     monkeypatch.setattr(guard, "_reported", set())
     yield fresh
@@ -67,22 +67,22 @@ def shapes_at(seen, line):
 
 
 def test_file_kinds(state):
-    assert observers._file_kind(HERE) == observers._USER
-    assert observers._file_kind(observers.__file__) == observers._OURS
-    assert observers._file_kind(os.path.join(os.sep, "env", "debugpy", "server", "api.py")) == observers._OURS
+    assert window_state.file_kind(HERE) == window_state.USER
+    assert window_state.file_kind(observers.__file__) == window_state.OURS
+    assert window_state.file_kind(os.path.join(os.sep, "env", "debugpy", "server", "api.py")) == window_state.OURS
     assert (
-        observers._file_kind(sys.modules[torch.optim.SGD.__module__].__file__) == observers._SKIP
+        window_state.file_kind(sys.modules[torch.optim.SGD.__module__].__file__) == window_state.SKIP
     )  # optimizer internals
-    assert observers._file_kind(nn.init.__file__) == observers._SKIP
-    assert observers._file_kind(nn.Linear.forward.__code__.co_filename) == observers._LIB
-    assert state.file_kinds[HERE] == observers._USER  # decided once per file
+    assert window_state.file_kind(nn.init.__file__) == window_state.SKIP
+    assert window_state.file_kind(nn.Linear.forward.__code__.co_filename) == window_state.LIB
+    assert state.file_kinds[HERE] == window_state.USER  # decided once per file
 
 
 def test_a_window_attributes_each_value_to_its_line_and_name(window, published):
     line = sys._getframe().f_lineno + 1
     features = torch.ones(4, 3)
     scaled = features * 2  # noqa: F841 - observed
-    observers._flush_lines()
+    line_shapes.flush_lines()
     (first,) = shapes_at(published, line)
     assert (first["name"], first["text"], first["shape"], first["dtype"], first["device"]) == (
         "features",
@@ -93,7 +93,7 @@ def test_a_window_attributes_each_value_to_its_line_and_name(window, published):
     )
     (second,) = shapes_at(published, line + 1)
     assert second["name"] == "scaled" and second["text"] == "f32[4, 3]"
-    observers._flush_lines()
+    line_shapes.flush_lines()
     assert len(shapes_at(published, line)) == 1  # unchanged shapes are published once
 
 
@@ -101,7 +101,7 @@ def test_a_module_call_and_the_first_forward_shape_map(window, published):
     model = nn.Sequential(nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 2))
     line = sys._getframe().f_lineno + 1
     out = model(torch.ones(7, 3))  # noqa: F841 - observed
-    observers._flush_lines()
+    line_shapes.flush_lines()
     assert [e["text"] for e in shapes_at(published, line) if e.get("name") == "out"] == ["f32[7, 2]"]
     (shape_map,) = [e for e in published if e["type"] == "shape-map"]
     assert shape_map["model"] == "Sequential" and (shape_map["file"], shape_map["line"]) == (HERE, line)
@@ -136,7 +136,7 @@ def test_a_reduction_that_dropped_a_dim_is_a_finding_wherever_it_is_broadcast_ba
 
 
 def test_a_long_window_keeps_recognising_predictions(window, published, monkeypatch):
-    monkeypatch.setattr(observers, "MAX_PROVENANCE", 16)
+    monkeypatch.setattr(broadcasts, "MAX_PROVENANCE", 16)
     model = nn.Linear(3, 1)
     kept = [torch.ones(4, 3).sum(1) for _ in range(40)]  # live reductions fill the table, more than it holds
     prediction = model(torch.ones(6, 3))
@@ -176,8 +176,8 @@ def test_the_same_tensor_moved_in_two_steps_is_a_device_finding(window, publishe
     for step in (1, 2):
         monkeypatch.setattr(steps, "_step", step)
         moved = batch.to("cpu")  # noqa: F841 - a transfer that belongs before the loop
-    observers._report_transfers()
-    observers._report_transfers()
+    transfers.report_transfers()
+    transfers.report_transfers()
     (finding,) = [e["finding"] for e in published if e["type"] == "finding"]
     assert (finding["kind"], finding["file"], finding["line"]) == ("device", HERE, line)
 
@@ -197,7 +197,7 @@ def test_transfers_inside_a_library_or_of_one_number_are_not_the_users(window, p
         counter.to("cpu")  # one number
         count = counter.cpu()  # noqa: F841
         moved = batch.to("cpu")  # noqa: F841 - the user's own repeated transfer
-    observers._report_transfers()
+    transfers.report_transfers()
     (finding,) = [e["finding"] for e in published if e["type"] == "finding"]
     assert (finding["kind"], finding["line"], finding["details"]["tensors"]) == ("device", line, 1)
 
