@@ -1,7 +1,11 @@
 """Benchmark: the doctor over the realistic suite (tests/programs/realistic/): precision, recall, false alarms on the
 clean scripts, and the doctor's overhead against a plain run. Prints one table and the totals.
 
-    .venv/bin/python benchmarks/bench_doctor_suite.py [--json] [--workers 2] [--timeout 120] [--no-plain] [NAME...]
+    .venv/bin/python benchmarks/bench_doctor_suite.py [--suite realistic|heldout] [--json] [--workers 2]
+        [--timeout 120] [--no-plain] [NAME...]
+
+``--suite heldout`` measures tests/programs/heldout/ instead (programs written apart from the checks, same layout and
+markers; see tests/support/realistic.py).
 
 NAME selects scripts by their ``family/file.py`` id or a prefix of it (``gcn``, ``tabular/bug_``). Per script: the
 markers found and missed, the false alarms (warning and error findings that match no ``# BUG:`` marker), and the
@@ -34,15 +38,15 @@ sys.path.insert(0, os.path.join(ROOT, "pyhelpers"))
 from support import realistic  # noqa: E402
 
 
-def selected(names: list[str]) -> list[realistic.Script]:
-    scripts = realistic.discover()
+def selected(names: list[str], suite: str = realistic.DEFAULT_SUITE) -> list[realistic.Script]:
+    scripts = realistic.discover(realistic.suite_root(suite))
     if not names:
         return scripts
     return [s for s in scripts if any(s.name == n or s.name.startswith(n) for n in names)]
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    scripts = selected(args.names)
+    scripts = selected(args.names, args.suite)
 
     def both(script: realistic.Script) -> tuple[realistic.Run, realistic.Run | None]:
         # back to back in one worker, so that the two runs of a script see the same load on a shared machine
@@ -142,7 +146,7 @@ def print_table(report: dict[str, Any]) -> None:
             print(f"    error       {row['error'][-200:]}")
     t = report["totals"]
     print()
-    print(f"scripts {t['scripts']} ({t['clean_scripts']} clean), markers {t['markers']}")
+    print(f"suite {t['suite']}: scripts {t['scripts']} ({t['clean_scripts']} clean), markers {t['markers']}")
     print(f"recall    {t['found']}/{t['markers']} = {_ratio(t['recall'])}")
     for kind, tally in t["recall_by_kind"].items():
         print(f"  {kind:<40} {tally['found']}/{tally['markers']}")
@@ -160,6 +164,12 @@ def print_table(report: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--suite",
+        choices=sorted(realistic.SUITES),
+        default=realistic.DEFAULT_SUITE,
+        help="which suite of tests/programs/ to measure (default: %(default)s)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document {rows, totals}")
     parser.add_argument("--workers", type=int, default=realistic.DEFAULT_WORKERS)
     parser.add_argument("--timeout", type=float, default=realistic.DEFAULT_TIMEOUT, help="seconds per run")
@@ -167,6 +177,7 @@ def main() -> None:
     parser.add_argument("names", nargs="*", help="family/file.py ids or prefixes (default: the whole suite)")
     args = parser.parse_args()
     report = measure(args)
+    report["totals"]["suite"] = args.suite
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         print()

@@ -2,7 +2,11 @@
 doctor over them and scores what it found. Used by tests/cli/test_realistic_suite.py and
 benchmarks/bench_doctor_suite.py.
 
-Layout: ``tests/programs/realistic/<family>/clean.py`` and ``<family>/bug_<what>.py``; a family may have helper
+Suites (:data:`SUITES`): ``realistic`` (the default) and ``heldout`` (tests/programs/heldout/: programs written apart
+from the doctor's checks, in the manner of public PyTorch examples, to measure it from outside; only the benchmark
+reads it, ``discover()`` without a root stays on the realistic suite). Both have the same layout and markers.
+
+Layout: ``tests/programs/<suite>/<family>/clean.py`` and ``<family>/bug_<what>.py``; a family may have helper
 modules (``trainer.py``, ``engine.py``...) that its scripts import as top-level modules (the doctor, like
 ``python script.py``, puts the script's folder first on ``sys.path``).
 
@@ -40,6 +44,9 @@ from support.paths import PROGRAMS, PYHELPERS, PYTHON
 from tensorsight.core.findings import KINDS
 
 REALISTIC = os.path.join(PROGRAMS, "realistic")
+HELDOUT = os.path.join(PROGRAMS, "heldout")
+SUITES = {"realistic": REALISTIC, "heldout": HELDOUT}
+DEFAULT_SUITE = "realistic"
 COUNTED_SEVERITIES = ("warning", "error")
 DEFAULT_TIMEOUT = 300.0  # seconds per run: generous, the machine running the suite may be busy
 DEFAULT_WORKERS = 2
@@ -161,9 +168,17 @@ def sibling_imports(path: str) -> list[str]:
     return seen
 
 
+def suite_root(suite: str) -> str:
+    """The folder of a named suite (a key of :data:`SUITES`); raises ValueError on another name."""
+    if suite not in SUITES:
+        raise ValueError(f"unknown suite {suite!r}; expected one of {', '.join(SUITES)}")
+    return SUITES[suite]
+
+
 def discover(root: str = REALISTIC) -> list[Script]:
-    """Every ``clean.py`` and ``bug_*.py`` under ``root``, family by family; raises ValueError when a clean script
-    (or a module it imports) carries a marker, or a bug script has none."""
+    """Every ``clean.py`` and ``bug_*.py`` under ``root`` (a suite's folder, see :func:`suite_root`), family by
+    family; raises ValueError when a clean script (or a module it imports) carries a marker, or a bug script has
+    none."""
     scripts = []
     for family in sorted(os.listdir(root)):
         folder = os.path.join(root, family)
