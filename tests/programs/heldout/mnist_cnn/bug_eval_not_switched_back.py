@@ -1,7 +1,7 @@
 """MNIST-like CNN, bug: test() puts the model in eval mode and train() never switches it back to train().
 
-Symptom (plain run): from epoch 2 on dropout is off and batch norm uses running statistics while training: the training
-loss falls to 0.02 where the clean run's is 0.30 (regularization silently gone).
+Symptom (plain run): from epoch 2 on dropout is off and batch norm uses running statistics while training: the
+training loss falls to 0.02 where the clean run's is 0.30 (regularization silently gone).
 """
 
 import argparse
@@ -54,6 +54,7 @@ def main():
     images, labels = make_digits(2400)
     x_train, y_train = images[:2000], labels[:2000]
     x_test, y_test = images[2000:], labels[2000:]
+    print(f"{len(y_train)} training images, {len(y_test)} test images")
     mean, std = x_train.mean(), x_train.std()
     x_train = (x_train - mean) / std
     x_test = (x_test - mean) / std

@@ -58,6 +58,7 @@ def main():
     x_train = x_train[rng.permutation(len(x_train))]
     y_train = y_train[rng.permutation(len(y_train))]  # BUG: training-logic|dynamics labels permuted apart from images
     x_test, y_test = images[2000:], labels[2000:]
+    print(f"{len(y_train)} training images, {len(y_test)} test images")
     mean, std = x_train.mean(), x_train.std()
     x_train = (x_train - mean) / std
     x_test = (x_test - mean) / std

@@ -51,6 +51,7 @@ def main():
     images, labels = make_digits(2400)
     x_train, y_train = images[:2000], labels[:2000]
     x_test, y_test = images[2000:], labels[2000:]
+    print(f"{len(y_train)} training images, {len(y_test)} test images")
     mean, std = x_train.mean(), x_train.std()
     x_train = (x_train - mean) / std
     x_test = (x_test - mean) / std

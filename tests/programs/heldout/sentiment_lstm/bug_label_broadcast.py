@@ -1,6 +1,7 @@
 """Sentiment LSTM, bug: a hand-written BCE gets logits [N] and labels reshaped to [N, 1]; they broadcast to [N, N].
 
-Symptom (plain run): the loss sits at 0.69 (chance) for 6 epochs and validation accuracy near 0.55; the clean run reaches 1.0.
+Symptom (plain run): the loss sits at 0.69 (chance) for 6 epochs and validation accuracy near 0.55; the clean run
+reaches 1.0.
 """
 
 import argparse

@@ -1,7 +1,7 @@
 """Sentiment LSTM, bug: the epoch's loss is summed as tensors (epoch_loss += loss), keeping every batch's graph alive.
 
-Symptom (plain run): the printed loss is right, but each epoch holds the graphs (and LSTM activations) of all its batches
-until it ends; the returned value carries a grad_fn.
+Symptom (plain run): the printed loss is right, but each epoch holds the graphs (and LSTM activations) of all its
+batches until it ends; the returned value carries a grad_fn.
 """
 
 import argparse

@@ -1,6 +1,8 @@
-"""Sentiment LSTM, bug: the optimizer is given only the linear head's parameters; the embedding and the LSTM never learn.
+"""Sentiment LSTM, bug: the optimizer is given only the linear head's parameters; the embedding and the LSTM never
+learn.
 
-Symptom (plain run): the loss creeps from 0.69 to 0.67 and validation accuracy stays near 0.60; the clean run reaches 1.0.
+Symptom (plain run): the loss creeps from 0.69 to 0.67 and validation accuracy stays near 0.60; the clean run reaches
+1.0.
 """
 
 import argparse

@@ -1,7 +1,8 @@
-"""Sentiment LSTM, bug: the model (model_probabilities.py) ends in a sigmoid and the script still uses BCEWithLogitsLoss.
+"""Sentiment LSTM, bug: the model (model_probabilities.py) ends in a sigmoid and the script still uses
+BCEWithLogitsLoss.
 
-Symptom (plain run): the loss floors near 0.50 and validation accuracy stays at 0.55 (the share of positives): probabilities
-thresholded at 0 are always 'positive'; the clean run reaches 1.0.
+Symptom (plain run): the loss floors near 0.50 and validation accuracy stays at 0.55 (the share of positives):
+probabilities thresholded at 0 are always 'positive'; the clean run reaches 1.0.
 """
 
 import argparse

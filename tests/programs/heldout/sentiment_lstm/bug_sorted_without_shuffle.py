@@ -1,7 +1,7 @@
 """Sentiment LSTM, bug: the reviews are grouped by label (negatives, then positives) and the loader does not shuffle.
 
-Symptom (plain run): the first epoch's loss is 0.91 (above chance) and validation accuracy lags far behind the clean run's
-(0.46 after one epoch, 0.89 after six, against 0.83 and 1.0).
+Symptom (plain run): the first epoch's loss is 0.91 (above chance) and validation accuracy lags far behind the clean
+run's (0.46 after one epoch, 0.89 after six, against 0.83 and 1.0).
 """
 
 import argparse

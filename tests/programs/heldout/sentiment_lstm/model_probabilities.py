@@ -1,4 +1,4 @@
-"""The sentiment classifier of bug_sigmoid_before_logits_loss.py: like model.py, but it returns probabilities (sigmoid)."""
+"""The sentiment model of bug_sigmoid_before_logits_loss.py: model.py, but returning probabilities (a sigmoid)."""
 
 import torch
 import torch.nn as nn
