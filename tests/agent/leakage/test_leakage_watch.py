@@ -7,7 +7,7 @@ import textwrap
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Subset, TensorDataset
+from torch.utils.data import DataLoader, Subset, SubsetRandomSampler, TensorDataset
 
 from tensorsight.agent.leakage import watch as leakage_watch
 from tensorsight.agent.runtime import events
@@ -199,6 +199,19 @@ def test_a_test_loader_built_on_the_training_set_is_found_though_test_x_exists(t
     assert "test_x" in finding["message"]
     leakage_watch._checked.clear()
     assert collect([(str(path), {**scope, "test_loader": DataLoader(test_set, batch_size=10)}, None)]) == []
+    # loaders over one dataset that read disjoint rows through their samplers
+    everything = TensorDataset(x, y)
+    samplers = {
+        "dataset": everything,
+        "train_loader": DataLoader(everything, sampler=SubsetRandomSampler(range(0, 80))),
+        "test_loader": DataLoader(everything, sampler=SubsetRandomSampler(range(80, 100))),
+    }
+    leakage_watch._checked.clear()
+    assert collect([(str(path), samplers, None)]) == []
+    samplers["test_loader"] = DataLoader(everything, sampler=SubsetRandomSampler(range(70, 100)))
+    leakage_watch._checked.clear()
+    (overlap,) = collect([(str(path), samplers, None)])
+    assert overlap["details"]["count"] == 10
     # a loader over the split's own data that overlaps the training rows in part: one finding, on that data
     overlapping = TensorDataset(x[60:], y[60:])
     partial = {**scope, "test_x": x[60:], "test_set": overlapping, "test_loader": DataLoader(overlapping)}
@@ -226,13 +239,21 @@ MASK_SCRIPT = textwrap.dedent(
 )
 
 
+class ComputedDict:
+    """A user object whose ``__dict__`` is a property: the watch must not run it."""
+
+    @property
+    def __dict__(self):
+        raise AssertionError("the watch ran a user property")
+
+
 def test_split_masks_stored_on_an_object_are_compared_and_reported_where_assigned(tmp_path):
     path = tmp_path / "graph.py"
     path.write_text(MASK_SCRIPT)
     data = Graph(40)
     data.test_mask = ~data.val_mask
     leakage_watch._checked.clear()
-    (finding,) = collect([(str(path), {"data": data}, None)])
+    (finding,) = collect([(str(path), {"data": data, "odd": ComputedDict()}, None)])
     assert finding["line"] == 2 and finding["details"]["splits"] == ["data.train_mask", "data.test_mask"]
     assert finding["details"]["count"] == 10
     data.test_mask = ~(data.train_mask | data.val_mask)

@@ -197,7 +197,8 @@ def describe(
     """What the checks can use from one split object; None when nothing is readable without running user code.
 
     Understood: tensors, ndarrays, lists, pandas DataFrames/Series, ``(features, labels)`` tuples, torch
-    ``TensorDataset``/``Subset``/``DataLoader``, datasets exposing ``.data``/``.targets`` arrays, and (only with
+    ``TensorDataset``/``Subset``/``DataLoader`` (only the rows its sampler's ``indices`` pick, when it has them),
+    datasets exposing ``.data``/``.targets`` arrays, and (only with
     ``allow_iteration``, since ``__getitem__`` is user code) any sized dataset, up to ``MAX_ITERATED_ITEMS`` items.
     """
     import numpy as np
@@ -209,6 +210,11 @@ def describe(
         return _describe_values(obj, name)
     dataset = static_attribute(obj, "dataset")
     if dataset is not MISSING and has_static(obj, "batch_size") and has_static(obj, "sampler"):  # a DataLoader
+        sampler = static_attribute(obj, "sampler")
+        chosen = static_attribute(sampler, "indices") if sampler is not MISSING else MISSING
+        if chosen is not MISSING and (isinstance(chosen, (list, tuple, range)) or _arraylike(chosen)):
+            # a loader that reads only some of its dataset (``sampler=SubsetRandomSampler(val_idx)``): those rows
+            return _describe_subset(dataset, chosen, name, allow_iteration)
         return describe(dataset, name, allow_iteration=allow_iteration)
     indices = static_attribute(obj, "indices")
     if dataset is not MISSING and indices is not MISSING:  # a Subset

@@ -25,11 +25,20 @@ from __future__ import annotations
 
 import ast
 import atexit
+import inspect
 import linecache
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from types import BuiltinFunctionType, FrameType, FunctionType, MethodType, ModuleType
+from types import (
+    BuiltinFunctionType,
+    FrameType,
+    FunctionType,
+    GetSetDescriptorType,
+    MemberDescriptorType,
+    MethodType,
+    ModuleType,
+)
 from typing import Any
 
 from tensorsight.agent.leakage.splits import (
@@ -208,8 +217,10 @@ def _stored_attributes(value: Any) -> list[tuple[str, Any]]:
     if issubclass(kind, (type, ModuleType, FunctionType, MethodType, BuiltinFunctionType, str, bytes, int, float)):
         return []
     try:
+        if not isinstance(inspect.getattr_static(kind, "__dict__", None), (GetSetDescriptorType, MemberDescriptorType)):
+            return []  # no instance dict, or a class that computes its own ``__dict__``: nothing to read statically
         stored = object.__getattribute__(value, "__dict__")
-    except (AttributeError, TypeError):
+    except Exception:  # noqa: BLE001 - an exotic metaclass or object: nothing read
         return []
     if type(stored) is not dict:
         return []
