@@ -3,8 +3,11 @@
 Called by ``tensorsight.check_data_leakage`` (the toolbox), by the agent's leakage watch (automatic, on the splits a
 script builds) and by the demo, on ``SplitData`` of plain numpy arrays: reading a split out of the user's live objects
 (tensors, DataFrames, datasets) is ``agent.leakage.splits``. The checks:
-- **id overlap**: the same sample id (an id column, index arrays such as ``train_idx``, or the indices of two
-  ``Subset``s of one dataset) in two splits, or the same rows of one array in two splits sliced or indexed out of it;
+- **id overlap**: the same sample id (an id column, index arrays such as ``train_idx``, the positions two boolean
+  masks such as ``train_mask``/``test_mask`` select, or the indices of two ``Subset``s of one dataset) in two splits,
+  or the same rows of one array in two splits sliced or indexed out of it;
+- **evaluation on training data**: a held-out loader or dataset whose samples are, by identity (the same storage,
+  the same dataset's indices), training samples, whatever its name and whatever other held-out arrays exist;
 - **duplicates**: the same sample content in two splits, found by a 64-bit hash per row (numpy row bytes mixed word by
   word; pandas' own row hash for DataFrames) and confirmed byte for byte; a row that is one value repeated (the
   padding rows of a batchified token stream) is no sample and never counts;
@@ -66,7 +69,7 @@ _SPLIT_WORDS = {
 _ROLE_WORDS = {
     "features": {"x", "feat", "feats", "features", "inputs", "input", "images", "imgs", "seqs", "tokens", "texts"},
     "labels": {"y", "label", "labels", "target", "targets", "lbl", "lbls"},
-    "ids": {"id", "ids", "idx", "idxs", "index", "indices", "inds", "keys"},
+    "ids": {"id", "ids", "idx", "idxs", "index", "indices", "inds", "keys", "mask", "masks"},
     "times": {"t", "ts", "time", "times", "timestamp", "timestamps", "date", "dates"},
     "data": {"", "ds", "dataset", "data", "set", "loader", "dl", "df", "frame", "subset", "split", "samples", "dset"},
 }
@@ -115,8 +118,9 @@ class SplitData:
     of objects). ``base``/``indices``: a ``Subset``'s dataset identity and indices into it. ``storage``/
     ``storage_rows``: the identity of the one array (tensor storage, ndarray buffer) the samples are rows of, and
     their row numbers in it, for splits sliced or indexed out of one dataset (``X[:800]`` and ``X[700:]``, a custom
-    ``Dataset`` keeping a range of shared tensors). ``columns``: feature columns by name for the label checks
-    (DataFrames), else ``rows`` columns are used.
+    ``Dataset`` keeping a range of shared tensors). ``ids_from_mask``: the ids are the positions a boolean mask over
+    one set of samples selects (a graph's ``train_mask``/``test_mask``). ``columns``: feature columns by name for the
+    label checks (DataFrames), else ``rows`` columns are used.
     """
 
     name: str
@@ -131,6 +135,7 @@ class SplitData:
     storage: int | None = None
     storage_rows: Any = None
     made_at: tuple[str, int] | None = None  # (file, line) where the split's rows are chosen, when not where it is built
+    ids_from_mask: bool = False  # ``ids`` are the positions a boolean mask selects (``data.test_mask``)
     notes: list[str] = field(default_factory=list)
     total_rows: int | None = None
 
@@ -247,7 +252,8 @@ def _match_keys(keys_a: Any, keys_b: Any) -> tuple[Any, Any]:
 
 @dataclass(frozen=True)
 class LeakageIssue:
-    """One leak: ``check`` is id-overlap, duplicates, label-copy, label-linear, label-predictor or temporal."""
+    """One leak: ``check`` is id-overlap, eval-on-train, duplicates, label-copy, label-linear, label-predictor or
+    temporal."""
 
     check: str
     severity: str
@@ -386,6 +392,15 @@ def check_id_overlap(a: SplitData, b: SplitData) -> LeakageIssue | None:
             a=a.name,
             shown=shown,
         )
+    elif what == "ids" and a.ids_from_mask and b.ids_from_mask:
+        message = t(
+            "{share} of the positions {b} selects are also selected by {a} (e.g. {shown}): the masks overlap, so the "
+            "model is evaluated on samples it was trained on; build {b} from the positions outside {a}",
+            share=_share(count, len(ids_b)),
+            b=b.name,
+            a=a.name,
+            shown=shown,
+        )
     elif what == "ids":
         message = t("{0} {1} ids also appear in {2} (e.g. {3})", _share(count, len(ids_b)), b.name, a.name, shown)
     else:
@@ -400,6 +415,49 @@ def check_id_overlap(a: SplitData, b: SplitData) -> LeakageIssue | None:
         count,
         len(ids_b),
         examples,
+    )
+
+
+def check_reads_training(train: SplitData, reader: SplitData, instead: str | None = None) -> LeakageIssue | None:
+    """A held-out loader or dataset (``reader``) whose samples are training samples by identity, not by name: rows of
+    the same tensor storage or numpy buffer as ``train``, or indices of the same dataset as a ``Subset`` of it (a
+    ``test_loader`` built on ``train_set``). ``instead``: the held-out data the script also has (``test_x``), named
+    in the message. Counted over ``reader``; None when they are not views of one array or dataset, or share no row."""
+    if not positional_overlap(train, reader):
+        return None
+    overlap = check_id_overlap(train, reader)
+    if overlap is None:
+        return None
+    shown = ", ".join(map(str, overlap.examples))
+    if instead:
+        message = t(
+            "{share} of the samples {reader} reads are {train} samples, the same rows in memory (rows {shown}...): "
+            "it is built on the training data, so the model is evaluated on what it trained on, while {instead} "
+            "holds the held-out samples; build {reader} on {instead}",
+            share=_share(overlap.count, overlap.total),
+            reader=reader.name,
+            train=train.name,
+            shown=shown,
+            instead=instead,
+        )
+    else:
+        message = t(
+            "{share} of the samples {reader} reads are {train} samples, the same rows in memory (rows {shown}...): "
+            "it is built on the training data, so the model is evaluated on what it trained on; build {reader} on "
+            "the held-out split",
+            share=_share(overlap.count, overlap.total),
+            reader=reader.name,
+            train=train.name,
+            shown=shown,
+        )
+    return LeakageIssue(
+        "eval-on-train",
+        overlap.severity,
+        message,
+        (train.name, reader.name),
+        overlap.count,
+        overlap.total,
+        overlap.examples,
     )
 
 

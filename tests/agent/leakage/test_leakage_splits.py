@@ -216,3 +216,89 @@ def test_a_dataset_that_chooses_its_rows_itself_is_reported_at_that_line():
     assert (issue.check, issue.count) == ("duplicates", 10)  # two tensors of equal content: found by content
     # a dataset storing what it was given chose nothing itself: the split is made where it is built
     assert describe(_Window(torch.ones(5, 2), torch.ones(5), 0, 5), "w").made_at is None
+
+
+class Windows(torch.utils.data.Dataset):
+    """Stores a per-class table before its samples, under names no list of known names has."""
+
+    def __init__(self, signal, activity, positions):
+        self.class_counts = torch.bincount(activity[positions], minlength=4).float()
+        self._records = signal[positions].clone()
+        self._activity_labels = activity[positions].clone()
+
+    def __len__(self):
+        return len(self._activity_labels)
+
+    def __getitem__(self, index):
+        raise AssertionError("the watch must not call __getitem__")
+
+
+class Unsized(torch.utils.data.Dataset):
+    """No readable __len__: the length most of its arrays share decides which ones are samples."""
+
+    def __init__(self, signal, activity):
+        self.mean = signal.mean(dim=0)
+        self.samples_tensor = signal
+        self.classes_of_rows = activity
+
+    def __len__(self):
+        return int(self.samples_tensor.shape[0]) if self.samples_tensor is not None else 0
+
+
+def test_a_custom_dataset_is_read_by_its_sample_count_not_by_attribute_names():
+    signal = torch.randn(40, 3, 8)
+    activity = torch.arange(40) % 4
+    data = describe(Windows(signal, activity, torch.arange(10, 40)), "test")
+    assert data is not None and data.rows.shape == (30, 3, 8) and data.labels.tolist() == activity[10:].tolist()
+    train = describe(Windows(signal, activity, torch.arange(0, 20)), "train")
+    issue = leakage.check_duplicates(train, data)
+    assert issue is not None and issue.count == 10
+    unsized = describe(Unsized(signal, activity), "other")
+    assert unsized is not None and unsized.rows.shape == (40, 3, 8) and unsized.labels is None
+
+
+def test_a_boolean_mask_stands_for_the_positions_it_selects():
+    train_mask = torch.zeros(20, dtype=torch.bool)
+    train_mask[:8] = True
+    test_mask = ~torch.zeros(20, dtype=torch.bool)
+    train = split_from_parts("data.train_mask", ids=train_mask)
+    test = split_from_parts("data.test_mask", ids=test_mask)
+    assert train.ids.tolist() == list(range(8)) and train.ids_from_mask
+    issue = leakage.check_id_overlap(train, test)
+    assert issue is not None and (issue.count, issue.total) == (8, 20) and "masks overlap" in issue.message
+    disjoint = split_from_parts("data.test_mask", ids=~train_mask)
+    assert leakage.check_id_overlap(train, disjoint) is None
+
+
+def test_a_held_out_loader_reading_training_rows_is_known_by_storage_and_subsets_by_dataset():
+    x = torch.randn(30, 4)
+    train_x, test_x = x[:20], x[20:]
+    train = split_from_parts("train_x", train_x)
+    on_train = split_from_parts("test_loader", DataLoader(TensorDataset(train_x), batch_size=4))
+    issue = leakage.check_reads_training(train, on_train, "test_x")
+    assert issue is not None and issue.check == "eval-on-train" and (issue.count, issue.total) == (20, 20)
+    assert "test_x" in issue.message and issue.severity == "error"
+    on_test = split_from_parts("test_loader", DataLoader(TensorDataset(test_x), batch_size=4))
+    assert leakage.check_reads_training(train, on_test) is None
+    copied = split_from_parts("test_loader", DataLoader(TensorDataset(train_x.clone()), batch_size=4))
+    assert leakage.check_reads_training(train, copied) is None  # another array: the content checks' business
+    base = TensorDataset(x)
+    subset_train = split_from_parts("train_set", Subset(base, list(range(0, 20))))
+    subset_loader = split_from_parts("val_loader", DataLoader(Subset(base, list(range(0, 20)))))
+    found = leakage.check_reads_training(subset_train, subset_loader)
+    assert found is not None and found.count == 20
+    rows = np.arange(60.0).reshape(30, 2)
+    assert leakage.check_reads_training(split_from_parts("a", rows[:20]), split_from_parts("b", rows[5:10])).count == 5
+
+
+class GivenRows(torch.utils.data.Dataset):
+    def __init__(self, features, rows):
+        self.features = features[rows]
+
+    def __len__(self):
+        return len(self.features)
+
+
+def test_rows_given_by_the_caller_are_chosen_where_the_dataset_is_built():
+    data = describe(GivenRows(torch.randn(10, 2), torch.arange(5)), "test")
+    assert data is not None and data.made_at is None

@@ -7,7 +7,7 @@ import textwrap
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Subset, TensorDataset
+from torch.utils.data import DataLoader, Subset, SubsetRandomSampler, TensorDataset
 
 from tensorsight.agent.leakage import watch as leakage_watch
 from tensorsight.agent.runtime import events
@@ -164,3 +164,98 @@ def test_a_held_out_split_sliced_from_the_array_an_unnamed_training_split_also_c
     clean = {**scope, "input": data[5:, :-1], "target": data[5:, 1:]}
     leakage_watch._checked.clear()
     assert collect([(str(path), clean, None)]) == []
+
+
+LOADER_SCRIPT = textwrap.dedent(
+    """\
+    x, y = make()
+    train_x, train_y = x[:80], y[:80]
+    test_x, test_y = x[80:], y[80:]
+    train_set = TensorDataset(train_x, train_y)
+    test_set = TensorDataset(test_x, test_y)
+    test_loader = DataLoader(train_set, batch_size=10)
+    """
+)
+
+
+def test_a_test_loader_built_on_the_training_set_is_found_though_test_x_exists(tmp_path):
+    path = tmp_path / "loaders.py"
+    path.write_text(LOADER_SCRIPT)
+    x, y = torch.randn(100, 3), torch.arange(100) % 2
+    train_set = TensorDataset(x[:80], y[:80])
+    test_set = TensorDataset(x[80:], y[80:])
+    scope = {
+        "train_x": x[:80],
+        "train_y": y[:80],
+        "test_x": x[80:],
+        "test_y": y[80:],
+        "train_set": train_set,
+        "test_set": test_set,
+        "test_loader": DataLoader(train_set, batch_size=10),
+    }
+    leakage_watch._checked.clear()
+    (finding,) = collect([(str(path), scope, None)])
+    assert (finding["line"], finding["details"]["check"], finding["details"]["count"]) == (6, "eval-on-train", 80)
+    assert "test_x" in finding["message"]
+    leakage_watch._checked.clear()
+    assert collect([(str(path), {**scope, "test_loader": DataLoader(test_set, batch_size=10)}, None)]) == []
+    # loaders over one dataset that read disjoint rows through their samplers
+    everything = TensorDataset(x, y)
+    samplers = {
+        "dataset": everything,
+        "train_loader": DataLoader(everything, sampler=SubsetRandomSampler(range(0, 80))),
+        "test_loader": DataLoader(everything, sampler=SubsetRandomSampler(range(80, 100))),
+    }
+    leakage_watch._checked.clear()
+    assert collect([(str(path), samplers, None)]) == []
+    samplers["test_loader"] = DataLoader(everything, sampler=SubsetRandomSampler(range(70, 100)))
+    leakage_watch._checked.clear()
+    (overlap,) = collect([(str(path), samplers, None)])
+    assert overlap["details"]["count"] == 10
+    # a loader over the split's own data that overlaps the training rows in part: one finding, on that data
+    overlapping = TensorDataset(x[60:], y[60:])
+    partial = {**scope, "test_x": x[60:], "test_set": overlapping, "test_loader": DataLoader(overlapping)}
+    leakage_watch._checked.clear()
+    (finding,) = collect([(str(path), partial, None)])
+    assert (finding["line"], finding["details"]["check"]) == (3, "id-overlap")
+
+
+class Graph:
+    """Splits kept as attributes of one object, as graph libraries keep their masks."""
+
+    def __init__(self, nodes):
+        self.x = torch.randn(nodes, 4)
+        self.train_mask = torch.zeros(nodes, dtype=torch.bool)
+        self.train_mask[:10] = True
+        self.val_mask = torch.zeros(nodes, dtype=torch.bool)
+        self.val_mask[10:20] = True
+
+
+MASK_SCRIPT = textwrap.dedent(
+    """\
+    data = load()
+    data.test_mask = ~data.val_mask
+    """
+)
+
+
+class ComputedDict:
+    """A user object whose ``__dict__`` is a property: the watch must not run it."""
+
+    @property
+    def __dict__(self):
+        raise AssertionError("the watch ran a user property")
+
+
+def test_split_masks_stored_on_an_object_are_compared_and_reported_where_assigned(tmp_path):
+    path = tmp_path / "graph.py"
+    path.write_text(MASK_SCRIPT)
+    data = Graph(40)
+    data.test_mask = ~data.val_mask
+    leakage_watch._checked.clear()
+    (finding,) = collect([(str(path), {"data": data, "odd": ComputedDict()}, None)])
+    assert finding["line"] == 2 and finding["details"]["splits"] == ["data.train_mask", "data.test_mask"]
+    assert finding["details"]["count"] == 10
+    data.test_mask = ~(data.train_mask | data.val_mask)
+    leakage_watch._checked.clear()
+    assert collect([(str(path), {"data": data}, None)]) == []

@@ -197,7 +197,8 @@ def describe(
     """What the checks can use from one split object; None when nothing is readable without running user code.
 
     Understood: tensors, ndarrays, lists, pandas DataFrames/Series, ``(features, labels)`` tuples, torch
-    ``TensorDataset``/``Subset``/``DataLoader``, datasets exposing ``.data``/``.targets`` arrays, and (only with
+    ``TensorDataset``/``Subset``/``DataLoader`` (only the rows its sampler's ``indices`` pick, when it has them),
+    datasets exposing ``.data``/``.targets`` arrays, and (only with
     ``allow_iteration``, since ``__getitem__`` is user code) any sized dataset, up to ``MAX_ITERATED_ITEMS`` items.
     """
     import numpy as np
@@ -209,6 +210,11 @@ def describe(
         return _describe_values(obj, name)
     dataset = static_attribute(obj, "dataset")
     if dataset is not MISSING and has_static(obj, "batch_size") and has_static(obj, "sampler"):  # a DataLoader
+        sampler = static_attribute(obj, "sampler")
+        chosen = static_attribute(sampler, "indices") if sampler is not MISSING else MISSING
+        if chosen is not MISSING and (isinstance(chosen, (list, tuple, range)) or _arraylike(chosen)):
+            # a loader that reads only some of its dataset (``sampler=SubsetRandomSampler(val_idx)``): those rows
+            return _describe_subset(dataset, chosen, name, allow_iteration)
         return describe(dataset, name, allow_iteration=allow_iteration)
     indices = static_attribute(obj, "indices")
     if dataset is not MISSING and indices is not MISSING:  # a Subset
@@ -262,8 +268,10 @@ def _describe_wrapper(obj: Any, name: str) -> SplitData | None:
     arrays = [(key, value) for key, value in list(stored.items())[:64] if _arraylike(value) and np.ndim(value) >= 1]
     if not arrays:
         return None
-    features_name, features = arrays[0]
-    count = len(features)
+    count = _sample_count(type(obj), arrays)
+    same_length = [(key, value) for key, value in arrays if len(value) == count]
+    # the samples: the widest array of one row per sample (windows or images before their class ids)
+    features_name, features = max(same_length, key=lambda item: _row_size(item[1]))
     window: Any = None
     ints = {_range_name(k): v for k, v in stored.items() if type(v) is int}
     for first, last in _RANGE_NAMES:
@@ -285,12 +293,84 @@ def _describe_wrapper(obj: Any, name: str) -> SplitData | None:
         split.storage, split.storage_rows = found[0], found[1] if window is None else found[1][window]
     if window is None:
         split.made_at = rows_chosen_in_class(type(obj), features_name)
-    others = [value for key, value in arrays[1:] if len(value) == count and key.lower() in _LABEL_NAMES]
+    others = [value for key, value in same_length if key != features_name and _label_name(key)]
     if others:
         labels = to_array(others[0])
         if labels is not None:
             split.labels = labels if window is None else labels[window]
     return split
+
+
+def _row_size(value: Any) -> int:
+    shape = tuple(value.shape)
+    size = 1
+    for extent in shape[1:]:
+        size *= int(extent)
+    return size if len(shape) > 1 else 0
+
+
+def _label_name(key: str) -> bool:
+    """``labels``, ``_targets``, ``y_true``, ``class_labels``: an attribute name with a label word among its words."""
+    return any(word in _LABEL_NAMES for word in key.lower().split("_") if word)
+
+
+def _sample_count(kind: type, arrays: list[tuple[str, Any]]) -> int:
+    """How many samples a custom ``Dataset`` holds, told without calling its ``__len__``: the length of the attribute
+    its ``__len__`` returns the length of (``len(self._records)``, ``self.samples.shape[0]``), read from the source;
+    else the first dimension most of its arrays share (the larger one on a tie). Arrays of another length are
+    statistics or lookup tables (class counts, a mean per channel), not samples."""
+    lengths = {key: len(value) for key, value in arrays}
+    named = _length_attribute(kind)
+    if named in lengths:
+        return lengths[named]
+    votes: dict[int, int] = {}
+    for length in lengths.values():
+        votes[length] = votes.get(length, 0) + 1
+    return max(votes, key=lambda length: (votes[length], length))
+
+
+def _length_attribute(kind: type) -> str | None:
+    """The attribute whose length a user ``__len__`` returns, read from its source with ``ast`` (never called):
+    ``return len(self.X)``, ``return self.X.shape[0]``, ``return self.X.size(0)``; None for anything else."""
+    import ast
+    import linecache
+    import textwrap
+
+    function = inspect.getattr_static(kind, "__len__", None)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None
+    lines = linecache.getlines(code.co_filename)
+    first = code.co_firstlineno - 1
+    if not 0 <= first < len(lines):
+        return None
+    block = [lines[first]]
+    indent = len(lines[first]) - len(lines[first].lstrip())
+    for line in lines[first + 1 : first + 40]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        block.append(line)
+    try:
+        tree = ast.parse(textwrap.dedent("".join(block)))
+    except (SyntaxError, ValueError):
+        return None
+    node = tree.body[0] if tree.body else None
+    if not isinstance(node, ast.FunctionDef) or not node.args.args or len(node.body) != 1:
+        return None
+    own, statement = node.args.args[0].arg, node.body[0]
+    if not isinstance(statement, ast.Return) or statement.value is None:
+        return None
+    value = statement.value
+    target: ast.AST | None = None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "len" and value.args:
+        target = value.args[0]  # len(self.X)
+    elif isinstance(value, ast.Subscript) and isinstance(value.value, ast.Attribute) and value.value.attr == "shape":
+        target = value.value.value  # self.X.shape[0]
+    elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size":
+        target = value.func.value  # self.X.size(0)
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == own:
+        return target.attr
+    return None
 
 
 def rows_chosen_in_class(kind: type, attribute: str) -> tuple[str, int] | None:
@@ -325,6 +405,8 @@ def rows_chosen_in_class(kind: type, attribute: str) -> tuple[str, int] | None:
     if function is None or not function.args.args:
         return None
     own = function.args.args[0].arg
+    arguments = function.args
+    parameters = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
     assigned: dict[str, int] = {}
     for node in ast.walk(function):
         if isinstance(node, ast.Assign):
@@ -340,6 +422,8 @@ def rows_chosen_in_class(kind: type, attribute: str) -> tuple[str, int] | None:
         ):
             continue
         index = node.value.slice
+        if isinstance(index, ast.Name) and index.id in parameters and index.id not in assigned:
+            return None  # rows given by the caller (``Windows(signal, order[:n])``): chosen where the object is built
         line = assigned.get(index.id, node.lineno) if isinstance(index, ast.Name) else node.lineno
         return os.path.abspath(filename), line
     return None
@@ -425,7 +509,10 @@ def split_from_parts(
     id_column: str | None = None,
     time_column: str | None = None,
 ) -> SplitData:
-    """Assemble one split from a data object and optional separate labels/ids/timestamps."""
+    """Assemble one split from a data object and optional separate labels/ids/timestamps (a boolean mask as ids
+    stands for the positions it selects)."""
+    import numpy as np
+
     split = None
     if data is not None:
         split = describe(
@@ -438,6 +525,11 @@ def split_from_parts(
     for attr, value in (("labels", labels), ("ids", ids), ("times", times)):
         if value is not None:
             array = to_array(value)
-            if array is not None:
-                setattr(split, attr, array.reshape(len(array), -1)[:, 0] if array.ndim > 1 else array)
+            if array is None or array.ndim == 0:
+                continue
+            if attr == "ids" and array.ndim == 1 and array.dtype.kind == "b":
+                # a boolean mask over one set of samples (``data.train_mask``): the positions it selects are its ids
+                array = np.flatnonzero(array)
+                split.ids_from_mask = True
+            setattr(split, attr, array.reshape(len(array), -1)[:, 0] if array.ndim > 1 else array)
     return split

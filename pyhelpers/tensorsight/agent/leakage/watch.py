@@ -13,18 +13,32 @@ their stored attributes), runs ``core.leakage.check_splits`` within ``leakageBud
 publishes each issue as a ``leakage`` finding at the line that builds the split (or, for a custom ``Dataset`` that
 picks its rows in ``__init__``, the line that picks them). A held-out split with no training split named beside it
 is compared with the other views of its array in the same scope (``input = data[3:]`` next to
-``test_input = data[:5]``). Objects already checked are not checked again.
+``test_input = data[:5]``). Splits kept as attributes of one object (a graph's ``data.train_mask``/``data.test_mask``,
+boolean masks standing for the positions they select) are found among the attributes of the scopes' objects and
+reported where the attribute is assigned. What the evaluation reads is decided by identity, not by name: every
+held-out loader or dataset is compared with the training values by storage (rows of the same tensor or buffer) and
+by dataset (``Subset`` indices), so ``test_loader = DataLoader(train_set)`` is found even when a ``test_x`` exists
+and would be the split's data by name. Objects already checked are not checked again.
 """
 
 from __future__ import annotations
 
 import ast
 import atexit
+import inspect
 import linecache
 import os
 import sys
 from collections.abc import Iterable, Mapping
-from types import FrameType, ModuleType
+from types import (
+    BuiltinFunctionType,
+    FrameType,
+    FunctionType,
+    GetSetDescriptorType,
+    MemberDescriptorType,
+    MethodType,
+    ModuleType,
+)
 from typing import Any
 
 from tensorsight.agent.leakage.splits import (
@@ -45,6 +59,10 @@ from tensorsight.core.protocol import option_default
 
 DEFAULT_BUDGET_SECONDS: float = option_default("leakageBudgetSeconds")
 MAX_NAMES_PER_SCOPE = 2000
+MAX_HOLDERS_PER_SCOPE = 200  # objects per scope whose attributes are read for splits (``data.test_mask``)
+MAX_ATTRIBUTES = 64
+MAX_TRAINING_VALUES = 16  # training values, and held-out loaders/datasets, compared by identity (_held_out_readers)
+MAX_READERS = 16
 MIN_ROWS = 2
 
 _namespaces: list[tuple[str, dict[str, Any]]] = []  # (file, module globals) of user modules seen importing
@@ -157,11 +175,18 @@ def collect_splits(
     found: dict[str, dict[str, tuple[str, Any, str]]] = {}
     subsets: list[tuple[str, Any, str]] = []
     seen_ids: set[int] = set()
+    scopes = list(scopes)
+    files = [file for file, _, _ in scopes]
     for file, scope, _ in scopes:
+        holders: list[tuple[str, Any]] = []
         for i, (name, value) in enumerate(list(scope.items())):
             if i >= MAX_NAMES_PER_SCOPE:
                 break
-            if name.startswith("__") or not _candidate_value(value):
+            if name.startswith("__"):
+                continue
+            if not _candidate_value(value):
+                if not name.startswith("_") and len(holders) < MAX_HOLDERS_PER_SCOPE and _stored_attributes(value):
+                    holders.append((name, value))
                 continue
             role = split_role(name)
             if role is not None:
@@ -172,7 +197,34 @@ def collect_splits(
             if _is_subset(value) and id(value) not in seen_ids:
                 seen_ids.add(id(value))
                 subsets.append((name, value, file))
+        # splits kept as attributes of one object (a graph's ``data.train_mask``/``data.test_mask``): below the
+        # scope's own names, and pointed at the file that assigns the attribute
+        for owner, holder in holders:
+            for attribute, value in _stored_attributes(holder):
+                role = split_role(attribute)
+                if role is None or not _candidate_value(value):
+                    continue
+                name = f"{owner}.{attribute}"
+                where = next((f for f in [file, *files] if _lines_assigning(f, name)), file)
+                found.setdefault(role[0], {}).setdefault(role[1], (name, value, where))
     return found, subsets
+
+
+def _stored_attributes(value: Any) -> list[tuple[str, Any]]:
+    """The plain instance attributes of a user object (its ``__dict__``, read without running its code), at most
+    ``MAX_ATTRIBUTES``; empty for modules, classes, functions, containers and objects without a plain ``__dict__``."""
+    kind = type(value)
+    if issubclass(kind, (type, ModuleType, FunctionType, MethodType, BuiltinFunctionType, str, bytes, int, float)):
+        return []
+    try:
+        if not isinstance(inspect.getattr_static(kind, "__dict__", None), (GetSetDescriptorType, MemberDescriptorType)):
+            return []  # no instance dict, or a class that computes its own ``__dict__``: nothing to read statically
+        stored = object.__getattribute__(value, "__dict__")
+    except Exception:  # noqa: BLE001 - an exotic metaclass or object: nothing read
+        return []
+    if type(stored) is not dict:
+        return []
+    return [(k, v) for k, v in list(stored.items())[:MAX_ATTRIBUTES] if type(k) is str and not k.startswith("_")]
 
 
 def _data_priority(value: Any) -> int:
@@ -225,6 +277,10 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
             keys.add(key)
             origin.setdefault(partner.name, (partner.name, origin[held_out.name][1]))
             extra.append((partner, held_out))
+    readers = _held_out_readers(scopes, roles, splits)
+    for _, reader_name, value, file, _ in readers:
+        keys.add(("reader", reader_name, id(value)))
+        origin.setdefault(reader_name, (reader_name, file))
     named = {key[2] for key in keys}
     # Subsets of one dataset that the names did not reveal (``a, b = random_split(ds, ...)``): index overlap only.
     by_base: dict[int, list[tuple[str, Any, str]]] = {}
@@ -250,9 +306,12 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
     for data in splits.values():
         if data.made_at is not None:  # rows chosen inside a custom Dataset class: the finding goes there
             origin[data.name] = (data.name, data.made_at[0], data.made_at[1])
+    read_training = [issue for *_, issue in readers]
+    findings.extend(_to_findings(read_training, origin))
     if splits:
         report = leakage.check_splits(splits, budget_seconds=_budget)
-        findings.extend(_to_findings(report.issues, origin))
+        reported = {issue.splits[-1] for issue in read_training}  # said already, as an evaluation on training data
+        findings.extend(_to_findings([i for i in report.issues if i.splits[-1] not in reported], origin))
         for note in report.notes:
             report_once(f"leakage-note-{note}", f"leakage check: {note}")
     for a, b in extra:
@@ -262,6 +321,79 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
     for finding in findings:
         events.emit_finding(finding)
     return findings
+
+
+def _held_out_readers(
+    scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None]],
+    roles: Mapping[str, Mapping[str, tuple[str, Any, str]]],
+    splits: Mapping[str, Any],
+) -> list[tuple[str, str, Any, str, Any]]:
+    """Held-out loaders and datasets that read training samples, told by identity rather than by name.
+
+    A script may hold several values named for one held-out split (``test_x`` and ``test_loader``); the checks
+    compare the most direct one (``test_x``), but the evaluation reads the loader. Every held-out loader or dataset
+    whose samples are rows of the same storage as a training value, or indices of the same dataset as a training
+    ``Subset`` (``test_loader = DataLoader(train_set)``), is an evaluation on training data. Returns
+    ``(split, name, value, file, issue)`` for each such reader.
+    """
+    from tensorsight.core.leakage import check_reads_training, split_role
+
+    training: list[tuple[str, Any]] = []
+    held_out: list[tuple[str, str, Any, str]] = []
+    seen: set[int] = set()
+    for file, scope, _ in scopes:
+        for i, (name, value) in enumerate(list(scope.items())):
+            if i >= MAX_NAMES_PER_SCOPE:
+                break
+            if name.startswith("__") or id(value) in seen or not _candidate_value(value):
+                continue
+            role = split_role(name)
+            if role is None or role[1] not in ("features", "data"):
+                continue
+            seen.add(id(value))
+            if role[0] == "train":
+                training.append((name, value))
+            elif role[0] in ("val", "test") and not _is_array(value) and not isinstance(value, (list, tuple)):
+                held_out.append((role[0], name, value, file))
+    if not training or not held_out:
+        return []
+    described: list[Any] = []
+    for name, value in training[:MAX_TRAINING_VALUES]:
+        data = split_from_parts(name, value)
+        if data.storage is not None or data.base is not None:
+            described.append(data)
+    found = []
+    for split, name, value, file in held_out[:MAX_READERS]:
+        reader = split_from_parts(name, value)
+        if reader.storage is None and reader.base is None:
+            continue
+        main = roles.get(split, {}).get("features") or roles.get(split, {}).get("data")
+        held = splits.get(split)
+        instead = None
+        if main is not None and main[1] is not value and held is not None:
+            if _same_positions(held, reader):
+                continue  # a loader over the split's own data: the pair checks compare that data already
+            if all(check_reads_training(train, held) is None for train in described):
+                instead = main[0]  # the split's own data is held out: name it as what the reader should read
+        for train in described:
+            issue = check_reads_training(train, reader, instead)
+            if issue is not None and issue.count == issue.total:
+                # only training samples: an evaluation on the training data (a reader that overlaps the training
+                # data in part is an overlap of ranges, which the pair checks report on the split's own data)
+                found.append((split, name, value, file, issue))
+                break
+    return found
+
+
+def _same_positions(a: Any, b: Any) -> bool:
+    """Whether two ``SplitData`` are the same rows of one array or the same indices of one dataset."""
+    import numpy as np
+
+    if a.storage is not None and a.storage == b.storage and a.storage_rows is not None and b.storage_rows is not None:
+        return bool(np.array_equal(a.storage_rows, b.storage_rows))
+    if a.base is not None and a.base == b.base and a.indices is not None and b.indices is not None:
+        return bool(np.array_equal(a.indices, b.indices))
+    return False
 
 
 def _unnamed_training_rows(
@@ -364,10 +496,20 @@ def _assigned_names(node: ast.AST) -> Iterable[str]:
         for sub in ast.walk(target):
             if isinstance(sub, ast.Name):
                 yield sub.id
+            elif isinstance(sub, ast.Attribute):
+                yield "." + sub.attr  # ``data.test_mask = ...``: found for any owner of the attribute
 
 
 def assignment_line(file: str, name: str) -> int:
-    """The first line of ``file`` that assigns ``name`` (1 when it cannot be found)."""
+    """The first line of ``file`` that assigns ``name`` (1 when it cannot be found); for ``owner.attribute``, the
+    first line that assigns that attribute."""
+    lines = _lines_assigning(file, name)
+    return min(lines) if lines else 1
+
+
+def _lines_assigning(file: str, name: str) -> list[int]:
+    if "." in name:
+        name = "." + name.rsplit(".", 1)[1]
     table = _assignments.get(file)
     if table is None:
         table = {}
@@ -383,5 +525,4 @@ def assignment_line(file: str, name: str) -> int:
                 for assigned in _assigned_names(node):
                     table.setdefault(assigned, []).append(lineno)
         _assignments[file] = table
-    lines = table.get(name)
-    return min(lines) if lines else 1
+    return table.get(name, [])
