@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from tensorsight.agent.display.viewer import MAX_SIDE, NAN, NEGINF, POSINF, view, view_json
+from tensorsight.agent.display.viewer import MAX_SIDE, NAN, NEGINF, POSINF, SAMPLE_ELEMENTS, view, view_json
 
 
 def test_counts_are_exact_over_the_whole_tensor_not_the_downsample() -> None:
@@ -91,3 +91,64 @@ def test_a_good_guest_writes_nothing_and_builds_no_graph() -> None:
     payload = view(y)
     assert y._version == version and torch.equal(torch.get_rng_state(), rng)
     assert payload["kind"] == "heatmap" and y.grad_fn is not None and x.grad is None
+
+
+def test_past_the_threshold_the_histogram_is_sampled_and_the_counts_stay_exact() -> None:
+    x = torch.rand(5_000_000) + 1.0
+    x[[1, 2_000_001, 4_999_999]] = float("nan")
+    x[17] = float("-inf")
+    x[1_000:1_010] = 0.0
+    payload = view(x)
+    hist = payload["histogram"]
+    assert payload["counts"] == {"nan": 3, "posinf": 0, "neginf": 1, "zero": 10, "finite": 5_000_000 - 4}
+    assert hist["sampled"] is True and 0 < hist["sample_size"] <= 2 * SAMPLE_ELEMENTS
+    assert sum(hist["counts"]) * hist["scale"] == pytest.approx(payload["counts"]["finite"])
+    assert payload["countsExact"] is True and "partial" not in payload
+    assert view(x)["histogram"] == hist  # deterministic: no RNG
+
+
+def test_small_tensors_bin_every_value() -> None:
+    payload = view(torch.arange(100.0))
+    assert "sampled" not in payload["histogram"] and sum(payload["histogram"]["counts"]) == 100
+
+
+@pytest.mark.parametrize("library", ["torch", "numpy"])
+def test_ragged_blocks_mark_every_kind_and_average_the_rest(library: str) -> None:
+    a = np.arange(1000 * 777, dtype=np.float32).reshape(1000, 777) % 7
+    a[999, 776] = np.nan  # the ragged corner block
+    a[0, 776] = np.inf  # the ragged last column
+    a[999, 0] = -np.inf  # the ragged last row
+    a[500, 1:3] = [np.inf, -np.inf]  # both infinities: the block sum is NaN, the mark +Inf
+    a[300, 300] = 3e38  # a finite block whose float32 sum overflows
+    a[300, 301] = 3e38
+    value = a if library == "numpy" else torch.from_numpy(a)
+    heat = view(value)["heatmap"]
+    marks = np.array(heat["marks"])
+    br, bc = heat["blockRows"], heat["blockCols"]
+    assert marks[-1, -1] == NAN and marks[0, -1] == POSINF and marks[-1, 0] == NEGINF
+    assert marks[500 // br, 1 // bc] == POSINF
+    assert (marks != 0).sum() == 4
+    cell = heat["values"][300 // br][300 // bc]
+    block = a[300 // br * br : (300 // br + 1) * br, 300 // bc * bc : (300 // bc + 1) * bc].astype(np.float64)
+    assert cell == pytest.approx(block.mean())
+    assert heat["values"][1][1] == pytest.approx(a[br : 2 * br, bc : 2 * bc].astype(np.float64).mean(), rel=1e-5)
+
+
+@pytest.mark.parametrize("library", ["torch", "numpy"])
+def test_line_buckets_with_nan_keep_the_range_of_their_finite_values(library: str) -> None:
+    a = np.linspace(-1.0, 1.0, 10_001)
+    a[5_000] = np.nan
+    a[10_000] = np.inf  # the ragged last bucket
+    value = a if library == "numpy" else torch.from_numpy(a)
+    line = view(value)["line"]
+    k = line["bucket"]
+    i = 5_000 // k
+    assert line["marks"][i] == NAN and line["marks"][-1] == POSINF and line["marks"].count(0) == line["points"] - 2
+    bucket = a[i * k : (i + 1) * k]
+    assert line["max"][i] == np.nanmax(bucket) and line["min"][i] == np.nanmin(bucket)
+
+
+def test_an_all_nan_tensor_is_marked_everywhere() -> None:
+    heat = view(torch.full((600, 600), float("nan")))["heatmap"]
+    assert {m for row in heat["marks"] for m in row} == {NAN}
+    assert all(v is None for row in heat["values"] for v in row)
