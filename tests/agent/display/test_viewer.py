@@ -152,3 +152,42 @@ def test_an_all_nan_tensor_is_marked_everywhere() -> None:
     heat = view(torch.full((600, 600), float("nan")))["heatmap"]
     assert {m for row in heat["marks"] for m in row} == {NAN}
     assert all(v is None for row in heat["values"] for v in row)
+
+
+def test_a_spent_budget_answers_the_exact_counts_as_a_partial_view() -> None:
+    x = torch.randn(300, 400)
+    x[1, 2] = float("nan")
+    payload = view(x, budget_s=0)
+    assert payload["partial"] is True and payload["partialReason"] and payload["kind"] == "message"
+    assert payload["counts"]["nan"] == 1 and payload["stats"]["max"] is not None
+    json.dumps(payload, allow_nan=False)
+    assert json.loads(view_json(x, budget_s=0))["partial"] is True
+    assert view(x, budget_s="soon")["kind"] == "message"  # type: ignore[arg-type]  # a message, never a raise
+
+
+def test_an_image_batch_cut_short_by_the_budget_shows_the_images_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tensorsight.agent.display import viewer
+
+    looks = iter([False, False, True])  # after the counts, the histogram, then the first group of images
+    monkeypatch.setattr(viewer._Clock, "spent", lambda self: next(looks, True))
+    payload = view(torch.rand(20, 3, 32, 32))
+    assert payload["kind"] == "image" and payload["partial"] is True
+    assert payload["image"]["shown"] == viewer.IMAGES_PER_POOL and payload["image"]["count"] == 20
+
+
+@pytest.mark.parametrize("shape", [(100_000,), (1000, 1000)])
+def test_a_picture_cut_short_keeps_its_marks_and_says_so(
+    shape: tuple[int, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tensorsight.agent.display import viewer
+
+    x = torch.randn(*shape)
+    x.view(-1)[5_000] = float("nan")
+    x.view(-1)[50_000] = float("inf")
+    looks = iter([False, False])  # after the counts and the histogram, the budget is gone
+    monkeypatch.setattr(viewer._Clock, "spent", lambda self: next(looks, True))
+    payload = view(x)
+    assert payload["partial"] is True and "budget" in payload["partialReason"]
+    marks = np.array(payload["line"]["marks"] if len(shape) == 1 else payload["heatmap"]["marks"]).reshape(-1)
+    assert sorted(int(m) for m in marks[marks != 0]) == sorted([NAN, POSINF])
+    json.dumps(payload, allow_nan=False)

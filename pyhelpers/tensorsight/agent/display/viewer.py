@@ -90,6 +90,7 @@ class _Clock:
 
     def __init__(self, budget_s: float) -> None:
         self.deadline = time.perf_counter() + max(0.0, float(budget_s))
+        self.cut: str | None = None  # what a picture left undone when the budget ran out (said as ``partialReason``)
 
     def spent(self) -> bool:
         return time.perf_counter() >= self.deadline
@@ -126,6 +127,9 @@ class _NumpyOps:
 
     def small(self, values: Any, like: Any) -> Any:
         return self.np.asarray(values, dtype=self.np.float64)
+
+    def index(self, positions: list[int], like: Any) -> Any:
+        return self.np.asarray(positions, dtype=self.np.int64)
 
     def histogram(self, values: Any, low: float, high: float, bins: int) -> list[int]:
         """Counts of the finite values in [low, high] (NaN and ±Inf fall outside any range: not counted)."""
@@ -179,6 +183,9 @@ class _TorchOps:
 
     def small(self, values: Any, like: Any) -> Any:
         return self.torch.tensor(values, dtype=self.torch.float64, device=like.device)
+
+    def index(self, positions: list[int], like: Any) -> Any:
+        return self.torch.tensor(positions, dtype=self.torch.long, device=like.device)
 
     def histogram(self, values: Any, low: float, high: float, bins: int) -> list[int]:
         """Counts of the finite values in [low, high] (``histc`` leaves NaN and ±Inf out: no filtering copy)."""
@@ -251,26 +258,32 @@ def _view(ops: Any, x: Any, index: list[int], normalize: str, clock: _Clock) -> 
         return payload
     if len(shape) == 1:
         payload["kind"] = "line"
-        payload["line"] = _line(ops, ops.as_float(x))
-        return payload
+        payload["line"] = _line(ops, ops.as_float(x), clock)
+        return _cut(payload, clock)
     image = _image_layout(shape)
     if image and not index:
         payload["kind"] = "image"
         payload["image"] = _images(ops, x, image, normalize, clock)
         if payload["image"]["shown"] < min(payload["image"]["count"], MAX_IMAGES):
-            payload["partial"] = True
-            payload["partialReason"] = "the time budget ran out before every image was drawn"
-        return payload
+            clock.cut = "the time budget ran out before every image was drawn"
+        return _cut(payload, clock)
     plane, picked = _plane(x, shape, index)
     payload["kind"] = "heatmap"
     payload["slice"] = picked
-    payload["heatmap"] = _pool(ops, ops.as_float(plane), MAX_SIDE, MAX_SIDE)[0]
-    return payload
+    payload["heatmap"] = _pool(ops, ops.as_float(plane), MAX_SIDE, MAX_SIDE, clock)[0]
+    return _cut(payload, clock)
 
 
 def _partial(payload: dict[str, Any], reason: str) -> dict[str, Any]:
     """What is done when the budget ran out: the figures (and histogram, if made), no picture."""
     payload.update(kind="message", message=f"partial view: {reason}", partial=True, partialReason=reason)
+    return payload
+
+
+def _cut(payload: dict[str, Any], clock: _Clock) -> dict[str, Any]:
+    """A picture drawn in part (``clock.cut``) is still shown, marked ``partial`` with the reason."""
+    if clock.cut:
+        payload.update(partial=True, partialReason=clock.cut)
     return payload
 
 
@@ -331,10 +344,12 @@ def _blocks(ops: Any, t: Any, kr: int, kc: int, how: str) -> Any:
     return ops.cat([ops.cat(part, -1) for part in (top, bottom) if part], -2)
 
 
-def _pool(ops: Any, planes: Any, max_rows: int, max_cols: int) -> list[dict[str, Any]]:
+def _pool(ops: Any, planes: Any, max_rows: int, max_cols: int, clock: _Clock) -> list[dict[str, Any]]:
     """Block pooling of float planes (..., rows, cols): the mean of each block, from one ``sum`` pass; a block whose
-    sum is not finite is read again (its strip of rows only) to mark any NaN, +Inf, -Inf (in that order) or, when
-    only the float sum overflowed, to take its mean in float64. One dict per plane, leading dimensions flattened."""
+    sum is not finite is read again (runs of such block rows, CAREFUL_ELEMENTS at a time: a max and a min pass) to
+    mark any NaN, +Inf, -Inf (in that order) or, when only the float sum overflowed, to take its mean in float64. Past the time budget
+    the blocks not read again are marked from their sums (NaN: NaN, or both infinities) and ``clock.cut`` says so.
+    One dict per plane, leading dimensions flattened."""
     np = ops.np
     rows, cols = int(planes.shape[-2]), int(planes.shape[-1])
     kr, kc = max(1, math.ceil(rows / max_rows)), max(1, math.ceil(cols / max_cols))
@@ -344,23 +359,25 @@ def _pool(ops: Any, planes: Any, max_rows: int, max_cols: int) -> list[dict[str,
     col_sizes = ops.small([min(kc, cols - c * kc) for c in range(out_c)], sums)
     sizes = row_sizes[:, None] * col_sizes[None, :]
     means = sums / sizes
-    marks = np.zeros_like(means)  # FINITE everywhere; ours to write into
+    # marks from the sums alone; the blocks read again below get exact ones
+    marks = np.where(sums == -math.inf, float(NEGINF), np.zeros_like(sums))
+    marks = np.where(sums == math.inf, float(POSINF), marks)
+    marks = np.where(np.isnan(sums), float(NAN), marks)
     strips = np.isfinite(sums).all(-1)
     bad = [(p, r) for p, row in enumerate(ops.tolist(strips)) for r, ok in enumerate(row) if not ok]
-    for p, r in bad:
-        strip = _nth_plane(planes, p)[r * kr : (r + 1) * kr]
-        finite = np.isfinite(strip)
-        any_nan = _blocks(ops, np.isnan(strip) * 1.0, kr, kc, "sum")[0]
-        any_pos = _blocks(ops, (strip == math.inf) * 1.0, kr, kc, "sum")[0]
-        any_neg = _blocks(ops, (strip == -math.inf) * 1.0, kr, kc, "sum")[0]
-        kept = _blocks(ops, ops.double(np.where(finite, strip, 0.0)), kr, kc, "sum")[0]
-        seen = _blocks(ops, finite * 1.0, kr, kc, "sum")[0]
-        mark = (seen == 0) * float(EMPTY)
-        mark = np.where(any_neg > 0, float(NEGINF), mark)
-        mark = np.where(any_pos > 0, float(POSINF), mark)
-        mark = np.where(any_nan > 0, float(NAN), mark)
-        marks[p, r] = mark
-        means[p, r] = kept / (seen + (seen == 0))
+    per_run = max(1, CAREFUL_ELEMENTS // max(1, kr * cols))
+    for p, first, last in _runs(bad, per_run):
+        if clock.spent():
+            clock.cut = "the time budget ran out: some NaN/Inf cells are marked from their block sums"
+            break
+        strip = _nth_plane(planes, p)[first * kr : last * kr]
+        # max and min propagate NaN and show +Inf/-Inf: the marks, in two reductions and no temporary
+        high, low = _blocks(ops, strip, kr, kc, "max"), _blocks(ops, strip, kr, kc, "min")
+        mark = np.where(low == -math.inf, float(NEGINF), np.zeros_like(ops.double(high)))
+        mark = np.where(high == math.inf, float(POSINF), mark)
+        marks[p, first:last] = np.where(np.isnan(high) | np.isnan(low), float(NAN), mark)
+        if bool((marks[p, first:last] == FINITE).any()):  # finite values whose float sum overflowed: float64 means
+            means[p, first:last] = _blocks(ops, ops.double(strip), kr, kc, "sum") / sizes[first:last]
     means = np.where(marks == FINITE, means, math.nan)
     host = ops.tolist(ops.cat([means[:, None], marks[:, None]], 1))  # one transfer: (planes, 2, rows, cols)
     return [
@@ -376,6 +393,17 @@ def _pool(ops: Any, planes: Any, max_rows: int, max_cols: int) -> list[dict[str,
         }
         for plane_means, plane_marks in host
     ]
+
+
+def _runs(bad: list[tuple[int, int]], longest: int) -> list[tuple[int, int, int]]:
+    """(plane, first, last) runs of consecutive bad block rows of a plane, at most ``longest`` block rows each."""
+    runs: list[tuple[int, int, int]] = []
+    for p, r in bad:
+        if runs and runs[-1][0] == p and runs[-1][2] == r and r - runs[-1][1] < longest:
+            runs[-1] = (p, runs[-1][1], r + 1)
+        else:
+            runs.append((p, r, r + 1))
+    return runs
 
 
 def _nth_plane(planes: Any, p: int) -> Any:
@@ -399,26 +427,40 @@ def _buckets(ops: Any, x: Any, k: int, how: str) -> Any:
     return ops.cat(parts, 0)
 
 
-def _line(ops: Any, xf: Any) -> dict[str, Any]:
+def _line(ops: Any, xf: Any, clock: _Clock) -> dict[str, Any]:
     """Min, max and marks per bucket, so one spike or NaN in a million points still shows: a ``max`` and a ``min``
-    pass (both propagate NaN, and show +Inf/-Inf), then only the buckets holding NaN/Inf are read again for the range
-    of their finite values."""
+    pass (both propagate NaN, and show +Inf/-Inf: the marks are exact from them), then only the buckets holding
+    NaN/Inf are read again (CAREFUL_ELEMENTS at a time) for the range of their finite values; past the time budget
+    the rest keep no range (None) and ``clock.cut`` says so."""
     np = ops.np
     n = int(xf.shape[0])
     k = max(1, math.ceil(n / LINE_POINTS))
     out = math.ceil(n / k)
+    whole = n // k
     highs = ops.double(_buckets(ops, xf, k, "max"))
     lows = ops.double(_buckets(ops, xf, k, "min"))
-    marks = np.zeros_like(highs)  # FINITE
-    marks = np.where(lows == -math.inf, float(NEGINF), marks)
+    marks = np.where(lows == -math.inf, float(NEGINF), np.zeros_like(highs))
     marks = np.where(highs == math.inf, float(POSINF), marks)
     marks = np.where(np.isnan(highs) | np.isnan(lows), float(NAN), marks)
     bad = [i for i, m in enumerate(ops.tolist(marks)) if m != FINITE]
-    for i in bad:
-        bucket = xf[i * k : min((i + 1) * k, n)]
-        finite = np.isfinite(bucket)
-        highs[i] = ops.double(np.where(finite, bucket, -math.inf).max())
-        lows[i] = ops.double(np.where(finite, bucket, math.inf).min())
+    highs = np.where(marks == FINITE, highs, math.nan)  # a bucket holding NaN/Inf: no range until read again
+    lows = np.where(marks == FINITE, lows, math.nan)
+    per_run = max(1, CAREFUL_ELEMENTS // k)
+    groups = [bad[i : i + per_run] for i in range(0, len(bad), per_run)]
+    for group in groups:
+        if clock.spent():
+            clock.cut = "the time budget ran out: some buckets holding NaN/Inf show no range"
+            break
+        picked = [i for i in group if i < whole]
+        parts = []
+        if picked:
+            parts.append((ops.index(picked, highs), xf[: whole * k].reshape(whole, k)[ops.index(picked, highs)]))
+        if whole in group:  # the ragged last bucket
+            parts.append((ops.index([whole], highs), xf[whole * k :][None]))
+        for where, values in parts:
+            finite = np.isfinite(values)
+            highs[where] = ops.double(ops.reduce(np.where(finite, values, -math.inf), "max", 1))
+            lows[where] = ops.double(ops.reduce(np.where(finite, values, math.inf), "min", 1))
     host_highs, host_lows, host_marks = ops.tolist(ops.cat([highs[None], lows[None], marks[None]], 0))
     return {
         "points": out,
@@ -441,6 +483,7 @@ def _image_layout(shape: list[int]) -> str | None:
 
 
 IMAGES_PER_POOL = 4  # images pooled together between two looks at the clock
+CAREFUL_ELEMENTS = 1 << 22  # blocks or buckets holding NaN/Inf are read again this many elements at a time
 
 
 def _images(ops: Any, x: Any, layout: str, normalize: str, clock: _Clock) -> dict[str, Any]:
@@ -458,7 +501,7 @@ def _images(ops: Any, x: Any, layout: str, normalize: str, clock: _Clock) -> dic
             if images and clock.spent():
                 raise StopIteration
             group = ops.as_float(batch[start : min(start + IMAGES_PER_POOL, total, MAX_IMAGES)])
-            pooled = _pool(ops, group, side, side)
+            pooled = _pool(ops, group, side, side, clock)
             for i in range(len(pooled) // channels_per_image):
                 images.append({"channels": pooled[i * channels_per_image : (i + 1) * channels_per_image]})
     ranges = [_range(ch["values"]) for img in images for ch in img["channels"]]
