@@ -347,9 +347,9 @@ def _blocks(ops: Any, t: Any, kr: int, kc: int, how: str) -> Any:
 def _pool(ops: Any, planes: Any, max_rows: int, max_cols: int, clock: _Clock) -> list[dict[str, Any]]:
     """Block pooling of float planes (..., rows, cols): the mean of each block, from one ``sum`` pass; a block whose
     sum is not finite is read again (runs of such block rows, CAREFUL_ELEMENTS at a time: a max and a min pass) to
-    mark any NaN, +Inf, -Inf (in that order) or, when only the float sum overflowed, to take its mean in float64. Past the time budget
-    the blocks not read again are marked from their sums (NaN: NaN, or both infinities) and ``clock.cut`` says so.
-    One dict per plane, leading dimensions flattened."""
+    mark any NaN, +Inf, -Inf (in that order) or, when only the float sum overflowed, to take its mean in float64.
+    Past the time budget the blocks not read again are marked from their sums (NaN: NaN, or both infinities) and
+    ``clock.cut`` says so. One dict per plane, leading dimensions flattened."""
     np = ops.np
     rows, cols = int(planes.shape[-2]), int(planes.shape[-1])
     kr, kc = max(1, math.ceil(rows / max_rows)), max(1, math.ceil(cols / max_cols))
