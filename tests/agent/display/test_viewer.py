@@ -191,3 +191,14 @@ def test_a_picture_cut_short_keeps_its_marks_and_says_so(
     marks = np.array(payload["line"]["marks"] if len(shape) == 1 else payload["heatmap"]["marks"]).reshape(-1)
     assert sorted(int(m) for m in marks[marks != 0]) == sorted([NAN, POSINF])
     json.dumps(payload, allow_nan=False)
+
+
+def test_the_figures_come_from_the_cache_the_variables_view_shares() -> None:
+    from tensorsight.agent.display import presentation
+
+    x = torch.randn(1000, 1000, requires_grad=True)
+    presentation.CACHE.clear()
+    view(x)
+    hits = presentation.CACHE.hits
+    view(x)
+    assert presentation.CACHE.hits == hits + 1

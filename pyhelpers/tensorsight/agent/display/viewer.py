@@ -70,12 +70,12 @@ def view(
 
             torch = loaded_torch()
             with torch.no_grad(), plain_tensors(torch):
-                return _view(_TorchOps(torch), value.detach(), list(index), normalize, clock)
+                return _view(_TorchOps(torch), value.detach(), list(index), normalize, clock, value)
         if is_array(value):
             import numpy
 
             with numpy.errstate(all="ignore"):
-                return _view(_NumpyOps(numpy), value, list(index), normalize, clock)
+                return _view(_NumpyOps(numpy), value, list(index), normalize, clock, value)
         return _message(f"not a tensor or array: {type(value).__name__}")
     except Exception as error:  # noqa: BLE001 - a guest never lets an error escape into the user's program
         return _message(f"could not view this value: {type(error).__name__}: {error}")
@@ -213,7 +213,9 @@ def _figures(value: Any) -> Any:
     return CACHE.stats(value, zeros=True)
 
 
-def _view(ops: Any, x: Any, index: list[int], normalize: str, clock: _Clock) -> dict[str, Any]:
+def _view(ops: Any, x: Any, index: list[int], normalize: str, clock: _Clock, original: Any) -> dict[str, Any]:
+    """The payload of ``x`` (``original`` detached); the figures are looked up for ``original``, the object the
+    Variables view summarised (the cache knows tensors by identity, and ``detach`` makes a new one each time)."""
     meta = ops.meta(x)
     problem = ops.special(x)
     if problem:
@@ -221,7 +223,7 @@ def _view(ops: Any, x: Any, index: list[int], normalize: str, clock: _Clock) -> 
     meta["elements"] = int(math.prod(meta["shape"]))
     if meta["elements"] == 0:
         return _message("the tensor is empty", meta)
-    figures = _figures(x)
+    figures = _figures(original)
     if figures is None or not figures.has_values:
         return _message(getattr(figures, "note", None) or "no numeric values to view", meta)
     counts = {
