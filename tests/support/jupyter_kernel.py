@@ -1,10 +1,11 @@
 """A real ipykernel driven through jupyter_client, the way JupyterLab and VS Code notebooks debug a cell.
 
 ``Kernel.start(python)`` launches ``python -m ipykernel_launcher`` (the user's environment, no PYTHONPATH unless
-``extra_env`` sets one) and connects a blocking client. ``debug(command, arguments)`` sends a Debug Adapter Protocol request as a Jupyter
-``debug_request`` on the control channel and returns the DAP response; ``wait_for_debug_event`` reads the
-``debug_event`` messages the kernel publishes on IOPub (``stopped``...). ``execute`` runs a cell and returns its
-reply and output; ``submit`` sends a cell without waiting (for a cell that will stop at a breakpoint).
+``extra_env`` sets one) and connects a blocking client. ``debug(command, arguments)`` sends a Debug Adapter
+Protocol request as a Jupyter ``debug_request`` on the control channel and returns the DAP response;
+``wait_for_debug_event`` reads the ``debug_event`` messages the kernel publishes on IOPub (``stopped``...).
+``execute`` runs a cell and returns its reply and output; ``submit`` sends a cell without waiting (for a cell that
+will stop at a breakpoint).
 """
 
 from __future__ import annotations
