@@ -9,8 +9,8 @@ Public names, by concern:
 - stop at the first NaN/Inf: ``break_on_nonfinite(True|False)`` and ``last_nonfinite()``;
 - the lesson's toolbox: ``summarize``, ``debug_print``, ``Timer``, ``check_shapes``, ``detect_nan``,
   ``check_data_leakage``, ``check_devices``, ``invalid_values``, ``setup_logging``, ``memory_top``,
-  ``overfit_one_batch``, ``view_tensor`` (the viewer panel's JSON), and the Spanish aliases ``Cronometro``,
-  ``fuga_de_datos``, ``valores_invalidos``;
+  ``overfit_one_batch``, ``view_tensor`` (the viewer panel's JSON), ``show`` (its picture in a notebook), and the
+  Spanish aliases ``Cronometro``, ``fuga_de_datos``, ``valores_invalidos``;
 - notebooks: ``%load_ext tensorsight`` (``load_ipython_extension``) arms the agent in an IPython/Jupyter kernel.
 """
 
@@ -60,6 +60,8 @@ _LAZY: dict[str, str] = {
     "overfit_one_batch": "tensorsight.agent.measurement.overfit",
     # View Tensor: the editor's viewer panel evaluates ``tensorsight.view_tensor(expr)`` at a stop
     "view_tensor": "tensorsight.agent.display.viewer",
+    # the same pictures in a notebook cell: ``tensorsight.show(x)``
+    "show": "tensorsight.agent.display.picture",
     # ``%load_ext tensorsight`` in IPython/Jupyter (IPython looks the name up on this module)
     "load_ipython_extension": "tensorsight.agent.notebook",
 }

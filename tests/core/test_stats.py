@@ -568,3 +568,16 @@ def test_one_pass_figures_serve_only_one_pass_requests_from_the_cache():
     assert cache.cached(x, ONE_PASS) is glance and cache.cached(x) is None  # a whole summary is not served σ-less
     whole = cache.stats(x)
     assert whole.complete and whole.std is not None and cache.cached(x, ONE_PASS) is whole
+
+
+def test_strided_sample_is_a_deterministic_view_of_about_the_target() -> None:
+    from tensorsight.core.stats import strided_sample
+
+    x = torch.arange(10_000_000, dtype=torch.float32)
+    sample = strided_sample(x, 1 << 20)
+    assert sample.data_ptr() == x.data_ptr() and (1 << 19) < sample.numel() <= (1 << 20) + 1
+    assert torch.equal(sample, strided_sample(x, 1 << 20))
+    assert strided_sample(x[:10], 1 << 20).numel() == 10
+    expanded = torch.ones(3, 1).expand(3, 1_000_000)
+    assert strided_sample(expanded, 1 << 20).numel() == 3  # the expanded dimension is read once
+    assert strided_sample(np.arange(5_000_000.0), 1000).size <= 1001

@@ -1,10 +1,11 @@
 """A real ipykernel driven through jupyter_client, the way JupyterLab and VS Code notebooks debug a cell.
 
-``Kernel.start(python)`` launches ``python -m ipykernel_launcher`` (the user's environment, no PYTHONPATH) and
-connects a blocking client. ``debug(command, arguments)`` sends a Debug Adapter Protocol request as a Jupyter
-``debug_request`` on the control channel and returns the DAP response; ``wait_for_debug_event`` reads the
-``debug_event`` messages the kernel publishes on IOPub (``stopped``...). ``execute`` runs a cell and returns its
-reply and output; ``submit`` sends a cell without waiting (for a cell that will stop at a breakpoint).
+``Kernel.start(python)`` launches ``python -m ipykernel_launcher`` (the user's environment, no PYTHONPATH unless
+``extra_env`` sets one) and connects a blocking client. ``debug(command, arguments)`` sends a Debug Adapter
+Protocol request as a Jupyter ``debug_request`` on the control channel and returns the DAP response;
+``wait_for_debug_event`` reads the ``debug_event`` messages the kernel publishes on IOPub (``stopped``...).
+``execute`` runs a cell and returns its reply and output; ``submit`` sends a cell without waiting (for a cell that
+will stop at a breakpoint).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class Kernel:
         self._iopub: list[dict[str, Any]] = []
 
     @classmethod
-    def start(cls, python: str, workdir: Path) -> Kernel:
+    def start(cls, python: str, workdir: Path, extra_env: dict[str, str] | None = None) -> Kernel:
         spec_dir = workdir / "kernels" / "tensorsight-test"
         spec_dir.mkdir(parents=True, exist_ok=True)
         argv = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
@@ -44,7 +45,8 @@ class Kernel:
             connection_file=str(workdir / "connection.json"),
         )
         # IPYTHONDIR: a profile of its own, so a developer's startup files cannot change what the kernel does
-        manager.start_kernel(env=clean_env(IPYTHONDIR=str(workdir / "ipython")), cwd=str(workdir))
+        env = clean_env(IPYTHONDIR=str(workdir / "ipython"), **(extra_env or {}))
+        manager.start_kernel(env=env, cwd=str(workdir))
         client = manager.blocking_client()
         client.start_channels()
         try:

@@ -9,7 +9,8 @@ The script runs in this process as ``__main__`` (like ``python script.py``) with
 session gets; its own output goes to stderr when ``--json`` is asked, so stdout stays one JSON document. Exit status:
 0 when no finding is an error, 1 when one is or the script failed (an exception, a syntax error, a non-zero
 exit), 2 when the doctor itself was misused (no such script, a folder, a bad ``--set``). Besides findings, the
-report carries the shape map of the model's first forward pass (``shapeMap`` in ``--json``).
+report carries the shape map of the model's first forward pass (``shapeMap`` in ``--json``). ``--png DIR`` writes
+the viewer's pictures of the first NaN/Inf's tensors (``display/picture.py``) there, listed as ``pictures``.
 
 The report is printed however the run ends: ``--timeout`` and ``--max-steps`` stop a script that would run on and give
 a report marked partial (``partial`` in ``--json``: reason, limit, steps); so do Ctrl+C and SIGTERM (what the editor
@@ -52,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-steps", type=int, metavar="N", help="stop the script after N optimizer steps; partial report"
+    )
+    parser.add_argument(
+        "--png",
+        metavar="DIR",
+        help="write the viewer's pictures of the first NaN/Inf's tensors (op output and inputs) as PNGs in DIR",
     )
     prelude.add_script_arguments(parser, "the training script to run")
 
@@ -209,7 +215,45 @@ def run(args: argparse.Namespace) -> int:
     doctored.start(options)
     with prelude.script_output(args.json):
         outcome = script_runner.run_script(path, list(args.args), limits=limits, on_hard_exit=report_before_exit)
-    return publish(build_document(static, doctored, outcome, limits), args.json, stdout)
+    document = build_document(static, doctored, outcome, limits)
+    if args.png:
+        document["pictures"] = first_nonfinite_pictures(args.png)
+    return publish(document, args.json, stdout)
+
+
+MAX_PICTURED_INPUTS = 4  # the first NaN op's inputs drawn beside its output
+PICTURE_BUDGET_S = 1.0  # each picture's time budget (the viewer's: past it, what is done)
+
+
+def first_nonfinite_pictures(folder: str) -> list[str]:
+    """PNG files of the first NaN/Inf's tensors (``--png DIR``): the op's output, then its first inputs that are
+    tensors, drawn by the viewer (``display/picture.py``); the paths written, none when no NaN/Inf was born. Bounded
+    (MAX_PICTURED_INPUTS, PICTURE_BUDGET_S each) and never fatal: a picture that cannot be made is skipped."""
+    from tensorsight.agent.display.picture import save_png
+    from tensorsight.agent.runtime.user_libs import is_array, is_tensor
+    from tensorsight.agent.sentinel import last_nonfinite
+
+    record = last_nonfinite()
+    if record is None:
+        return []
+    named = [("output", record.output)]
+    inputs = [v for v in record.inputs if is_tensor(v) or is_array(v)][:MAX_PICTURED_INPUTS]
+    named += [(f"input{i}", v) for i, v in enumerate(inputs)]
+    written = []
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return []
+    for name, value in named:
+        if not (is_tensor(value) or is_array(value)):
+            continue
+        path = os.path.join(folder, f"first-nonfinite-{name}.png")
+        try:
+            if save_png(value, path, budget_s=PICTURE_BUDGET_S):
+                written.append(path)
+        except OSError:
+            continue
+    return written
 
 
 def print_report(document: dict[str, Any], stream: IO[str] | None = None) -> None:
@@ -223,6 +267,8 @@ def print_report(document: dict[str, Any], stream: IO[str] | None = None) -> Non
         print("  " + format_finding(finding), file=out)
     if document.get("error"):
         print("  " + t("the script stopped with: {0}", document["error"]), file=out)
+    for picture in document.get("pictures") or []:
+        print("  " + t("picture of the first NaN/Inf: {0}", picture), file=out)
     shape_map = document.get("shapeMap")
     if shape_map and shape_map.get("rows"):
         from tensorsight.core.shapes import ShapeRow, format_shape_table

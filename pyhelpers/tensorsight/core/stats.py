@@ -167,6 +167,23 @@ def elements_to_read(value: Any) -> int:
     return 0
 
 
+def strided_sample(value: Any, target: int) -> Any:
+    """A deterministic strided view of about ``target`` of the distinct values of a dense torch tensor or numpy
+    array (expanded dimensions read once), without copying or drawing from an RNG: the sample the figures use past
+    ``exact_elements``, for callers that draw a picture of a huge tensor (the viewer's histogram). The value's
+    distinct elements as they are (not flattened) when there are no more than ``target``. May raise: callers guard.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        with plain_tensors(torch):
+            base = _unexpand(value)[0]
+            return base if base.numel() <= target else _torch_sample(torch, base, target)
+    import numpy as np
+
+    base = _np_unexpand(np.asarray(value))[0]
+    return base if base.size <= target else _np_sample(base, target)
+
+
 # ---- accumulation shared by both libraries ------------------------------------------------------------------------
 
 
