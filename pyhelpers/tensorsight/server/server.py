@@ -280,13 +280,13 @@ class TensorSightServer(LanguageServer):
         """Announce the session's rank verdicts when they changed, and new cross-rank findings (divergence, hang)."""
         check = self.view.check_ranks(session_id, time.time())
         for finding in check.findings:
-            event = {"type": "finding", "finding": finding.to_dict(), "time": time.time(), "origin": "server"}
-            if finding.rank is not None:
-                event["rank"] = finding.rank
-            self.run_events.add(session_id, event)
+            made = protocol.FindingEvent(
+                finding=finding.to_dict(), time=time.time(), origin="server", rank=finding.rank
+            )
+            self.run_events.add(session_id, protocol.wire_event(made))
         if check.changed:
-            event = {"type": "ranks", "verdicts": check.verdicts, "time": time.time()}
-            self.run_events.add(session_id, event)
+            ranks = protocol.RanksEvent(verdicts=check.verdicts, time=time.time())
+            self.run_events.add(session_id, protocol.wire_event(ranks))
         if check.diagnostics:
             self._dirty_paths |= check.diagnostics
             self._schedule_refresh()

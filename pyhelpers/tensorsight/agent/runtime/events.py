@@ -1,6 +1,7 @@
 """In-process event bus: features publish what they observe; the hub client and the doctor subscribe.
 
-Publishing never blocks and never raises. An event is a plain JSON-able dict with at least ``type``; the bus adds
+Publishing never blocks and never raises. A feature builds its event as the contract's dataclass and ``send``s it
+(``emit`` takes the type and keys loose); on the bus an event is a plain JSON-able dict with ``type``; the bus adds
 ``pid``, ``time`` and (under torch.distributed) ``rank``. Every event type, its keys, the module that emits it and
 where the server takes it are declared once in ``tensorsight.core.protocol.EVENTS``; ``tests/core/test_protocol.py``
 fails when the agent emits a type the contract does not declare. Emitted through this bus: ``finding`` (a Finding's
@@ -18,6 +19,7 @@ from typing import Any
 
 from tensorsight.agent.runtime import identity
 from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.core import protocol
 from tensorsight.core.findings import Finding
 
 Listener = Callable[[dict[str, Any]], None]
@@ -50,6 +52,12 @@ def emit(event_type: str, **data: Any) -> None:
             report_once(f"listener-{id(listener)}", f"event listener failed: {type(exc).__name__}: {exc}")
 
 
+def send(event: protocol.AgentEvent) -> None:
+    """Publish one event built from its contract dataclass (``core.protocol``): a renamed or mistyped field fails
+    type checking instead of reaching the server as an unknown key."""
+    emit(event.TYPE, **protocol.to_wire(event))
+
+
 def emit_finding(finding: Finding) -> None:
     """Publish a finding (the doctor prints it, the hub turns it into a diagnostic)."""
     data = finding.to_dict()
@@ -57,4 +65,4 @@ def emit_finding(finding: Finding) -> None:
         rank = identity.rank()
         if rank is not None:
             data["rank"] = rank
-    emit("finding", finding=data)
+    send(protocol.FindingEvent(finding=data))

@@ -59,7 +59,7 @@ from tensorsight.agent.shapes.shape_map import (
     tensor_bytes,
     tensors_in,
 )
-from tensorsight.core import l10n
+from tensorsight.core import l10n, protocol
 from tensorsight.core.devices import TransferLog, device_issues, repeated_transfer_message
 from tensorsight.core.findings import Finding
 from tensorsight.core.notation import dtype_name, format_bytes, shape_text
@@ -467,34 +467,34 @@ def _stored_attribute(obj: Any, attribute: str) -> Any:
 def _emit_line(record: _LineRecord, assigned: list[tuple[str, Any]]) -> None:
     if not assigned:
         return
-    values: list[dict[str, Any]] = [
-        {
-            "name": name,
-            "text": shape_text(tuple(t.shape), str(t.dtype)),
-            "shape": list(t.shape),
-            "dtype": dtype_name(str(t.dtype)),
-            "device": str(t.device),
-        }
+    values = [
+        protocol.ShapeValue(
+            name=name,
+            text=shape_text(tuple(t.shape), str(t.dtype)),
+            shape=list(t.shape),
+            dtype=dtype_name(str(t.dtype)),
+            device=str(t.device),
+        )
         for name, t in assigned
     ]
-    text = ", ".join(v["text"] for v in values)
+    text = ", ".join(v.text for v in values)
     if text == record.emitted:
         return
     record.emitted = text
     first = values[0]
-    data: dict[str, Any] = {
-        "file": record.file,
-        "line": record.line,
-        "name": ", ".join(v["name"] for v in values),
-        "text": text,
-        "shape": first["shape"],
-        "dtype": first["dtype"],
-        "device": first["device"],
-        "step": steps.current_step(),
-    }
-    if len(values) > 1:
-        data["values"] = values
-    events.emit("shape", **data)
+    events.send(
+        protocol.ShapeEvent(
+            file=record.file,
+            line=record.line,
+            name=", ".join(v.name for v in values),
+            text=text,
+            shape=first.shape,
+            dtype=first.dtype,
+            device=first.device,
+            step=steps.current_step(),
+            values=values if len(values) > 1 else None,
+        )
+    )
 
 
 def _flush_lines() -> None:
@@ -822,10 +822,15 @@ def _leave_module(module: Any, output: Any) -> None:
 def _emit_shape_map(recorder: ShapeMapRecorder) -> None:
     rows = recorder.finish()
     root_row = rows[0] if rows else None
-    data: dict[str, Any] = {"model": type(recorder.root).__name__, "rows": [r.to_dict() for r in rows]}
-    if root_row is not None and root_row.file is not None:
-        data["file"], data["line"] = root_row.file, root_row.line
-    events.emit("shape-map", **data)
+    located = root_row is not None and root_row.file is not None
+    events.send(
+        protocol.ShapeMapEvent(
+            model=type(recorder.root).__name__,
+            rows=[r.to_dict() for r in rows],
+            file=root_row.file if located and root_row is not None else None,
+            line=root_row.line if located and root_row is not None else None,
+        )
+    )
 
 
 def _check_module_devices(module: Any, args: Any) -> None:
