@@ -58,10 +58,23 @@ def _is_typed_type(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "TYPE"
 
 
+def event_builders() -> dict[str, type[protocol.AgentEvent]]:
+    """Functions of the senders annotated to return an event dataclass (``def event(self) -> protocol.XEvent``)."""
+    found: dict[str, type[protocol.AgentEvent]] = {}
+    for path in python_files(*SENDERS):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and isinstance(node.returns, ast.Attribute):
+                payload = getattr(protocol, node.returns.attr, None)
+                if isinstance(payload, type) and issubclass(payload, protocol.AgentEvent):
+                    found[node.name] = payload
+    return found
+
+
 def emit_sites() -> list[tuple[str, str, set[str] | None]]:
     """(event type, module, literal keyword names or None when ``**data`` is passed) of every emit call: the typed
     ``send(protocol.XEvent(...))`` (the type is the dataclass's ``TYPE``) and the loose ``emit("type", ...)``."""
     sites = []
+    builders = event_builders()
     for path in python_files(*SENDERS):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
@@ -71,8 +84,13 @@ def emit_sites() -> list[tuple[str, str, set[str] | None]]:
             if name == "send" and node.args and isinstance(node.args[0], ast.Call):
                 built = node.args[0]
                 payload = getattr(protocol, _call_name(built) or "", None)
+                if payload is None and _call_name(built) in builders:  # send(record.event()): typed by its builder
+                    payload = builders[_call_name(built) or ""]
+                    sites.append((payload.TYPE, module_label(path), None))
+                    continue
                 assert isinstance(payload, type) and issubclass(payload, protocol.AgentEvent), (
-                    f"{path.name}:{node.lineno}: send() takes a core.protocol event dataclass, built in the call"
+                    f"{path.name}:{node.lineno}: send() takes a core.protocol event dataclass, built in the call or "
+                    "returned by a function annotated with it"
                 )
                 keywords = {k.arg for k in built.keywords}
                 literal = None if None in keywords else {k for k in keywords if k is not None}
@@ -95,6 +113,17 @@ def test_the_scan_finds_the_agents_emit_calls():
     # a scan that silently found nothing would pass every test below
     assert len(sites) >= 20
     assert ("timer", "agent/measurement/timer", {"name", "seconds", "file", "line"}) in sites
+
+
+def test_the_agent_builds_every_event_from_its_dataclass():
+    """``events.send(protocol.XEvent(...))``, never ``emit("x", key=...)``: a renamed field fails type checking."""
+    loose = []
+    for path in python_files(*SENDERS):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and _call_name(node) == "emit" and node.args:
+                if isinstance(node.args[0], ast.Constant):
+                    loose.append(f"{module_label(path)}:{node.lineno}")
+    assert not loose, f"events emitted by name with loose keys: {loose}"
 
 
 def test_every_emitted_event_type_is_declared_by_the_module_that_emits_it():

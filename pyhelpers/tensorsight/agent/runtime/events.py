@@ -1,14 +1,12 @@
 """In-process event bus: features publish what they observe; the hub client and the doctor subscribe.
 
-Publishing never blocks and never raises. A feature builds its event as the contract's dataclass and ``send``s it
-(``emit`` takes the type and keys loose); on the bus an event is a plain JSON-able dict with ``type``; the bus adds
-``pid``, ``time`` and (under torch.distributed) ``rank``. Every event type, its keys, the module that emits it and
-where the server takes it are declared once in ``tensorsight.core.protocol.EVENTS``; ``tests/core/test_protocol.py``
-fails when the agent emits a type the contract does not declare. Emitted through this bus: ``finding`` (a Finding's
-wire dict, via ``emit_finding``), ``nonfinite``, ``shape``, ``shape-map``, ``condition-error``, ``rank``,
-``rank-state``, ``scalars``, ``phases``, ``phase-summary``, ``histogram``, ``memory``, ``log``, ``tensorboard``,
-``timer`` and ``run-finished``; the hub client adds ``hello``, ``dropped`` and ``bye`` on the wire.
-"""
+Publishing never blocks and never raises. A feature builds its event as the contract's dataclass
+(``core.protocol``, e.g. ``TimerEvent``) and ``send``s it; on the bus an event is a plain JSON-able dict with its
+``type``, and the bus adds ``pid``, ``time`` and (under torch.distributed) ``rank``. Every event type, its fields,
+the module that sends it and where the server takes it are declared once in ``tensorsight.core.protocol.EVENTS``;
+``tests/core/test_protocol.py`` fails when the agent sends a type the contract does not declare, or emits one by
+name with loose keys. A Finding goes out through ``emit_finding``; the hub client writes ``hello``, ``dropped`` and
+``bye`` on the wire itself."""
 
 from __future__ import annotations
 

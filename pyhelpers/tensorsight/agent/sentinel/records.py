@@ -17,7 +17,6 @@ from tensorsight.agent.runtime.tensor_walk import is_tensor
 from tensorsight.agent.sentinel.reading import elements, user_frame
 from tensorsight.agent.sentinel.record import NonFiniteRecord
 from tensorsight.agent.sentinel.state import lock, sw
-from tensorsight.core import protocol
 from tensorsight.core.l10n import t
 from tensorsight.core.nonfinite import NonFiniteCounts
 from tensorsight.core.phase_names import phase_label
@@ -112,7 +111,7 @@ def report(record: NonFiniteRecord, frame: types.FrameType | None, line_shown: i
             return
         sw.first_reported = True
     sw.last = record
-    events.send(protocol.NonfiniteEvent(**record.event()))
+    events.send(record.event())
     finding = record.finding()
     if finding is not None:
         events.emit_finding(finding)
