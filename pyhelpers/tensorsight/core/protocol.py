@@ -17,7 +17,8 @@ side cannot import Python, so ``extension/src/server/protocol.ts`` (with an inte
 ``parseRunEvent`` that applies the same rules as ``parse_event``) is generated from this module by
 ``scripts/generate_protocol_ts.py``; ``tests/core/test_protocol.py`` checks that the file is current, that every
 event the agent's source sends is declared and built from its dataclass, that samples of each parse on both sides,
-that the server forwards and handles what is declared, and that no other module keeps a list of event names. Pure and stdlib only (the agent imports it inside the user's process).
+that the server forwards and handles what is declared, and that no other module keeps a list of event names.
+Pure and stdlib only (the agent imports it inside the user's process).
 """
 
 from __future__ import annotations
