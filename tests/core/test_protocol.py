@@ -221,6 +221,23 @@ def test_a_malformed_event_is_refused_with_the_field_that_is_wrong():
     assert isinstance(protocol.parse_event({**timer, "newKey": [1]}), protocol.TimerEvent)
 
 
+def test_request_params_are_dataclasses_read_with_the_same_rules():
+    """Each custom request's params and answer is a dataclass; the generated interfaces are derived from them."""
+    assert all(interface.payload is not None for interface in protocol.INTERFACES)
+    given = protocol.parse_payload(
+        protocol.ValidateConditionParams, {"uri": "file:///t.py", "line": 3, "condition": "x"}
+    )
+    assert given == protocol.ValidateConditionParams(uri="file:///t.py", line=3, condition="x")
+    wrong = protocol.parse_payload(protocol.ValidateConditionParams, {"uri": "u", "line": "3", "condition": "x"})
+    assert isinstance(wrong, protocol.ProtocolError) and "'line' must be an integer" in str(wrong)
+    severity = protocol.parse_payload(
+        protocol.ReportedFinding, {"kind": "k", "severity": "fatal", "message": "m", "file": "f", "line": 1}
+    )
+    assert isinstance(severity, protocol.ProtocolError) and "'severity' must be one of" in str(severity)
+    [severity_field] = [f for f in protocol.INTERFACES_BY_NAME["ReportedFinding"].fields if f.name == "severity"]
+    assert severity_field.ts_type == "'error' | 'warning' | 'info'"
+
+
 def _event_name_lists_in_python(path: pathlib.Path) -> list[tuple[int, list[str]]]:
     names = protocol.EVENT_TYPES | protocol.RUN_EVENT_TYPES
     found = []

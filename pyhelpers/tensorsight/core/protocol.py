@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from types import UnionType
-from typing import Any, ClassVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 # ---------------------------------------------------------------------------------------------- phase verdicts
 # The contract owns these two numbers (the agent's verdicts in core.phases, the launch option's default and the
@@ -674,6 +674,21 @@ def parse_event(
         return ProtocolError(kind, str(exc))
 
 
+_Payload = TypeVar("_Payload")
+
+
+def parse_payload(cls: type[_Payload], message: Mapping[str, Any]) -> _Payload | ProtocolError:
+    """A request's params (or any payload dataclass of this module) read from a received dict, or why not: the same
+    rules as ``parse_event``."""
+    if not isinstance(message, Mapping):
+        return ProtocolError(None, f"{cls.__name__} must be an object")
+    try:
+        built: _Payload = _build(cls, message, "")
+        return built
+    except _Invalid as exc:
+        return ProtocolError(None, str(exc))
+
+
 class _Invalid(Exception):
     pass
 
@@ -732,6 +747,9 @@ def _value(value: Any, annotation: Any, name: str) -> Any:
         if isinstance(value, Mapping):
             _key, item = get_args(annotation)
             return {str(k): _value(v, item, f"{name}.{k}") for k, v in value.items()}
+    elif origin is Literal:
+        if value in get_args(annotation):
+            return value
     elif isinstance(annotation, type) and is_dataclass(annotation):
         if isinstance(value, Mapping):
             return _build(annotation, value, f"{name}.")
@@ -743,6 +761,8 @@ def _type_text(annotation: Any) -> str:
     origin = get_origin(annotation)
     if origin is Union or origin is UnionType:
         return " or ".join(_type_text(a) for a in get_args(annotation))
+    if origin is Literal:
+        return "one of " + ", ".join(repr(value) for value in get_args(annotation))
     words = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
     if annotation in words:
         return words[annotation]
@@ -792,6 +812,184 @@ GPU = "tensorsight/gpu"
 STATUS = "tensorsight/status"
 
 
+# The payloads of the custom requests and notifications, each a frozen dataclass like the events: the server reads a
+# request's params with ``parse_payload`` and the generator writes each as a TypeScript interface (``INTERFACES``,
+# derived from these). A field's ``doc`` (its ``field`` metadata) and the class's ``DOC`` become the interface's
+# comments; a field with a default of None is optional (``name?: T``), one typed ``X | None`` without a default is
+# ``X | null``.
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartSessionParams:
+    sessionId: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartSessionResult:
+    DOC: ClassVar[str] = "The same answer when the session was already started."
+    address: str = field(metadata={"doc": f"'127.0.0.1:PORT': pass it to the debuggee as {ENV_HUB}"})
+    token: str = field(metadata={"doc": f"pass it to the debuggee as {ENV_TOKEN}"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndSessionParams:
+    sessionId: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndSessionResult:
+    ended: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidateConditionParams:
+    uri: str
+    line: int = field(metadata={"doc": "0-based"})
+    condition: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidateConditionResult:
+    undefinedNames: list[str] = field(
+        metadata={"doc": "names (and unknown tensorsight helpers) not defined at the line"}
+    )
+    message: str = field(metadata={"doc": "one sentence for a warning; empty when the condition is fine"})
+    syntaxError: str | None = field(metadata={"doc": "why the condition is not a Python expression"})
+    sideEffects: list[str] = field(
+        metadata={
+            "doc": "what in the condition may change the program when it runs (in-place methods, out=, :=, I/O, "
+            "calls not known to be harmless); the message warns about them"
+        }
+    )
+    available: bool = field(metadata={"doc": "the server could check the condition"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuggestConditionsParams:
+    name: str
+    uri: str | None = None
+    line: int | None = field(
+        default=None, metadata={"doc": "0-based; with uri, the shape a run observed there sharpens the offer"}
+    )
+    kindHint: str | None = None
+    shape: list[int] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportedFinding:
+    DOC: ClassVar[str] = "A finding in the shared model (a tool's --json report carries these)."
+    kind: str
+    severity: Literal["error", "warning", "info"]
+    message: str
+    file: str
+    line: int = field(metadata={"doc": "1-based"})
+    step: int | None = None
+    rank: int | None = None
+    details: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolFindingsParams:
+    DOC: ClassVar[str] = (
+        "A tool's report for Problems: the server merges it with the rules and the runs (one problem per bug)."
+    )
+    tool: str = field(metadata={"doc": "'doctor', 'profile', 'shapes' or 'overfit': its earlier report is replaced"})
+    findings: list[ReportedFinding]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolFindingsResult:
+    accepted: int = field(metadata={"doc": "findings kept (malformed ones are dropped)"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConditionSuggestion:
+    label: str
+    condition: str
+    description: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunEvent:
+    DOC: ClassVar[str] = (
+        "An agent event as the agent sent it (non-finite numbers arrive as 'NaN', 'Infinity', '-Infinity')."
+    )
+    OPEN_ENDED: ClassVar[bool] = True  # more keys come (``[key: string]: unknown``): the event's own
+    type: str = field(metadata={"doc": "one of RUN_EVENT_TYPES; a newer agent may send others (ignore them)"})
+    pid: int | None = field(default=None, metadata={"doc": "absent on the events the server makes itself"})
+    time: float | None = None
+    rank: int | None = None
+    step: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunEventParams:
+    DOC: ClassVar[str] = "One run event, as the rest of the extension receives them (the notification carries a batch)."
+    sessionId: str
+    event: RunEvent
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunEventBatch:
+    DOC: ClassVar[str] = (
+        "A session's run events in one notification: at most 4 a second per session, 500 events and 1 MiB each; an "
+        "event over 64 KiB is not forwarded but counted (a server `dropped` event with `oversize`)."
+    )
+    sessionId: str
+    events: list[RunEvent]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuInfo:
+    index: int
+    name: str
+    utilization: float | None = field(metadata={"doc": "percent"})
+    memoryUsed: int | None = field(metadata={"doc": "bytes"})
+    memoryTotal: int | None = field(metadata={"doc": "bytes"})
+    processMemoryUsed: int | None = field(default=None, metadata={"doc": "bytes used by the debugged processes"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuParams:
+    available: bool
+    gpus: list[GpuInfo]
+    message: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankVerdict:
+    rank: int
+    verdict: str = field(metadata={"doc": "running, stopped, waiting, hung, silent or finished"})
+    message: str
+    state: str
+    since: float
+    step: int | None
+    waiting_for: list[int] | None = None
+    file: str | None = None
+    line: int | None = None
+    blocked_in: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatusDetail:
+    sessionId: str
+    address: str | None = None
+    processes: int
+    connections: int | None = None
+    events: int
+    dropped: int
+    rejectedConnections: int | None = None
+    malformedEvents: int | None = None
+    ranks: list[RankVerdict]
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatusParams:
+    sessions: int = field(metadata={"doc": "live sessions"})
+    state: Literal["idle", "waiting", "connected"]
+    details: list[StatusDetail]
+
+
 @dataclass(frozen=True)
 class Field:
     """One field of a payload, typed as TypeScript writes it (the generated ``protocol.ts`` uses it verbatim)."""
@@ -804,10 +1002,51 @@ class Field:
 
 @dataclass(frozen=True)
 class Interface:
+    """A payload as the generator writes it: derived from its dataclass (``interface_of``)."""
+
     name: str
     fields: tuple[Field, ...]
     doc: str = ""
     open_ended: bool = False  # more keys may come (``[key: string]: unknown``)
+    payload: type[Any] | None = None
+
+
+def interface_of(cls: type[Any]) -> Interface:
+    """The TypeScript view of a payload dataclass: each field's type as TypeScript writes it, its doc, optional."""
+    hints = _hints(cls)
+    out = []
+    for f in fields(cls):
+        annotation = hints[f.name]
+        optional = _optional(f)
+        if optional:
+            annotation = _strip_none(annotation)
+        out.append(Field(f.name, ts_type(annotation), optional, f.metadata.get("doc", "")))
+    return Interface(
+        cls.__name__, tuple(out), getattr(cls, "DOC", ""), bool(getattr(cls, "OPEN_ENDED", False)), payload=cls
+    )
+
+
+def _strip_none(annotation: Any) -> Any:
+    rest = tuple(a for a in get_args(annotation) if a is not type(None))
+    return rest[0] if len(rest) == 1 else Union[rest]  # noqa: UP007 - built from a tuple
+
+
+def ts_type(annotation: Any, number: str = "number") -> str:
+    """A field type as TypeScript writes it (``number`` for int and float unless ``number`` says otherwise)."""
+    origin = get_origin(annotation)
+    if origin is Union or origin is UnionType:
+        return " | ".join(ts_type(a, number) for a in get_args(annotation))
+    if origin is Literal:
+        return " | ".join(f"'{value}'" for value in get_args(annotation))
+    if origin is list:
+        inner = ts_type(get_args(annotation)[0], number)
+        return f"({inner})[]" if " | " in inner else f"{inner}[]"
+    if origin is dict:
+        return f"Record<string, {ts_type(get_args(annotation)[1], number)}>"
+    if isinstance(annotation, type) and is_dataclass(annotation):
+        return annotation.__name__
+    scalars = {str: "string", int: "number", float: number, bool: "boolean", type(None): "null", Any: "unknown"}
+    return scalars[annotation]
 
 
 @dataclass(frozen=True)
@@ -829,157 +1068,28 @@ class Notification:
     params: str
 
 
-INTERFACES: tuple[Interface, ...] = (
-    Interface("StartSessionParams", (Field("sessionId", "string"),)),
-    Interface(
-        "StartSessionResult",
-        (
-            Field("address", "string", doc=f"'127.0.0.1:PORT': pass it to the debuggee as {ENV_HUB}"),
-            Field("token", "string", doc=f"pass it to the debuggee as {ENV_TOKEN}"),
-        ),
-        "The same answer when the session was already started.",
-    ),
-    Interface("EndSessionParams", (Field("sessionId", "string"),)),
-    Interface("EndSessionResult", (Field("ended", "boolean"),)),
-    Interface(
-        "ValidateConditionParams",
-        (
-            Field("uri", "string"),
-            Field("line", "number", doc="0-based"),
-            Field("condition", "string"),
-        ),
-    ),
-    Interface(
-        "ValidateConditionResult",
-        (
-            Field("undefinedNames", "string[]", doc="names (and unknown tensorsight helpers) not defined at the line"),
-            Field("message", "string", doc="one sentence for a warning; empty when the condition is fine"),
-            Field("syntaxError", "string | null", doc="why the condition is not a Python expression"),
-            Field(
-                "sideEffects",
-                "string[]",
-                doc="what in the condition may change the program when it runs (in-place methods, out=, :=, I/O, "
-                "calls not known to be harmless); the message warns about them",
-            ),
-            Field("available", "boolean", doc="the server could check the condition"),
-        ),
-    ),
-    Interface(
-        "SuggestConditionsParams",
-        (
-            Field("name", "string"),
-            Field("uri", "string", True),
-            Field("line", "number", True, "0-based; with uri, the shape a run observed there sharpens the offer"),
-            Field("kindHint", "string", True),
-            Field("shape", "number[]", True),
-        ),
-    ),
-    Interface(
-        "ReportedFinding",
-        (
-            Field("kind", "string"),
-            Field("severity", "'error' | 'warning' | 'info'"),
-            Field("message", "string"),
-            Field("file", "string"),
-            Field("line", "number", doc="1-based"),
-            Field("step", "number", True),
-            Field("rank", "number", True),
-            Field("details", "Record<string, unknown>", True),
-        ),
-        "A finding in the shared model (a tool's --json report carries these).",
-    ),
-    Interface(
-        "ToolFindingsParams",
-        (
-            Field("tool", "string", doc="'doctor', 'profile', 'shapes' or 'overfit': its earlier report is replaced"),
-            Field("findings", "ReportedFinding[]"),
-        ),
-        "A tool's report for Problems: the server merges it with the rules and the runs (one problem per bug).",
-    ),
-    Interface(
-        "ToolFindingsResult",
-        (Field("accepted", "number", doc="findings kept (malformed ones are dropped)"),),
-    ),
-    Interface(
-        "ConditionSuggestion",
-        (Field("label", "string"), Field("condition", "string"), Field("description", "string")),
-    ),
-    Interface(
-        "RunEvent",
-        (
-            Field("type", "string", doc="one of RUN_EVENT_TYPES; a newer agent may send others (ignore them)"),
-            Field("pid", "number", True, "absent on the events the server makes itself"),
-            Field("time", "number", True),
-            Field("rank", "number", True),
-            Field("step", "number", True),
-        ),
-        "An agent event as the agent sent it (non-finite numbers arrive as 'NaN', 'Infinity', '-Infinity').",
-        open_ended=True,
-    ),
-    Interface(
-        "RunEventParams",
-        (Field("sessionId", "string"), Field("event", "RunEvent")),
-        "One run event, as the rest of the extension receives them (the notification carries a batch).",
-    ),
-    Interface(
-        "RunEventBatch",
-        (Field("sessionId", "string"), Field("events", "RunEvent[]")),
-        "A session's run events in one notification: at most 4 a second per session, 500 events and 1 MiB each; an "
-        "event over 64 KiB is not forwarded but counted (a server `dropped` event with `oversize`).",
-    ),
-    Interface(
-        "GpuInfo",
-        (
-            Field("index", "number"),
-            Field("name", "string"),
-            Field("utilization", "number | null", doc="percent"),
-            Field("memoryUsed", "number | null", doc="bytes"),
-            Field("memoryTotal", "number | null", doc="bytes"),
-            Field("processMemoryUsed", "number", True, "bytes used by the debugged processes"),
-        ),
-    ),
-    Interface(
-        "GpuParams",
-        (Field("available", "boolean"), Field("gpus", "GpuInfo[]"), Field("message", "string", True)),
-    ),
-    Interface(
-        "RankVerdict",
-        (
-            Field("rank", "number"),
-            Field("verdict", "string", doc="running, stopped, waiting, hung, silent or finished"),
-            Field("message", "string"),
-            Field("state", "string"),
-            Field("since", "number"),
-            Field("step", "number | null"),
-            Field("waiting_for", "number[]", True),
-            Field("file", "string", True),
-            Field("line", "number", True),
-            Field("blocked_in", "string", True),
-        ),
-    ),
-    Interface(
-        "StatusDetail",
-        (
-            Field("sessionId", "string"),
-            Field("address", "string", True),
-            Field("processes", "number"),
-            Field("connections", "number", True),
-            Field("events", "number"),
-            Field("dropped", "number"),
-            Field("rejectedConnections", "number", True),
-            Field("malformedEvents", "number", True),
-            Field("ranks", "RankVerdict[]"),
-        ),
-    ),
-    Interface(
-        "StatusParams",
-        (
-            Field("sessions", "number", doc="live sessions"),
-            Field("state", "'idle' | 'waiting' | 'connected'"),
-            Field("details", "StatusDetail[]"),
-        ),
-    ),
+PAYLOADS: tuple[type[Any], ...] = (
+    StartSessionParams,
+    StartSessionResult,
+    EndSessionParams,
+    EndSessionResult,
+    ValidateConditionParams,
+    ValidateConditionResult,
+    SuggestConditionsParams,
+    ReportedFinding,
+    ToolFindingsParams,
+    ToolFindingsResult,
+    ConditionSuggestion,
+    RunEvent,
+    RunEventParams,
+    RunEventBatch,
+    GpuInfo,
+    GpuParams,
+    RankVerdict,
+    StatusDetail,
+    StatusParams,
 )
+INTERFACES: tuple[Interface, ...] = tuple(interface_of(payload) for payload in PAYLOADS)
 INTERFACES_BY_NAME: dict[str, Interface] = {i.name: i for i in INTERFACES}
 
 REQUESTS: tuple[Request, ...] = (

@@ -57,7 +57,7 @@ from tensorsight.server.diagnostics import (
 )
 from tensorsight.server.gpu_monitor import GpuMonitor
 from tensorsight.server.hub import Hub, printable
-from tensorsight.server.params import as_dict, required_str
+from tensorsight.server.params import as_dict, non_empty, parse_params, required_str
 from tensorsight.server.run_events import RunEventBatcher
 from tensorsight.server.runtime_view import RuntimeView, normalize_path
 from tensorsight.server.source_files import MAX_SOURCE_BYTES, source_lines
@@ -483,12 +483,14 @@ async def shutdown(ls: TensorSightServer, params: None) -> None:
 # ---------------------------------------------------------------------------------------------- custom methods
 @server.feature(protocol.START_SESSION)
 async def start_session(ls: TensorSightServer, params: Any) -> dict[str, str]:
-    return await ls.start_session(required_str(params, "sessionId"))
+    given = parse_params(protocol.StartSessionParams, params)
+    return await ls.start_session(non_empty(given.sessionId, "sessionId"))
 
 
 @server.feature(protocol.END_SESSION)
 async def end_session(ls: TensorSightServer, params: Any) -> dict[str, bool]:
-    return {"ended": await ls.end_session(required_str(params, "sessionId"))}
+    given = parse_params(protocol.EndSessionParams, params)
+    return {"ended": await ls.end_session(non_empty(given.sessionId, "sessionId"))}
 
 
 @server.feature(protocol.TOOL_FINDINGS)
