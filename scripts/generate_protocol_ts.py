@@ -9,9 +9,13 @@ after changing the contract and commit the result; ``--check`` exits 1 when the 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import pathlib
 import sys
+import types
+import typing
+from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TARGET = ROOT / "extension" / "src" / "server" / "protocol.ts"
@@ -104,12 +108,208 @@ def render() -> str:
             out += ["  [key: string]: unknown;"]
         out += ["}", ""]
 
+    out += _run_events()
+
     out += ["/** Each request's params and answer, by method. */", "export interface Requests {"]
     out += [f"  '{r.method}': {{ params: {r.params}; result: {r.result} }};" for r in protocol.REQUESTS]
     out += ["}", "", "/** Each notification's params, by method. */", "export interface Notifications {"]
     out += [f"  '{n.method}': {n.params};" for n in protocol.NOTIFICATIONS]
     out += ["}", ""]
     return "\n".join(out)
+
+
+def _run_events() -> list[str]:
+    """The run events' payload interfaces (from the contract's dataclasses), their union, and the schema table that
+    ``parseRunEvent`` checks a received event against (the same rules as the server's ``parse_event``)."""
+    nested: dict[str, type] = {}
+    for event in protocol.RUN_EVENTS.values():
+        _collect_nested(event.payload, nested)
+    out = [
+        "/** A number as JSON carries it: NaN and the infinities arrive as these strings. */",
+        "export type WireNumber = number | 'NaN' | 'Infinity' | '-Infinity';",
+        "",
+    ]
+    for name, cls in sorted(nested.items()):
+        out += [f"export interface {name} {{"]
+        out += [_ts_field(field, annotation, optional) for field, annotation, optional in protocol.payload_fields(cls)]
+        out += ["}", ""]
+    names: list[str] = []
+    for event_type, event in sorted(protocol.RUN_EVENTS.items()):
+        names.append(event.payload.__name__)
+        out += [f"/** {event.doc} */", f"export interface {event.payload.__name__} {{", f"  type: '{event_type}';"]
+        out += [
+            _ts_field(f, annotation, optional) for f, annotation, optional in protocol.payload_fields(event.payload)
+        ]
+        out += ["}", ""]
+    out += ["/** A run event the contract declares, as parseRunEvent returns it. */", "export type KnownRunEvent ="]
+    out += [f"  | {name}" + (";" if index == len(names) - 1 else "") for index, name in enumerate(names)]
+    out += [""]
+    out += [
+        "/** A field's type in the schema table: a JSON type, a list, a string-keyed object, a payload, a union. */",
+        "export type WireType =",
+        "  | 'str'",
+        "  | 'int'",
+        "  | 'float'",
+        "  | 'bool'",
+        "  | 'null'",
+        "  | 'any'",
+        "  | readonly ['list', WireType]",
+        "  | readonly ['dict', WireType]",
+        "  | readonly ['object', string]",
+        "  | readonly ['union', ...WireType[]];",
+        "/** `required`: a missing key is an error (a field that may be null or is optional may be missing). */",
+        "export type WireFields = Readonly<Record<string, { type: WireType; required: boolean }>>;",
+        "",
+        "/** The fields of each run event and nested payload, by event type or payload name. */",
+        "export const WIRE_FIELDS: Readonly<Record<string, WireFields>> = {",
+    ]
+    tables = [(f"'{t}'" if not t.isidentifier() else t, e.payload) for t, e in sorted(protocol.RUN_EVENTS.items())]
+    tables += sorted(nested.items())
+    for key, cls in tables:
+        out += [f"  {key}: {{"]
+        for field, annotation, optional in protocol.payload_fields(cls):
+            required = not optional and not protocol.admits_none(annotation)
+            out += [f"    {field}: {{ type: {_wire_type(annotation)}, required: {str(required).lower()} }},"]
+        out += ["  },"]
+    out += ["};", ""]
+    out += PARSER.splitlines()
+    out += [""]
+    return out
+
+
+def _collect_nested(cls: type, found: dict[str, type]) -> None:
+    for _name, annotation, _optional in protocol.payload_fields(cls):
+        for inner in _walk(annotation):
+            if dataclasses.is_dataclass(inner) and isinstance(inner, type) and inner.__name__ not in found:
+                found[inner.__name__] = inner
+                _collect_nested(inner, found)
+
+
+def _walk(annotation: Any) -> list[Any]:
+    args = typing.get_args(annotation)
+    return [annotation, *(inner for arg in args for inner in _walk(arg))]
+
+
+def _ts_field(name: str, annotation: Any, optional: bool) -> str:
+    nullable = optional or protocol.admits_none(annotation)
+    text = _ts_type(_without_none(annotation))
+    return f"  {name}{'?' if nullable else ''}: {text}{' | null' if nullable else ''};"
+
+
+def _without_none(annotation: Any) -> Any:
+    if protocol.admits_none(annotation):
+        rest = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return rest[0] if len(rest) == 1 else typing.Union[tuple(rest)]  # noqa: UP007 - built from a list
+    return annotation
+
+
+def _ts_type(annotation: Any) -> str:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_ts_type(a) for a in typing.get_args(annotation))
+    if origin is list:
+        (item,) = typing.get_args(annotation)
+        inner = _ts_type(item)
+        return f"({inner})[]" if " | " in inner else f"{inner}[]"
+    if origin is dict:
+        return f"Record<string, {_ts_type(typing.get_args(annotation)[1])}>"
+    if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
+        return annotation.__name__
+    return _TS_SCALARS[annotation]
+
+
+def _wire_type(annotation: Any) -> str:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return "['union', " + ", ".join(_wire_type(a) for a in typing.get_args(annotation)) + "]"
+    if origin is list:
+        return f"['list', {_wire_type(typing.get_args(annotation)[0])}]"
+    if origin is dict:
+        return f"['dict', {_wire_type(typing.get_args(annotation)[1])}]"
+    if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
+        return f"['object', '{annotation.__name__}']"
+    return f"'{_WIRE_SCALARS[annotation]}'"
+
+
+_TS_SCALARS: dict[Any, str] = {
+    str: "string",
+    int: "number",
+    float: "WireNumber",
+    bool: "boolean",
+    type(None): "null",
+    Any: "unknown",
+}
+_WIRE_SCALARS: dict[Any, str] = {str: "str", int: "int", float: "float", bool: "bool", type(None): "null", Any: "any"}
+
+# The reader of the schema table, the same rules as core.protocol.parse_event (kept beside the table it reads).
+PARSER = """/** What parseRunEvent makes of a received value: the typed event, or why it is not one. */
+export type ParsedRunEvent = { ok: true; event: KnownRunEvent } | { ok: false; type?: string; error: string };
+
+/**
+ * Checks a received run event against the contract (keys the contract does not declare are ignored; a missing
+ * required key, a value of the wrong type or an unknown `type` is an error), as the server's parse_event does.
+ */
+export function parseRunEvent(value: unknown): ParsedRunEvent {
+  if (!isWireObject(value)) return { ok: false, error: 'a run event must be an object' };
+  const type = value.type;
+  if (typeof type !== 'string' || !type) return { ok: false, error: 'event without a type' };
+  const fields = Object.hasOwn(WIRE_FIELDS, type) ? WIRE_FIELDS[type] : undefined;
+  if (fields === undefined) return { ok: false, type, error: `unknown event type '${type}'` };
+  const error = wireFieldsError(value, fields, '');
+  return error === undefined ? { ok: true, event: value as unknown as KnownRunEvent } : { ok: false, type, error };
+}
+
+function wireFieldsError(value: Record<string, unknown>, fields: WireFields, where: string): string | undefined {
+  for (const [key, field] of Object.entries(fields)) {
+    const item = value[key];
+    if (item === undefined || (item === null && !field.required)) {
+      if (field.required) return `'${where}${key}' is missing`;
+      continue;
+    }
+    const error = wireTypeError(item, field.type, `${where}${key}`);
+    if (error !== undefined) return error;
+  }
+  return undefined;
+}
+
+function wireTypeError(value: unknown, type: WireType, name: string): string | undefined {
+  if (typeof type === 'string') {
+    const fits =
+      type === 'any' ||
+      (type === 'null' && value === null) ||
+      (type === 'str' && typeof value === 'string') ||
+      (type === 'bool' && typeof value === 'boolean') ||
+      (type === 'int' && typeof value === 'number' && Number.isInteger(value)) ||
+      (type === 'float' &&
+        (typeof value === 'number' || value === 'NaN' || value === 'Infinity' || value === '-Infinity'));
+    return fits ? undefined : `'${name}' must be ${type}`;
+  }
+  const [kind, ...rest] = type;
+  if (kind === 'union') {
+    return rest.some((option) => wireTypeError(value, option as WireType, name) === undefined)
+      ? undefined
+      : `'${name}' must be ${rest.map((option) => (typeof option === 'string' ? option : option[0])).join(' or ')}`;
+  }
+  if (kind === 'list') {
+    if (!Array.isArray(value)) return `'${name}' must be a list`;
+    for (const [index, item] of value.entries()) {
+      const error = wireTypeError(item, rest[0] as WireType, `${name}[${index}]`);
+      if (error !== undefined) return error;
+    }
+    return undefined;
+  }
+  if (!isWireObject(value)) return `'${name}' must be an object`;
+  if (kind === 'object') return wireFieldsError(value, WIRE_FIELDS[rest[0] as string] ?? {}, `${name}.`);
+  for (const [key, item] of Object.entries(value)) {
+    const error = wireTypeError(item, rest[0] as WireType, `${name}.${key}`);
+    if (error !== undefined) return error;
+  }
+  return undefined;
+}
+
+function isWireObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}"""
 
 
 def _key(name: str) -> str:

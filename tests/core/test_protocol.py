@@ -26,8 +26,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from support import run_event_samples
 from support.paths import PYHELPERS
-from tensorsight.core import protocol
+from tensorsight.core import json_lines, protocol
 from tensorsight.server import runtime_view
 
 PACKAGE = pathlib.Path(PYHELPERS, "tensorsight")
@@ -48,18 +49,55 @@ def module_label(path: pathlib.Path) -> str:
     return str(relative.parent if relative.name == "__init__" else relative).replace("\\", "/")
 
 
+def _call_name(node: ast.Call) -> str | None:
+    return node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+
+
+def _is_typed_type(node: ast.expr) -> bool:
+    """``event.TYPE``: ``events.send`` handing a typed event on to ``emit`` (its call site is the one scanned)."""
+    return isinstance(node, ast.Attribute) and node.attr == "TYPE"
+
+
+def event_builders() -> dict[str, type[protocol.AgentEvent]]:
+    """Functions of the senders annotated to return an event dataclass (``def event(self) -> protocol.XEvent``)."""
+    found: dict[str, type[protocol.AgentEvent]] = {}
+    for path in python_files(*SENDERS):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and isinstance(node.returns, ast.Attribute):
+                payload = getattr(protocol, node.returns.attr, None)
+                if isinstance(payload, type) and issubclass(payload, protocol.AgentEvent):
+                    found[node.name] = payload
+    return found
+
+
 def emit_sites() -> list[tuple[str, str, set[str] | None]]:
-    """(event type, module, literal keyword names or None when ``**data`` is passed) of every emit call."""
+    """(event type, module, literal keyword names or None when ``**data`` is passed) of every emit call: the typed
+    ``send(protocol.XEvent(...))`` (the type is the dataclass's ``TYPE``) and the loose ``emit("type", ...)``."""
     sites = []
+    builders = event_builders()
     for path in python_files(*SENDERS):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
-            if name == "emit_finding":
+            name = _call_name(node)
+            if name == "send" and node.args and isinstance(node.args[0], ast.Call):
+                built = node.args[0]
+                payload = getattr(protocol, _call_name(built) or "", None)
+                if payload is None and _call_name(built) in builders:  # send(record.event()): typed by its builder
+                    payload = builders[_call_name(built) or ""]
+                    sites.append((payload.TYPE, module_label(path), None))
+                    continue
+                assert isinstance(payload, type) and issubclass(payload, protocol.AgentEvent), (
+                    f"{path.name}:{node.lineno}: send() takes a core.protocol event dataclass, built in the call or "
+                    "returned by a function annotated with it"
+                )
+                keywords = {k.arg for k in built.keywords}
+                literal = None if None in keywords else {k for k in keywords if k is not None}
+                sites.append((payload.TYPE, module_label(path), literal))
+            elif name == "emit_finding":
                 sites.append(("finding", module_label(path), None))
-            elif name == "emit" and node.args:
+            elif name == "emit" and node.args and not _is_typed_type(node.args[0]):
                 first = node.args[0]
                 assert isinstance(first, ast.Constant) and isinstance(first.value, str), (
                     f"{path.name}:{node.lineno}: emit() with a computed event type cannot be checked; use a literal"
@@ -74,7 +112,18 @@ def test_the_scan_finds_the_agents_emit_calls():
     sites = emit_sites()
     # a scan that silently found nothing would pass every test below
     assert len(sites) >= 20
-    assert ("timer", "agent/measurement/timer", None) in sites
+    assert ("timer", "agent/measurement/timer", {"name", "seconds", "file", "line"}) in sites
+
+
+def test_the_agent_builds_every_event_from_its_dataclass():
+    """``events.send(protocol.XEvent(...))``, never ``emit("x", key=...)``: a renamed field fails type checking."""
+    loose = []
+    for path in python_files(*SENDERS):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and _call_name(node) == "emit" and node.args:
+                if isinstance(node.args[0], ast.Constant):
+                    loose.append(f"{module_label(path)}:{node.lineno}")
+    assert not loose, f"events emitted by name with loose keys: {loose}"
 
 
 def test_every_emitted_event_type_is_declared_by_the_module_that_emits_it():
@@ -126,6 +175,119 @@ def test_the_server_forwards_what_the_contract_says():
         if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
             strings = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
             assert len(strings & protocol.EVENT_TYPES) < 3, "server.py lists event types itself"
+
+
+# ---------------------------------------------------------------------------------------------- typed events
+SAMPLES = (*run_event_samples.SAMPLES, *run_event_samples.NOT_FORWARDED)
+
+
+def test_every_event_type_has_a_sample_and_the_fixture_is_current():
+    assert {s.TYPE for s in SAMPLES} == protocol.EVENT_TYPES | protocol.RUN_EVENT_TYPES
+    assert {s.TYPE for s in run_event_samples.SAMPLES} == protocol.RUN_EVENT_TYPES
+    with open(run_event_samples.FIXTURE, encoding="utf-8") as fixture:
+        assert fixture.read() == run_event_samples.render(), "rewrite it: python tests/support/run_event_samples.py"
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: f"{s.TYPE}-{id(s) % 997}")
+def test_what_the_agent_builds_crosses_the_hub_and_parses_unchanged(sample):
+    """send(): the dataclass's wire dict, coded by the hub's codec, read back by the server's parse_event."""
+    line = json_lines.encode(protocol.wire_event(sample))
+    received, problem = json_lines.decode(line.strip())
+    assert received is not None, problem
+    registry = {**protocol.EVENTS_BY_NAME, **protocol.RUN_EVENTS}
+    parsed = protocol.parse_event(received, registry)
+    assert isinstance(parsed, type(sample)), parsed
+    assert protocol.json_safe(protocol.wire_event(parsed)) == protocol.json_safe(protocol.wire_event(sample))
+
+
+def test_a_malformed_event_is_refused_with_the_field_that_is_wrong():
+    timer = protocol.wire_event(protocol.TimerEvent(name="data", seconds=0.5))
+    assert isinstance(protocol.parse_event(timer), protocol.TimerEvent)
+    cases = {
+        "'seconds' must be a number": {**timer, "seconds": "fast"},
+        "'name' is missing": {k: v for k, v in timer.items() if k != "name"},
+        "'line' must be an integer or null": {**timer, "line": True},
+        "'values[0].text' must be a string": {
+            **protocol.wire_event(run_event_samples.NOT_FORWARDED[0]),
+            "values": [{"name": "x", "text": 3}],
+        },
+        "unknown event type 'nope'": {"type": "nope"},
+        "event without a type": {"seconds": 1.0},
+    }
+    for reason, message in cases.items():
+        error = protocol.parse_event(message)
+        assert isinstance(error, protocol.ProtocolError) and reason in str(error), (reason, error)
+    # keys the contract does not declare are a newer agent's: ignored, not refused
+    assert isinstance(protocol.parse_event({**timer, "newKey": [1]}), protocol.TimerEvent)
+
+
+def test_request_params_are_dataclasses_read_with_the_same_rules():
+    """Each custom request's params and answer is a dataclass; the generated interfaces are derived from them."""
+    assert all(interface.payload is not None for interface in protocol.INTERFACES)
+    given = protocol.parse_payload(
+        protocol.ValidateConditionParams, {"uri": "file:///t.py", "line": 3, "condition": "x"}
+    )
+    assert given == protocol.ValidateConditionParams(uri="file:///t.py", line=3, condition="x")
+    wrong = protocol.parse_payload(protocol.ValidateConditionParams, {"uri": "u", "line": "3", "condition": "x"})
+    assert isinstance(wrong, protocol.ProtocolError) and "'line' must be an integer" in str(wrong)
+    severity = protocol.parse_payload(
+        protocol.ReportedFinding, {"kind": "k", "severity": "fatal", "message": "m", "file": "f", "line": 1}
+    )
+    assert isinstance(severity, protocol.ProtocolError) and "'severity' must be one of" in str(severity)
+    [severity_field] = [f for f in protocol.INTERFACES_BY_NAME["ReportedFinding"].fields if f.name == "severity"]
+    assert severity_field.ts_type == "'error' | 'warning' | 'info'"
+
+
+def _event_name_lists_in_python(path: pathlib.Path) -> list[tuple[int, list[str]]]:
+    names = protocol.EVENT_TYPES | protocol.RUN_EVENT_TYPES
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        items: list[ast.expr | None] = []
+        if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
+            items = list(node.elts)
+        elif isinstance(node, ast.Dict):
+            items = list(node.keys)
+        literal = [i.value for i in items if isinstance(i, ast.Constant) and i.value in names]
+        # a dict whose keys are mostly event names routes by name (a status dict's "dropped" key does not)
+        if len(literal) >= 2 and (not isinstance(node, ast.Dict) or 2 * len(literal) > len(items)):
+            found.append((node.lineno, literal))
+    return found
+
+
+# an array, a Set or an object of two or more quoted event names, e.g. ['hello', 'bye'] or new Set(['scalars', ...
+_TS_NAME = "'(?:" + "|".join(re.escape(n) for n in sorted(protocol.EVENT_TYPES | protocol.RUN_EVENT_TYPES)) + ")'"
+_TS_NAME_LIST = re.compile(rf"[\[{{(]\s*{_TS_NAME}\s*[,:][^\]}})]*?{_TS_NAME}", re.S)
+
+
+def test_no_list_of_event_names_is_kept_outside_the_contract():
+    """The server and the extension take event names from the contract (its registry, its dataclasses, the generated
+    union): a set like ``{"finding", "nonfinite", ...}`` in the server or ``['hello', 'bye']`` in the extension would
+    drift from it. Only core/protocol.py and the generated protocol.ts may list them."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}: {names}"
+        for path in python_files(PACKAGE / "server")
+        for line, names in _event_name_lists_in_python(path)
+    ]
+    for path in sorted((ROOT / "extension" / "src").rglob("*.ts")):
+        if path.name == "protocol.ts" and path.parent.name == "server":
+            continue
+        for match in _TS_NAME_LIST.finditer(path.read_text(encoding="utf-8")):
+            offenders.append(f"{path.relative_to(ROOT)}: {match.group(0)[:80]!r}")
+    assert not offenders, "event names listed outside core/protocol.py:\n" + "\n".join(offenders)
+
+
+def test_the_name_list_scan_sees_a_list_in_either_language(tmp_path):
+    module = tmp_path / "batcher.py"
+    module.write_text(
+        'KEPT = frozenset({"finding", "nonfinite", "x"})\nONE = ("hello",)\n'
+        'ROUTES = {"hello": 1, "bye": 2}\nSTATUS = {"dropped": 0, "ranks": [], "events": 1, "sessionId": "s"}\n',
+        encoding="utf-8",
+    )
+    found = [names for _, names in _event_name_lists_in_python(module)]
+    assert sorted(found) == [["finding", "nonfinite"], ["hello", "bye"]]
+    assert _TS_NAME_LIST.search("const LIFECYCLE = new Set(['hello', 'bye']);")
+    assert _TS_NAME_LIST.search("const kept = { finding: 2, 'rank-state': 2 }") is None  # bare keys: not a name list
+    assert not _TS_NAME_LIST.search("switch (event.type) {\n  case 'scalars': {\n    break;\n  }\n  case 'bye':")
 
 
 # ---------------------------------------------------------------------------------------------- launch options

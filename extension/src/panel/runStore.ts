@@ -10,7 +10,13 @@
  * once the loss is finite again after it, and replaced by the run's end (with the step the loss went NaN, when it
  * ended NaN).
  */
-import { PHASE_STEPS_WITHOUT_THE_FIRST, type RunEvent } from '../server/protocol';
+import {
+  parseRunEvent,
+  PHASE_STEPS_WITHOUT_THE_FIRST,
+  type NonfiniteCounts,
+  type RunEvent,
+  type WireNumber,
+} from '../server/protocol';
 
 export const MAX_POINTS = 2000;
 /** Marker spans kept per series (the first ones and the newest: a loss that flips in and out of NaN forever). */
@@ -109,16 +115,24 @@ export function emptyRun(sessionId: string): RunSnapshot {
   };
 }
 
-/** Applies one event to the run (mutating it, for speed with many events) and returns it. */
-export function applyEvent(run: RunSnapshot, event: RunEvent): RunSnapshot {
+/**
+ * Applies one event to the run (mutating it, for speed with many events) and returns it. The event is read with the
+ * contract's parseRunEvent (its keys and their types, generated from core/protocol.py): one that does not parse, or
+ * of a type the contract does not know, is only counted.
+ */
+export function applyEvent(run: RunSnapshot, received: RunEvent): RunSnapshot {
   run.events++;
-  const step = finiteNumber(event.step);
-  if (step !== undefined) run.lastStep = Math.max(run.lastStep, step);
+  const counted = finiteNumber(received.step);
+  if (counted !== undefined) run.lastStep = Math.max(run.lastStep, counted);
+  const parsed = parseRunEvent(received);
+  if (!parsed.ok) return run;
+  const event = parsed.event;
+  const step = 'step' in event ? finiteNumber(event.step) : undefined;
   switch (event.type) {
     case 'scalars': {
       const values = event.values;
-      if (step === undefined || !isRecord(values)) break;
-      const split = typeof event.split === 'string' ? event.split : 'train';
+      if (step === undefined) break;
+      const split = event.split ?? 'train';
       for (const [name, raw] of Object.entries(values)) {
         // NaN/Inf are kept (as gaps in the plot, and marker spans) so a blow-up is visible rather than dropped.
         const value = scalarValue(raw);
@@ -138,7 +152,7 @@ export function applyEvent(run: RunSnapshot, event: RunEvent): RunSnapshot {
     }
     case 'phases': {
       const tally = run.phaseTally;
-      if (!isRecord(event.seconds) || tally.final) break;
+      if (tally.final) break;
       const clean = cleanPhases(event.seconds);
       if (tally.first === undefined && (step === 1 || (step === undefined && tally.laterSteps === 0))) {
         tally.first = clean;
@@ -155,16 +169,17 @@ export function applyEvent(run: RunSnapshot, event: RunEvent): RunSnapshot {
       break;
     }
     case 'phase-summary': {
-      const steps = finiteNumber(event.steps);
-      if (!isRecord(event.seconds) || steps === undefined || steps < 1) break;
+      const steps = event.steps;
+      if (steps < 1) break;
       run.phaseTally.final = true;
       run.phaseTotals = cleanPhases(event.seconds);
       run.phaseSteps = Math.round(steps);
       break;
     }
     case 'histogram': {
-      const { name, kind, edges, counts } = event;
-      if (typeof name !== 'string' || !isNumberArray(edges) || !isNumberArray(counts)) break;
+      const { name, kind, counts } = event;
+      const edges = event.edges.map(finiteNumber);
+      if (!isNumberArray(edges)) break;
       if (counts.length ? edges.length !== counts.length + 1 : edges.length > 1) break;
       const nonfinite = nonfiniteCounts(event.nonfinite);
       if (counts.length === 0 && nonfinite.nan + nonfinite.posinf + nonfinite.neginf === 0) break;
@@ -187,40 +202,39 @@ export function applyEvent(run: RunSnapshot, event: RunEvent): RunSnapshot {
     case 'nonfinite': {
       const stop: NonfiniteStop = {
         step: step ?? -1,
-        file: typeof event.file === 'string' ? event.file : '',
-        line: finiteNumber(event.line) ?? 0,
-        message: typeof event.message === 'string' ? event.message : 'NaN/Inf',
+        file: event.file ?? '',
+        line: event.line ?? 0,
+        message: event.message ?? 'NaN/Inf',
       };
       run.nonfinite.push(stop);
       run.banner = { kind: 'stop', stop }; // the newest stop replaces an older one (or the end of an earlier run)
       break;
     }
     case 'hello': {
-      const pid = finiteNumber(event.pid);
+      const pid = event.pid ?? undefined;
       if (pid !== undefined && !run.processes.includes(pid)) run.processes.push(pid);
       if (run.banner?.kind === 'ended') run.banner = undefined; // a new process: the run goes on
       break;
     }
     case 'bye': {
-      const pid = finiteNumber(event.pid);
+      const pid = event.pid ?? undefined;
       run.processes = run.processes.filter((known) => known !== pid);
       if (run.processes.length === 0) endRun(run);
       break;
     }
     case 'run-finished': {
-      endRun(run, typeof event.error === 'string' && event.error ? event.error : undefined);
+      endRun(run, event.error || undefined);
       break;
     }
     case 'timer': {
       const seconds = finiteNumber(event.seconds);
-      if (typeof event.name !== 'string' || seconds === undefined || seconds < 0) break;
+      if (seconds === undefined || seconds < 0) break;
       const timer = (run.timers[event.name] ??= { name: event.name, last: 0, total: 0, calls: 0 });
       timer.last = seconds;
       timer.total += seconds;
       timer.calls++;
       if (typeof event.file === 'string') timer.file = event.file;
-      const line = finiteNumber(event.line);
-      if (line !== undefined) timer.line = line;
+      if (event.line !== undefined && event.line !== null) timer.line = event.line;
       break;
     }
     default:
@@ -267,10 +281,9 @@ function endRun(run: RunSnapshot, error?: string): void {
   run.banner = banner;
 }
 
-function nonfiniteCounts(value: unknown): Histogram['nonfinite'] {
-  const counts = isRecord(value) ? value : {};
-  const count = (key: string) => Math.max(0, finiteNumber(counts[key]) ?? 0);
-  return { nan: count('nan'), posinf: count('posinf'), neginf: count('neginf') };
+function nonfiniteCounts(counts: NonfiniteCounts | null | undefined): Histogram['nonfinite'] {
+  const count = (value: number | null | undefined) => Math.max(0, value ?? 0);
+  return { nan: count(counts?.nan), posinf: count(counts?.posinf), neginf: count(counts?.neginf) };
 }
 
 function noPhases(): Record<Phase, number> {
@@ -278,7 +291,7 @@ function noPhases(): Record<Phase, number> {
 }
 
 /** Seconds per phase from an event, a missing, negative or non-finite figure read as 0. */
-function cleanPhases(seconds: Record<string, unknown>): Record<Phase, number> {
+function cleanPhases(seconds: Record<string, WireNumber>): Record<Phase, number> {
   const clean = noPhases();
   for (const phase of PHASES) {
     const value = finiteNumber(seconds[phase]);
@@ -315,10 +328,6 @@ function finiteNumber(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function isNumberArray(value: unknown): value is number[] {
-  return Array.isArray(value) && value.every((item) => typeof item === 'number');
+function isNumberArray(value: (number | undefined)[]): value is number[] {
+  return value.every((item) => item !== undefined);
 }

@@ -304,6 +304,537 @@ export interface StatusParams {
   details: StatusDetail[];
 }
 
+/** A number as JSON carries it: NaN and the infinities arrive as these strings. */
+export type WireNumber = number | 'NaN' | 'Infinity' | '-Infinity';
+
+export interface NonfiniteCounts {
+  nan?: number | null;
+  posinf?: number | null;
+  neginf?: number | null;
+}
+
+/** the process exits */
+export interface ByeEvent {
+  type: 'bye';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  dropped?: number | null;
+}
+
+/** a tensorsight.* condition helper was misused (it answered False) */
+export interface ConditionErrorEvent {
+  type: 'condition-error';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  expression: string;
+  message: string;
+  location: string;
+}
+
+/** events dropped on a full queue */
+export interface DroppedEvent {
+  type: 'dropped';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  count: number;
+  origin?: string | null;
+  oversize?: number | null;
+  maxEventBytes?: number | null;
+}
+
+/** a Finding's wire dict: a runtime diagnostic */
+export interface FindingEvent {
+  type: 'finding';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  finding: Record<string, unknown>;
+  origin?: string | null;
+}
+
+/** a process joined the session (the hub strips the token before anything else sees it) */
+export interface HelloEvent {
+  type: 'hello';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  protocol?: number | null;
+  script?: string | null;
+  argv?: string[] | null;
+  origin?: string | null;
+}
+
+/** a weight or gradient histogram of the finite values, and the NaN/+Inf/-Inf counts of the sample (``nonfinite``: {nan, posinf, neginf}; no buckets when no value is finite) */
+export interface HistogramEvent {
+  type: 'histogram';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  step: number;
+  name: string;
+  kind: string;
+  edges: WireNumber[];
+  counts: number[];
+  nonfinite?: NonfiniteCounts | null;
+}
+
+/** a training log line */
+export interface LogEvent {
+  type: 'log';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  level: string;
+  message: string;
+}
+
+/** memory figures of a step (bytes) */
+export interface MemoryEvent {
+  type: 'memory';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  step: number;
+  cpu_rss_bytes?: number | null;
+  cuda_allocated?: number | null;
+  cuda_reserved?: number | null;
+  cuda_peak?: number | null;
+  nvml_used?: number | null;
+  nvml_total?: number | null;
+}
+
+/** the first NaN/Inf of the run: a diagnostic and a hover at its line */
+export interface NonfiniteEvent {
+  type: 'nonfinite';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  file?: string | null;
+  line?: number | null;
+  op?: string | null;
+  phase?: string | null;
+  step?: number | null;
+  nan?: number | null;
+  posinf?: number | null;
+  neginf?: number | null;
+  message?: string | null;
+  title?: string | null;
+  module?: string | null;
+  node?: string | null;
+}
+
+/** seconds per phase over the whole run */
+export interface PhaseSummaryEvent {
+  type: 'phase-summary';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  steps: number;
+  seconds: Record<string, WireNumber>;
+  file?: string | null;
+  line?: number | null;
+}
+
+/** seconds per phase of one step: the code lens above the training loop */
+export interface PhasesEvent {
+  type: 'phases';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  step?: number | null;
+  seconds: Record<string, WireNumber>;
+  eval_seconds?: WireNumber | null;
+  file?: string | null;
+  line?: number | null;
+}
+
+/** the process learnt its rank after the hello */
+export interface RankEvent {
+  type: 'rank';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank: number;
+  local_rank?: number | null;
+  world_size: number;
+  host?: string | null;
+  source?: string | null;
+  origin?: string | null;
+}
+
+/** a rank's heartbeat (running, stopped, waiting in a collective) */
+export interface RankStateEvent {
+  type: 'rank-state';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank: number;
+  local_rank?: number | null;
+  world_size: number;
+  state: string;
+  since: WireNumber;
+  heartbeat: WireNumber;
+  step?: number | null;
+  file?: string | null;
+  line?: number | null;
+  blocked_in?: string | null;
+}
+
+/** the ranks' verdicts, when they change */
+export interface RanksEvent {
+  type: 'ranks';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  verdicts: Record<string, unknown>[];
+}
+
+/** the doctored script ended (error text, or empty) */
+export interface RunFinishedEvent {
+  type: 'run-finished';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  error?: string | null;
+}
+
+/** loss, lr, gradient norms (train) or the validation loss (val) of a step */
+export interface ScalarsEvent {
+  type: 'scalars';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  step: number;
+  split?: string | null;
+  values: Record<string, unknown>;
+  batches?: number | null;
+}
+
+/** the model's shapes per module at its first forward (the doctor's shapeMap) */
+export interface ShapeMapEvent {
+  type: 'shape-map';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  model: string;
+  rows: Record<string, unknown>[];
+  file?: string | null;
+  line?: number | null;
+}
+
+/** TensorBoard event files are being written */
+export interface TensorboardEvent {
+  type: 'tensorboard';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  logdir: string;
+  command: string;
+}
+
+/** one measurement of a tensorsight.Timer: the panel's timers and a hover at the timed line */
+export interface TimerEvent {
+  type: 'timer';
+  pid?: number | null;
+  time?: WireNumber | null;
+  rank?: number | null;
+  name: string;
+  seconds: WireNumber;
+  file?: string | null;
+  line?: number | null;
+}
+
+/** A run event the contract declares, as parseRunEvent returns it. */
+export type KnownRunEvent =
+  | ByeEvent
+  | ConditionErrorEvent
+  | DroppedEvent
+  | FindingEvent
+  | HelloEvent
+  | HistogramEvent
+  | LogEvent
+  | MemoryEvent
+  | NonfiniteEvent
+  | PhaseSummaryEvent
+  | PhasesEvent
+  | RankEvent
+  | RankStateEvent
+  | RanksEvent
+  | RunFinishedEvent
+  | ScalarsEvent
+  | ShapeMapEvent
+  | TensorboardEvent
+  | TimerEvent;
+
+/** A field's type in the schema table: a JSON type, a list, a string-keyed object, a payload, a union. */
+export type WireType =
+  | 'str'
+  | 'int'
+  | 'float'
+  | 'bool'
+  | 'null'
+  | 'any'
+  | readonly ['list', WireType]
+  | readonly ['dict', WireType]
+  | readonly ['object', string]
+  | readonly ['union', ...WireType[]];
+/** `required`: a missing key is an error (a field that may be null or is optional may be missing). */
+export type WireFields = Readonly<Record<string, { type: WireType; required: boolean }>>;
+
+/** The fields of each run event and nested payload, by event type or payload name. */
+export const WIRE_FIELDS: Readonly<Record<string, WireFields>> = {
+  bye: {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    dropped: { type: ['union', 'int', 'null'], required: false },
+  },
+  'condition-error': {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    expression: { type: 'str', required: true },
+    message: { type: 'str', required: true },
+    location: { type: 'str', required: true },
+  },
+  dropped: {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    count: { type: 'int', required: true },
+    origin: { type: ['union', 'str', 'null'], required: false },
+    oversize: { type: ['union', 'int', 'null'], required: false },
+    maxEventBytes: { type: ['union', 'int', 'null'], required: false },
+  },
+  finding: {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    finding: { type: ['dict', 'any'], required: true },
+    origin: { type: ['union', 'str', 'null'], required: false },
+  },
+  hello: {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    protocol: { type: ['union', 'int', 'null'], required: false },
+    script: { type: ['union', 'str', 'null'], required: false },
+    argv: { type: ['union', ['list', 'str'], 'null'], required: false },
+    origin: { type: ['union', 'str', 'null'], required: false },
+  },
+  histogram: {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    step: { type: 'int', required: true },
+    name: { type: 'str', required: true },
+    kind: { type: 'str', required: true },
+    edges: { type: ['list', 'float'], required: true },
+    counts: { type: ['list', 'int'], required: true },
+    nonfinite: { type: ['union', ['object', 'NonfiniteCounts'], 'null'], required: false },
+  },
+  log: {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    level: { type: 'str', required: true },
+    message: { type: 'str', required: true },
+  },
+  memory: {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    step: { type: 'int', required: true },
+    cpu_rss_bytes: { type: ['union', 'int', 'null'], required: false },
+    cuda_allocated: { type: ['union', 'int', 'null'], required: false },
+    cuda_reserved: { type: ['union', 'int', 'null'], required: false },
+    cuda_peak: { type: ['union', 'int', 'null'], required: false },
+    nvml_used: { type: ['union', 'int', 'null'], required: false },
+    nvml_total: { type: ['union', 'int', 'null'], required: false },
+  },
+  nonfinite: {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    file: { type: ['union', 'str', 'null'], required: false },
+    line: { type: ['union', 'int', 'null'], required: false },
+    op: { type: ['union', 'str', 'null'], required: false },
+    phase: { type: ['union', 'str', 'null'], required: false },
+    step: { type: ['union', 'int', 'null'], required: false },
+    nan: { type: ['union', 'int', 'null'], required: false },
+    posinf: { type: ['union', 'int', 'null'], required: false },
+    neginf: { type: ['union', 'int', 'null'], required: false },
+    message: { type: ['union', 'str', 'null'], required: false },
+    title: { type: ['union', 'str', 'null'], required: false },
+    module: { type: ['union', 'str', 'null'], required: false },
+    node: { type: ['union', 'str', 'null'], required: false },
+  },
+  'phase-summary': {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    steps: { type: 'int', required: true },
+    seconds: { type: ['dict', 'float'], required: true },
+    file: { type: ['union', 'str', 'null'], required: false },
+    line: { type: ['union', 'int', 'null'], required: false },
+  },
+  phases: {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    step: { type: ['union', 'int', 'null'], required: false },
+    seconds: { type: ['dict', 'float'], required: true },
+    eval_seconds: { type: ['union', 'float', 'null'], required: false },
+    file: { type: ['union', 'str', 'null'], required: false },
+    line: { type: ['union', 'int', 'null'], required: false },
+  },
+  rank: {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: 'int', required: true },
+    local_rank: { type: ['union', 'int', 'null'], required: false },
+    world_size: { type: 'int', required: true },
+    host: { type: ['union', 'str', 'null'], required: false },
+    source: { type: ['union', 'str', 'null'], required: false },
+    origin: { type: ['union', 'str', 'null'], required: false },
+  },
+  'rank-state': {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: 'int', required: true },
+    local_rank: { type: ['union', 'int', 'null'], required: false },
+    world_size: { type: 'int', required: true },
+    state: { type: 'str', required: true },
+    since: { type: 'float', required: true },
+    heartbeat: { type: 'float', required: true },
+    step: { type: ['union', 'int', 'null'], required: false },
+    file: { type: ['union', 'str', 'null'], required: false },
+    line: { type: ['union', 'int', 'null'], required: false },
+    blocked_in: { type: ['union', 'str', 'null'], required: false },
+  },
+  ranks: {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    verdicts: { type: ['list', ['dict', 'any']], required: true },
+  },
+  'run-finished': {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    error: { type: ['union', 'str', 'null'], required: false },
+  },
+  scalars: {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    step: { type: 'int', required: true },
+    split: { type: ['union', 'str', 'null'], required: false },
+    values: { type: ['dict', 'any'], required: true },
+    batches: { type: ['union', 'int', 'null'], required: false },
+  },
+  'shape-map': {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    model: { type: 'str', required: true },
+    rows: { type: ['list', ['dict', 'any']], required: true },
+    file: { type: ['union', 'str', 'null'], required: false },
+    line: { type: ['union', 'int', 'null'], required: false },
+  },
+  tensorboard: {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    logdir: { type: 'str', required: true },
+    command: { type: 'str', required: true },
+  },
+  timer: {
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    name: { type: 'str', required: true },
+    seconds: { type: 'float', required: true },
+    file: { type: ['union', 'str', 'null'], required: false },
+    line: { type: ['union', 'int', 'null'], required: false },
+  },
+  NonfiniteCounts: {
+    nan: { type: ['union', 'int', 'null'], required: false },
+    posinf: { type: ['union', 'int', 'null'], required: false },
+    neginf: { type: ['union', 'int', 'null'], required: false },
+  },
+};
+
+/** What parseRunEvent makes of a received value: the typed event, or why it is not one. */
+export type ParsedRunEvent = { ok: true; event: KnownRunEvent } | { ok: false; type?: string; error: string };
+
+/**
+ * Checks a received run event against the contract (keys the contract does not declare are ignored; a missing
+ * required key, a value of the wrong type or an unknown `type` is an error), as the server's parse_event does.
+ */
+export function parseRunEvent(value: unknown): ParsedRunEvent {
+  if (!isWireObject(value)) return { ok: false, error: 'a run event must be an object' };
+  const type = value.type;
+  if (typeof type !== 'string' || !type) return { ok: false, error: 'event without a type' };
+  const fields = Object.hasOwn(WIRE_FIELDS, type) ? WIRE_FIELDS[type] : undefined;
+  if (fields === undefined) return { ok: false, type, error: `unknown event type '${type}'` };
+  const error = wireFieldsError(value, fields, '');
+  return error === undefined ? { ok: true, event: value as unknown as KnownRunEvent } : { ok: false, type, error };
+}
+
+function wireFieldsError(value: Record<string, unknown>, fields: WireFields, where: string): string | undefined {
+  for (const [key, field] of Object.entries(fields)) {
+    const item = value[key];
+    if (item === undefined || (item === null && !field.required)) {
+      if (field.required) return `'${where}${key}' is missing`;
+      continue;
+    }
+    const error = wireTypeError(item, field.type, `${where}${key}`);
+    if (error !== undefined) return error;
+  }
+  return undefined;
+}
+
+function wireTypeError(value: unknown, type: WireType, name: string): string | undefined {
+  if (typeof type === 'string') {
+    const fits =
+      type === 'any' ||
+      (type === 'null' && value === null) ||
+      (type === 'str' && typeof value === 'string') ||
+      (type === 'bool' && typeof value === 'boolean') ||
+      (type === 'int' && typeof value === 'number' && Number.isInteger(value)) ||
+      (type === 'float' &&
+        (typeof value === 'number' || value === 'NaN' || value === 'Infinity' || value === '-Infinity'));
+    return fits ? undefined : `'${name}' must be ${type}`;
+  }
+  const [kind, ...rest] = type;
+  if (kind === 'union') {
+    return rest.some((option) => wireTypeError(value, option as WireType, name) === undefined)
+      ? undefined
+      : `'${name}' must be ${rest.map((option) => (typeof option === 'string' ? option : option[0])).join(' or ')}`;
+  }
+  if (kind === 'list') {
+    if (!Array.isArray(value)) return `'${name}' must be a list`;
+    for (const [index, item] of value.entries()) {
+      const error = wireTypeError(item, rest[0] as WireType, `${name}[${index}]`);
+      if (error !== undefined) return error;
+    }
+    return undefined;
+  }
+  if (!isWireObject(value)) return `'${name}' must be an object`;
+  if (kind === 'object') return wireFieldsError(value, WIRE_FIELDS[rest[0] as string] ?? {}, `${name}.`);
+  for (const [key, item] of Object.entries(value)) {
+    const error = wireTypeError(item, rest[0] as WireType, `${name}.${key}`);
+    if (error !== undefined) return error;
+  }
+  return undefined;
+}
+
+function isWireObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 /** Each request's params and answer, by method. */
 export interface Requests {
   'tensorsight/startSession': { params: StartSessionParams; result: StartSessionResult };

@@ -32,6 +32,7 @@ from typing import IO, Any
 from tensorsight.agent.runtime import script_runner
 from tensorsight.agent.runtime.script_runner import Limits, ScriptOutcome
 from tensorsight.cli import prelude
+from tensorsight.core import protocol
 from tensorsight.core.findings import Finding, findings_document, format_finding
 from tensorsight.core.l10n import t
 
@@ -139,7 +140,7 @@ class DoctoredRun:
                 if outcome.exception is not None:
                     self.findings.extend(exceptions.explain(outcome.exception))
             finally:
-                events.emit("run-finished", error=outcome.error)
+                events.send(protocol.RunFinishedEvent(error=outcome.error))
                 if self._unsubscribe is not None:
                     self._unsubscribe()
         return self.findings

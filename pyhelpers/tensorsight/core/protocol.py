@@ -5,23 +5,30 @@ the debuggee reports to the server's runtime hub. Everything they say to each ot
 - the environment the editor (or the doctor) hands to the debuggee, and the launch options inside
   ``TENSORSIGHT_OPTIONS`` with their types and defaults (``LAUNCH_OPTIONS``);
 - the hub handshake (``hello`` -> ``welcome`` | ``rejected``) and its limits;
-- every event type the agent emits, its keys, and where it goes on the server (``EVENTS``);
+- every event type the agent emits as a frozen dataclass (its fields and their types), and where it goes on the
+  server (``EVENTS``); the server's own run events (``SERVER_EVENTS``); ``parse_event`` reads a received dict back
+  into its dataclass (or a ``ProtocolError``), ``to_wire``/``wire_event`` write one;
 - the custom LSP requests and notifications between the extension and the server, with their params and answers
   (``REQUESTS``, ``NOTIFICATIONS``, ``INTERFACES``).
 
-Who imports it: the agent (``agent/runtime/events``, ``options``, ``hub_client``), the server (``server``, ``hub``,
-``runtime_view``) and the doctor. The TypeScript side cannot import Python, so ``extension/src/server/protocol.ts``
-is generated from this module by ``scripts/generate_protocol_ts.py``; ``tests/core/test_protocol.py`` checks that the
-file is current, that every event the agent's source emits is declared, and that the server forwards and handles
-what is declared. Pure and stdlib only (the agent imports it inside the user's process).
+Who imports it: the agent (``agent/runtime/events`` and every feature that sends an event, ``options``,
+``hub_client``), the server (``server``, ``hub``, ``runtime_view``, ``run_events``) and the doctor. The TypeScript
+side cannot import Python, so ``extension/src/server/protocol.ts`` (with an interface per run event and a
+``parseRunEvent`` that applies the same rules as ``parse_event``) is generated from this module by
+``scripts/generate_protocol_ts.py``; ``tests/core/test_protocol.py`` checks that the file is current, that every
+event the agent's source sends is declared and built from its dataclass, that samples of each parse on both sides,
+that the server forwards and handles what is declared, and that no other module keeps a list of event names.
+Pure and stdlib only (the agent imports it inside the user's process).
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, fields, is_dataclass
+from types import UnionType
+from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 # ---------------------------------------------------------------------------------------------- phase verdicts
 # The contract owns these two numbers (the agent's verdicts in core.phases, the launch option's default and the
@@ -181,169 +188,395 @@ COMMON_EVENT_KEYS = ("type", "pid", "time")  # every event; the bus adds "rank" 
 
 
 # ---------------------------------------------------------------------------------------------- events
+# Each event's payload is a frozen dataclass: the agent builds one and sends ``to_wire(event)``; the server reads a
+# received dict back with ``parse_event`` (types checked, a clear error otherwise); the generator writes the same
+# shapes as TypeScript interfaces and a ``parseRunEvent`` for the extension. Field types are what JSON carries: str,
+# int, float (an int is accepted; NaN/Infinity arrive as floats here and as the strings "NaN", "Infinity",
+# "-Infinity" in the editor), bool, None, list[...], dict[str, ...], ``Any`` and nested dataclasses. A field with a
+# default of None is optional: absent on the wire when None; a required field typed ``X | None`` is sent always (the
+# contract test holds the agent to it) but read as None when missing. Meanings beyond the type (a line >= 1, a
+# non-empty path) are checked by the code that uses the field.
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentEvent:
+    """What every event carries besides its data: ``pid`` and ``time`` (the bus adds them) and ``rank`` under
+    torch.distributed. The subclass's ``TYPE`` is the wire ``type``."""
+
+    TYPE: ClassVar[str] = ""
+    pid: int | None = None
+    time: float | None = None
+    rank: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class HelloEvent(AgentEvent):
+    TYPE: ClassVar[str] = "hello"
+    # the agent sends all four; the hub admits on the token alone, so a reader takes each as possibly missing
+    protocol: int | None
+    script: str | None
+    argv: list[str] | None
+    origin: str | None
+    rank: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ByeEvent(AgentEvent):
+    TYPE: ClassVar[str] = "bye"
+    dropped: int | None  # sent always; a bye without it still ends the process (what the panel's run list follows)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DroppedEvent(AgentEvent):
+    """An agent's count of events its full queue dropped; the server's own marker (``origin`` "server") adds the
+    events not forwarded for their size (``oversize``, over ``maxEventBytes``)."""
+
+    TYPE: ClassVar[str] = "dropped"
+    count: int
+    origin: str | None = None
+    oversize: int | None = None
+    maxEventBytes: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class FindingEvent(AgentEvent):
+    """A Finding's wire dict (``core.findings``); ``origin`` "server" on a finding the server made (a rank)."""
+
+    TYPE: ClassVar[str] = "finding"
+    finding: dict[str, Any]
+    origin: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NonfiniteEvent(AgentEvent):
+    TYPE: ClassVar[str] = "nonfinite"
+    file: str | None
+    line: int | None
+    op: str | None
+    phase: str | None
+    step: int | None
+    # sent always; the readers (the hover, the panel's banner) make do without them
+    nan: int | None
+    posinf: int | None
+    neginf: int | None
+    message: str | None
+    title: str | None
+    module: str | None = None
+    node: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShapeValue:
+    """One target of a line that assigns several (``for xb, yb in loader``)."""
+
+    name: str
+    text: str
+    shape: list[int] | None = None
+    dtype: str | None = None
+    device: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShapeEvent(AgentEvent):
+    TYPE: ClassVar[str] = "shape"
+    file: str
+    line: int
+    text: str
+    shape: list[int] | None
+    dtype: str | None
+    device: str | None
+    step: int | None
+    name: str | None = None
+    values: list[ShapeValue] | None = None
+    summary: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShapeMapEvent(AgentEvent):
+    TYPE: ClassVar[str] = "shape-map"
+    model: str
+    rows: list[dict[str, Any]]  # core.shapes.ShapeRow.to_dict()
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConditionErrorEvent(AgentEvent):
+    TYPE: ClassVar[str] = "condition-error"
+    expression: str
+    message: str
+    location: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankEvent(AgentEvent):
+    TYPE: ClassVar[str] = "rank"
+    rank: int = field()  # required here (a bare ``int`` would inherit the base's default)
+    local_rank: int | None
+    world_size: int
+    host: str | None  # sent always; informational
+    source: str | None
+    origin: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankStateEvent(AgentEvent):
+    TYPE: ClassVar[str] = "rank-state"
+    rank: int = field()
+    local_rank: int | None
+    world_size: int
+    state: str
+    since: float
+    heartbeat: float
+    step: int | None
+    file: str | None = None
+    line: int | None = None
+    blocked_in: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalarsEvent(AgentEvent):
+    TYPE: ClassVar[str] = "scalars"
+    step: int
+    split: str | None  # "train" or "val"; sent always, read as "train" when missing
+    # name -> number (NaN/Infinity included); a value of another type is ignored by the readers, not refused
+    values: dict[str, Any]
+    batches: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhasesEvent(AgentEvent):
+    TYPE: ClassVar[str] = "phases"
+    step: int | None
+    seconds: dict[str, float]
+    eval_seconds: float | None = None
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhaseSummaryEvent(AgentEvent):
+    TYPE: ClassVar[str] = "phase-summary"
+    steps: int
+    seconds: dict[str, float]
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class NonfiniteCounts:
+    """NaN, +Inf and -Inf among a histogram's sampled values (sent always; a missing count reads as 0)."""
+
+    nan: int | None
+    posinf: int | None
+    neginf: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class HistogramEvent(AgentEvent):
+    TYPE: ClassVar[str] = "histogram"
+    step: int
+    name: str
+    kind: str  # "weight" or "grad"
+    edges: list[float]
+    counts: list[int]
+    nonfinite: NonfiniteCounts | None  # sent always; read as no NaN/Inf when missing
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryEvent(AgentEvent):
+    TYPE: ClassVar[str] = "memory"
+    step: int
+    cpu_rss_bytes: int | None = None
+    cuda_allocated: int | None = None
+    cuda_reserved: int | None = None
+    cuda_peak: int | None = None
+    nvml_used: int | None = None
+    nvml_total: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogEvent(AgentEvent):
+    TYPE: ClassVar[str] = "log"
+    level: str
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TensorboardEvent(AgentEvent):
+    TYPE: ClassVar[str] = "tensorboard"
+    logdir: str
+    command: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimerEvent(AgentEvent):
+    TYPE: ClassVar[str] = "timer"
+    name: str
+    seconds: float
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFinishedEvent(AgentEvent):
+    TYPE: ClassVar[str] = "run-finished"
+    error: str | None  # the error text, or empty
+
+
+@dataclass(frozen=True, kw_only=True)
+class RanksEvent(AgentEvent):
+    """The server's own: the ranks' verdicts (``RankVerdict``), when they change."""
+
+    TYPE: ClassVar[str] = "ranks"
+    verdicts: list[dict[str, Any]]
+
+
+# How the server's batcher keeps an event when the editor falls behind (server/run_events.py): ``routine`` ones are
+# dropped first, ``kept`` ones hold twice as long, ``lifecycle`` ones (what the panel's run list follows) three times.
+ROUTINE, KEPT, LIFECYCLE = "routine", "kept", "lifecycle"
+
+
 @dataclass(frozen=True)
 class EventType:
     """One event type the agent sends the hub, and where the server takes it.
 
-    ``keys`` are the data keys besides ``type``/``pid``/``time``/``rank`` (a trailing ``?``: optional).
-    ``forwarded``: the server passes it on to the editor as a ``tensorsight/runEvent`` notification (the training
-    panel, the status bar). ``view``: ``RuntimeView`` takes it in (validates it and turns it into inlay hints,
-    diagnostics, hovers, code lenses or session state). Every type does at least one of the two.
+    ``payload`` is its dataclass (the keys, their types, which are optional). ``forwarded``: the server passes it on
+    to the editor as a ``tensorsight/runEvent`` notification (the training panel, the status bar). ``view``:
+    ``RuntimeView`` takes it in (turns it into inlay hints, diagnostics, hovers, code lenses or session state). Every
+    type does at least one of the two.
     """
 
-    name: str
-    keys: tuple[str, ...]
+    payload: type[AgentEvent]
     source: str  # the module that sends it
     forwarded: bool
     view: bool
     doc: str
+    priority: str = ROUTINE
+
+    @property
+    def name(self) -> str:
+        return self.payload.TYPE
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The data keys besides ``type``/``pid``/``time`` (and ``rank``, unless the payload declares it); a trailing
+        ``?`` marks an optional one."""
+        own = {f.name: f for f in fields(self.payload) if f.name in _own_annotations(self.payload)}
+        return tuple(name + ("?" if _optional(f) else "") for name, f in own.items())
 
 
 EVENTS: tuple[EventType, ...] = (
     EventType(
-        "hello",
-        ("protocol", "script", "argv", "origin", "rank?"),
+        HelloEvent,
         "agent/runtime/hub_client",
         True,
         True,
         "a process joined the session (the hub strips the token before anything else sees it)",
+        LIFECYCLE,
     ),
-    EventType("bye", ("dropped",), "agent/runtime/hub_client", True, True, "the process exits"),
-    EventType("dropped", ("count",), "agent/runtime/hub_client", True, True, "events dropped on a full queue"),
+    EventType(ByeEvent, "agent/runtime/hub_client", True, True, "the process exits", LIFECYCLE),
+    EventType(DroppedEvent, "agent/runtime/hub_client", True, True, "events dropped on a full queue"),
     EventType(
-        "finding",
-        ("finding",),
+        FindingEvent,
         "agent/runtime/events (emit_finding)",
         True,
         True,
         "a Finding's wire dict: a runtime diagnostic",
+        KEPT,
     ),
     EventType(
-        "nonfinite",
-        (
-            "file",
-            "line",
-            "op",
-            "phase",
-            "step",
-            "nan",
-            "posinf",
-            "neginf",
-            "message",
-            "title",
-            "module?",
-            "node?",
-        ),
+        NonfiniteEvent,
         "agent/sentinel/records",
         True,
         True,
         "the first NaN/Inf of the run: a diagnostic and a hover at its line",
+        KEPT,
     ),
     EventType(
-        "shape",
-        ("file", "line", "text", "shape", "dtype", "device", "step", "name?", "values?", "summary?"),
+        ShapeEvent,
         "agent/shapes/observers",
         False,  # many per step: the editor gets them as inlay hints instead
         True,
         "the shape assigned at a line: an inlay hint and a hover",
     ),
     EventType(
-        "shape-map",
-        ("model", "rows", "file?", "line?"),
+        ShapeMapEvent,
         "agent/shapes/observers",
         True,
         False,
         "the model's shapes per module at its first forward (the doctor's shapeMap)",
     ),
     EventType(
-        "condition-error",
-        ("expression", "message", "location"),
+        ConditionErrorEvent,
         "agent/conditions/predicates",
         True,
         False,
         "a tensorsight.* condition helper was misused (it answered False)",
+        KEPT,
     ),
+    EventType(RankEvent, "agent/distributed/ranks", True, True, "the process learnt its rank after the hello"),
     EventType(
-        "rank",
-        ("rank", "local_rank", "world_size", "host", "source", "origin"),
-        "agent/distributed/ranks",
-        True,
-        True,
-        "the process learnt its rank after the hello",
-    ),
-    EventType(
-        "rank-state",
-        ("rank", "local_rank", "world_size", "state", "since", "heartbeat", "step", "file?", "line?", "blocked_in?"),
+        RankStateEvent,
         "agent/distributed/ranks",
         True,
         True,
         "a rank's heartbeat (running, stopped, waiting in a collective)",
+        KEPT,
     ),
     EventType(
-        "scalars",
-        ("step", "split", "values", "batches?"),
+        ScalarsEvent,
         "agent/measurement/pipeline",
         True,
         True,
         "loss, lr, gradient norms (train) or the validation loss (val) of a step",
     ),
     EventType(
-        "phases",
-        ("step", "seconds", "eval_seconds?", "file?", "line?"),
+        PhasesEvent,
         "agent/measurement/pipeline",
         True,
         True,
         "seconds per phase of one step: the code lens above the training loop",
     ),
     EventType(
-        "phase-summary",
-        ("steps", "seconds", "file?", "line?"),
+        PhaseSummaryEvent,
         "agent/measurement/pipeline",
         True,
         True,
         "seconds per phase over the whole run",
     ),
     EventType(
-        "histogram",
-        ("step", "name", "kind", "edges", "counts", "nonfinite"),
+        HistogramEvent,
         "agent/measurement/pipeline",
         True,
         False,
         "a weight or gradient histogram of the finite values, and the NaN/+Inf/-Inf counts of the sample "
         "(``nonfinite``: {nan, posinf, neginf}; no buckets when no value is finite)",
     ),
+    EventType(MemoryEvent, "agent/measurement/pipeline", True, False, "memory figures of a step (bytes)"),
+    EventType(LogEvent, "agent/measurement/training_log", True, False, "a training log line"),
     EventType(
-        "memory",
-        ("step", "cpu_rss_bytes?", "cuda_allocated?", "cuda_reserved?", "cuda_peak?", "nvml_used?", "nvml_total?"),
-        "agent/measurement/pipeline",
-        True,
-        False,
-        "memory figures of a step (bytes)",
-    ),
-    EventType("log", ("level", "message"), "agent/measurement/training_log", True, False, "a training log line"),
-    EventType(
-        "tensorboard",
-        ("logdir", "command"),
+        TensorboardEvent,
         "agent/measurement/tensorboard_writer",
         True,
         False,
         "TensorBoard event files are being written",
+        KEPT,
     ),
     EventType(
-        "timer",
-        ("name", "seconds", "file?", "line?"),
+        TimerEvent,
         "agent/measurement/timer",
         True,
         True,
         "one measurement of a tensorsight.Timer: the panel's timers and a hover at the timed line",
     ),
     EventType(
-        "run-finished",
-        ("error",),
+        RunFinishedEvent,
         "cli/doctor",
         True,
         True,
         "the doctored script ended (error text, or empty)",
+        LIFECYCLE,
     ),
 )
 EVENTS_BY_NAME: dict[str, EventType] = {e.name: e for e in EVENTS}
@@ -351,11 +584,25 @@ EVENT_TYPES = frozenset(EVENTS_BY_NAME)
 FORWARDED_EVENT_TYPES = frozenset(e.name for e in EVENTS if e.forwarded)
 VIEW_EVENT_TYPES = frozenset(e.name for e in EVENTS if e.view)
 
-# run events the server makes itself (distributed runs): sent as tensorsight/runEvent, never received from an agent
+# run events the server makes itself (distributed runs, the batcher's marker): sent as tensorsight/runEvent, never
+# received from an agent
 SERVER_EVENTS: tuple[EventType, ...] = (
-    EventType("ranks", ("verdicts",), "server", True, False, "the ranks' verdicts, when they change"),
-    EventType("finding", ("finding", "origin"), "server", True, False, 'a diverging or hung rank (origin "server")'),
+    EventType(RanksEvent, "server", True, False, "the ranks' verdicts, when they change", KEPT),
+    EventType(FindingEvent, "server", True, False, 'a diverging or hung rank (origin "server")', KEPT),
+    EventType(DroppedEvent, "server/run_events", True, False, 'events the editor did not get (origin "server")'),
 )
+# every type that reaches the editor as a run event, with its payload: what protocol.ts's RunEvent union is made of
+RUN_EVENTS: dict[str, EventType] = {
+    **{e.name: e for e in SERVER_EVENTS},
+    **{e.name: e for e in EVENTS if e.forwarded},
+}
+RUN_EVENT_TYPES = frozenset(RUN_EVENTS)
+
+
+def event_priority(event_type: object) -> str:
+    """How the batcher keeps an event of this type (``ROUTINE`` for a type the contract does not know)."""
+    known = RUN_EVENTS.get(event_type) if isinstance(event_type, str) else None
+    return known.priority if known is not None else ROUTINE
 
 
 def required_keys(event_type: str) -> tuple[str, ...]:
@@ -364,6 +611,194 @@ def required_keys(event_type: str) -> tuple[str, ...]:
 
 def all_keys(event_type: str) -> tuple[str, ...]:
     return tuple(k.rstrip("?") for k in EVENTS_BY_NAME[event_type].keys)
+
+
+def to_wire(event: AgentEvent) -> dict[str, Any]:
+    """The data of ``event`` as the bus sends it (``type``/``pid``/``time`` are added there): nested dataclasses as
+    dicts, and an optional field left out when it is None (and so is ``rank``, ``pid``, ``time`` when unset)."""
+    data: dict[str, Any] = {}
+    for f in fields(event):
+        value = getattr(event, f.name)
+        if value is None and _optional(f):
+            continue
+        data[f.name] = _wire_value(value)
+    return data
+
+
+def wire_event(event: AgentEvent) -> dict[str, Any]:
+    """The whole message for ``event``: its ``type`` and ``to_wire``'s data (what the server sends the editor)."""
+    return {"type": event.TYPE, **to_wire(event)}
+
+
+def _wire_value(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {
+            f.name: _wire_value(getattr(value, f.name))
+            for f in fields(value)
+            if getattr(value, f.name) is not None or not _optional(f)
+        }
+    if isinstance(value, list):
+        return [_wire_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _wire_value(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(frozen=True)
+class ProtocolError:
+    """Why a received dict is not a valid event: the event's type (when it had one) and the first problem found."""
+
+    event_type: str | None
+    reason: str
+
+    def __str__(self) -> str:
+        return f"malformed {self.event_type} event: {self.reason}" if self.event_type else self.reason
+
+
+def parse_event(
+    message: Mapping[str, Any], registry: Mapping[str, EventType] | None = None
+) -> AgentEvent | ProtocolError:
+    """The typed event a received dict stands for, or a ``ProtocolError`` saying what is wrong with it.
+
+    Keys the payload does not declare are ignored (a newer agent may send more); a missing required key, a value of
+    the wrong type or an unknown ``type`` is an error. ``registry`` defaults to the agents' events (``EVENTS``)."""
+    kind = message.get("type")
+    if not isinstance(kind, str) or not kind:
+        return ProtocolError(None, "event without a type")
+    known = (EVENTS_BY_NAME if registry is None else registry).get(kind)
+    if known is None:
+        return ProtocolError(kind, f"unknown event type {kind[:MAX_TYPE_LENGTH]!r}")
+    try:
+        return _build(known.payload, message, "")
+    except _Invalid as exc:
+        return ProtocolError(kind, str(exc))
+
+
+_Payload = TypeVar("_Payload")
+
+
+def parse_payload(cls: type[_Payload], message: Mapping[str, Any]) -> _Payload | ProtocolError:
+    """A request's params (or any payload dataclass of this module) read from a received dict, or why not: the same
+    rules as ``parse_event``."""
+    if not isinstance(message, Mapping):
+        return ProtocolError(None, f"{cls.__name__} must be an object")
+    try:
+        built: _Payload = _build(cls, message, "")
+        return built
+    except _Invalid as exc:
+        return ProtocolError(None, str(exc))
+
+
+class _Invalid(Exception):
+    pass
+
+
+def _build(cls: type[Any], message: Mapping[str, Any], where: str) -> Any:
+    hints = _hints(cls)
+    values: dict[str, Any] = {}
+    for f in fields(cls):
+        name = f"{where}{f.name}"
+        if f.name not in message or (message[f.name] is None and _optional(f)):
+            if not _optional(f):
+                if not admits_none(hints[f.name]):
+                    raise _Invalid(f"'{name}' is missing")
+                values[f.name] = None
+            continue
+        values[f.name] = _value(message[f.name], hints[f.name], name)
+    return cls(**values)
+
+
+def _value(value: Any, annotation: Any, name: str) -> Any:
+    if annotation is Any:
+        return value
+    origin = get_origin(annotation)
+    if origin is Union or origin is UnionType:
+        options = get_args(annotation)
+        for option in options:
+            try:
+                return _value(value, option, name)
+            except _Invalid:
+                continue
+        others = [option for option in options if option is not type(None)]
+        compound = len(others) == 1 and (get_origin(others[0]) is not None or is_dataclass(others[0]))
+        if compound and value is not None:
+            _value(value, others[0], name)  # ``list[X] | None`` given a list: say which item is wrong
+        raise _Invalid(f"'{name}' must be {_type_text(annotation)}")
+    if annotation is type(None):
+        if value is None:
+            return None
+    elif annotation is bool:
+        if isinstance(value, bool):
+            return value
+    elif annotation is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif annotation is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+    elif annotation is str:
+        if isinstance(value, str):
+            return value
+    elif origin is list:
+        if isinstance(value, list):
+            (item,) = get_args(annotation)
+            return [_value(v, item, f"{name}[{i}]") for i, v in enumerate(value)]
+    elif origin is dict:
+        if isinstance(value, Mapping):
+            _key, item = get_args(annotation)
+            return {str(k): _value(v, item, f"{name}.{k}") for k, v in value.items()}
+    elif origin is Literal:
+        if value in get_args(annotation):
+            return value
+    elif isinstance(annotation, type) and is_dataclass(annotation):
+        if isinstance(value, Mapping):
+            return _build(annotation, value, f"{name}.")
+    raise _Invalid(f"'{name}' must be {_type_text(annotation)}")
+
+
+def _type_text(annotation: Any) -> str:
+    """A type as an error message names it: ``an integer or null``."""
+    origin = get_origin(annotation)
+    if origin is Union or origin is UnionType:
+        return " or ".join(_type_text(a) for a in get_args(annotation))
+    if origin is Literal:
+        return "one of " + ", ".join(repr(value) for value in get_args(annotation))
+    words = {type(None): "null", bool: "a boolean", int: "an integer", float: "a number", str: "a string"}
+    if annotation in words:
+        return words[annotation]
+    if origin is list:
+        return "a list"
+    return "an object"
+
+
+def admits_none(annotation: Any) -> bool:
+    """A field typed ``X | None``: the reader takes a missing key as None (the sender must still send it)."""
+    return get_origin(annotation) in (Union, UnionType) and type(None) in get_args(annotation)
+
+
+def _optional(f: Any) -> bool:
+    return f.default is None
+
+
+def _own_annotations(cls: type[Any]) -> set[str]:
+    return {k for k in inspect.get_annotations(cls) if k != "TYPE"}
+
+
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    """The evaluated field types of a payload (the module's annotations are strings), computed once per class."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = get_type_hints(cls)
+    return hints
+
+
+def payload_fields(cls: type[Any]) -> list[tuple[str, Any, bool]]:
+    """(name, evaluated type, optional) of each field of a payload, base fields first: what the generator writes."""
+    hints = _hints(cls)
+    return [(f.name, hints[f.name], _optional(f)) for f in fields(cls)]
 
 
 # ---------------------------------------------------------------------------------------------- LSP custom methods
@@ -375,6 +810,184 @@ TOOL_FINDINGS = "tensorsight/toolFindings"
 RUN_EVENT = "tensorsight/runEvent"
 GPU = "tensorsight/gpu"
 STATUS = "tensorsight/status"
+
+
+# The payloads of the custom requests and notifications, each a frozen dataclass like the events: the server reads a
+# request's params with ``parse_payload`` and the generator writes each as a TypeScript interface (``INTERFACES``,
+# derived from these). A field's ``doc`` (its ``field`` metadata) and the class's ``DOC`` become the interface's
+# comments; a field with a default of None is optional (``name?: T``), one typed ``X | None`` without a default is
+# ``X | null``.
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartSessionParams:
+    sessionId: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartSessionResult:
+    DOC: ClassVar[str] = "The same answer when the session was already started."
+    address: str = field(metadata={"doc": f"'127.0.0.1:PORT': pass it to the debuggee as {ENV_HUB}"})
+    token: str = field(metadata={"doc": f"pass it to the debuggee as {ENV_TOKEN}"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndSessionParams:
+    sessionId: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndSessionResult:
+    ended: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidateConditionParams:
+    uri: str
+    line: int = field(metadata={"doc": "0-based"})
+    condition: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidateConditionResult:
+    undefinedNames: list[str] = field(
+        metadata={"doc": "names (and unknown tensorsight helpers) not defined at the line"}
+    )
+    message: str = field(metadata={"doc": "one sentence for a warning; empty when the condition is fine"})
+    syntaxError: str | None = field(metadata={"doc": "why the condition is not a Python expression"})
+    sideEffects: list[str] = field(
+        metadata={
+            "doc": "what in the condition may change the program when it runs (in-place methods, out=, :=, I/O, "
+            "calls not known to be harmless); the message warns about them"
+        }
+    )
+    available: bool = field(metadata={"doc": "the server could check the condition"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuggestConditionsParams:
+    name: str
+    uri: str | None = None
+    line: int | None = field(
+        default=None, metadata={"doc": "0-based; with uri, the shape a run observed there sharpens the offer"}
+    )
+    kindHint: str | None = None
+    shape: list[int] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportedFinding:
+    DOC: ClassVar[str] = "A finding in the shared model (a tool's --json report carries these)."
+    kind: str
+    severity: Literal["error", "warning", "info"]
+    message: str
+    file: str
+    line: int = field(metadata={"doc": "1-based"})
+    step: int | None = None
+    rank: int | None = None
+    details: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolFindingsParams:
+    DOC: ClassVar[str] = (
+        "A tool's report for Problems: the server merges it with the rules and the runs (one problem per bug)."
+    )
+    tool: str = field(metadata={"doc": "'doctor', 'profile', 'shapes' or 'overfit': its earlier report is replaced"})
+    findings: list[ReportedFinding]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolFindingsResult:
+    accepted: int = field(metadata={"doc": "findings kept (malformed ones are dropped)"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConditionSuggestion:
+    label: str
+    condition: str
+    description: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunEvent:
+    DOC: ClassVar[str] = (
+        "An agent event as the agent sent it (non-finite numbers arrive as 'NaN', 'Infinity', '-Infinity')."
+    )
+    OPEN_ENDED: ClassVar[bool] = True  # more keys come (``[key: string]: unknown``): the event's own
+    type: str = field(metadata={"doc": "one of RUN_EVENT_TYPES; a newer agent may send others (ignore them)"})
+    pid: int | None = field(default=None, metadata={"doc": "absent on the events the server makes itself"})
+    time: float | None = None
+    rank: int | None = None
+    step: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunEventParams:
+    DOC: ClassVar[str] = "One run event, as the rest of the extension receives them (the notification carries a batch)."
+    sessionId: str
+    event: RunEvent
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunEventBatch:
+    DOC: ClassVar[str] = (
+        "A session's run events in one notification: at most 4 a second per session, 500 events and 1 MiB each; an "
+        "event over 64 KiB is not forwarded but counted (a server `dropped` event with `oversize`)."
+    )
+    sessionId: str
+    events: list[RunEvent]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuInfo:
+    index: int
+    name: str
+    utilization: float | None = field(metadata={"doc": "percent"})
+    memoryUsed: int | None = field(metadata={"doc": "bytes"})
+    memoryTotal: int | None = field(metadata={"doc": "bytes"})
+    processMemoryUsed: int | None = field(default=None, metadata={"doc": "bytes used by the debugged processes"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuParams:
+    available: bool
+    gpus: list[GpuInfo]
+    message: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankVerdict:
+    rank: int
+    verdict: str = field(metadata={"doc": "running, stopped, waiting, hung, silent or finished"})
+    message: str
+    state: str
+    since: float
+    step: int | None
+    waiting_for: list[int] | None = None
+    file: str | None = None
+    line: int | None = None
+    blocked_in: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatusDetail:
+    sessionId: str
+    address: str | None = None
+    processes: int
+    connections: int | None = None
+    events: int
+    dropped: int
+    rejectedConnections: int | None = None
+    malformedEvents: int | None = None
+    ranks: list[RankVerdict]
+
+
+@dataclass(frozen=True, kw_only=True)
+class StatusParams:
+    sessions: int = field(metadata={"doc": "live sessions"})
+    state: Literal["idle", "waiting", "connected"]
+    details: list[StatusDetail]
 
 
 @dataclass(frozen=True)
@@ -389,10 +1002,51 @@ class Field:
 
 @dataclass(frozen=True)
 class Interface:
+    """A payload as the generator writes it: derived from its dataclass (``interface_of``)."""
+
     name: str
     fields: tuple[Field, ...]
     doc: str = ""
     open_ended: bool = False  # more keys may come (``[key: string]: unknown``)
+    payload: type[Any] | None = None
+
+
+def interface_of(cls: type[Any]) -> Interface:
+    """The TypeScript view of a payload dataclass: each field's type as TypeScript writes it, its doc, optional."""
+    hints = _hints(cls)
+    out = []
+    for f in fields(cls):
+        annotation = hints[f.name]
+        optional = _optional(f)
+        if optional:
+            annotation = _strip_none(annotation)
+        out.append(Field(f.name, ts_type(annotation), optional, f.metadata.get("doc", "")))
+    return Interface(
+        cls.__name__, tuple(out), getattr(cls, "DOC", ""), bool(getattr(cls, "OPEN_ENDED", False)), payload=cls
+    )
+
+
+def _strip_none(annotation: Any) -> Any:
+    rest = tuple(a for a in get_args(annotation) if a is not type(None))
+    return rest[0] if len(rest) == 1 else Union[rest]  # noqa: UP007 - built from a tuple
+
+
+def ts_type(annotation: Any, number: str = "number") -> str:
+    """A field type as TypeScript writes it (``number`` for int and float unless ``number`` says otherwise)."""
+    origin = get_origin(annotation)
+    if origin is Union or origin is UnionType:
+        return " | ".join(ts_type(a, number) for a in get_args(annotation))
+    if origin is Literal:
+        return " | ".join(f"'{value}'" for value in get_args(annotation))
+    if origin is list:
+        inner = ts_type(get_args(annotation)[0], number)
+        return f"({inner})[]" if " | " in inner else f"{inner}[]"
+    if origin is dict:
+        return f"Record<string, {ts_type(get_args(annotation)[1], number)}>"
+    if isinstance(annotation, type) and is_dataclass(annotation):
+        return annotation.__name__
+    scalars = {str: "string", int: "number", float: number, bool: "boolean", type(None): "null", Any: "unknown"}
+    return scalars[annotation]
 
 
 @dataclass(frozen=True)
@@ -414,157 +1068,28 @@ class Notification:
     params: str
 
 
-INTERFACES: tuple[Interface, ...] = (
-    Interface("StartSessionParams", (Field("sessionId", "string"),)),
-    Interface(
-        "StartSessionResult",
-        (
-            Field("address", "string", doc=f"'127.0.0.1:PORT': pass it to the debuggee as {ENV_HUB}"),
-            Field("token", "string", doc=f"pass it to the debuggee as {ENV_TOKEN}"),
-        ),
-        "The same answer when the session was already started.",
-    ),
-    Interface("EndSessionParams", (Field("sessionId", "string"),)),
-    Interface("EndSessionResult", (Field("ended", "boolean"),)),
-    Interface(
-        "ValidateConditionParams",
-        (
-            Field("uri", "string"),
-            Field("line", "number", doc="0-based"),
-            Field("condition", "string"),
-        ),
-    ),
-    Interface(
-        "ValidateConditionResult",
-        (
-            Field("undefinedNames", "string[]", doc="names (and unknown tensorsight helpers) not defined at the line"),
-            Field("message", "string", doc="one sentence for a warning; empty when the condition is fine"),
-            Field("syntaxError", "string | null", doc="why the condition is not a Python expression"),
-            Field(
-                "sideEffects",
-                "string[]",
-                doc="what in the condition may change the program when it runs (in-place methods, out=, :=, I/O, "
-                "calls not known to be harmless); the message warns about them",
-            ),
-            Field("available", "boolean", doc="the server could check the condition"),
-        ),
-    ),
-    Interface(
-        "SuggestConditionsParams",
-        (
-            Field("name", "string"),
-            Field("uri", "string", True),
-            Field("line", "number", True, "0-based; with uri, the shape a run observed there sharpens the offer"),
-            Field("kindHint", "string", True),
-            Field("shape", "number[]", True),
-        ),
-    ),
-    Interface(
-        "ReportedFinding",
-        (
-            Field("kind", "string"),
-            Field("severity", "'error' | 'warning' | 'info'"),
-            Field("message", "string"),
-            Field("file", "string"),
-            Field("line", "number", doc="1-based"),
-            Field("step", "number", True),
-            Field("rank", "number", True),
-            Field("details", "Record<string, unknown>", True),
-        ),
-        "A finding in the shared model (a tool's --json report carries these).",
-    ),
-    Interface(
-        "ToolFindingsParams",
-        (
-            Field("tool", "string", doc="'doctor', 'profile', 'shapes' or 'overfit': its earlier report is replaced"),
-            Field("findings", "ReportedFinding[]"),
-        ),
-        "A tool's report for Problems: the server merges it with the rules and the runs (one problem per bug).",
-    ),
-    Interface(
-        "ToolFindingsResult",
-        (Field("accepted", "number", doc="findings kept (malformed ones are dropped)"),),
-    ),
-    Interface(
-        "ConditionSuggestion",
-        (Field("label", "string"), Field("condition", "string"), Field("description", "string")),
-    ),
-    Interface(
-        "RunEvent",
-        (
-            Field("type", "string", doc="one of RUN_EVENT_TYPES; a newer agent may send others (ignore them)"),
-            Field("pid", "number", True, "absent on the events the server makes itself"),
-            Field("time", "number", True),
-            Field("rank", "number", True),
-            Field("step", "number", True),
-        ),
-        "An agent event as the agent sent it (non-finite numbers arrive as 'NaN', 'Infinity', '-Infinity').",
-        open_ended=True,
-    ),
-    Interface(
-        "RunEventParams",
-        (Field("sessionId", "string"), Field("event", "RunEvent")),
-        "One run event, as the rest of the extension receives them (the notification carries a batch).",
-    ),
-    Interface(
-        "RunEventBatch",
-        (Field("sessionId", "string"), Field("events", "RunEvent[]")),
-        "A session's run events in one notification: at most 4 a second per session, 500 events and 1 MiB each; an "
-        "event over 64 KiB is not forwarded but counted (a server `dropped` event with `oversize`).",
-    ),
-    Interface(
-        "GpuInfo",
-        (
-            Field("index", "number"),
-            Field("name", "string"),
-            Field("utilization", "number | null", doc="percent"),
-            Field("memoryUsed", "number | null", doc="bytes"),
-            Field("memoryTotal", "number | null", doc="bytes"),
-            Field("processMemoryUsed", "number", True, "bytes used by the debugged processes"),
-        ),
-    ),
-    Interface(
-        "GpuParams",
-        (Field("available", "boolean"), Field("gpus", "GpuInfo[]"), Field("message", "string", True)),
-    ),
-    Interface(
-        "RankVerdict",
-        (
-            Field("rank", "number"),
-            Field("verdict", "string", doc="running, stopped, waiting, hung, silent or finished"),
-            Field("message", "string"),
-            Field("state", "string"),
-            Field("since", "number"),
-            Field("step", "number | null"),
-            Field("waiting_for", "number[]", True),
-            Field("file", "string", True),
-            Field("line", "number", True),
-            Field("blocked_in", "string", True),
-        ),
-    ),
-    Interface(
-        "StatusDetail",
-        (
-            Field("sessionId", "string"),
-            Field("address", "string", True),
-            Field("processes", "number"),
-            Field("connections", "number", True),
-            Field("events", "number"),
-            Field("dropped", "number"),
-            Field("rejectedConnections", "number", True),
-            Field("malformedEvents", "number", True),
-            Field("ranks", "RankVerdict[]"),
-        ),
-    ),
-    Interface(
-        "StatusParams",
-        (
-            Field("sessions", "number", doc="live sessions"),
-            Field("state", "'idle' | 'waiting' | 'connected'"),
-            Field("details", "StatusDetail[]"),
-        ),
-    ),
+PAYLOADS: tuple[type[Any], ...] = (
+    StartSessionParams,
+    StartSessionResult,
+    EndSessionParams,
+    EndSessionResult,
+    ValidateConditionParams,
+    ValidateConditionResult,
+    SuggestConditionsParams,
+    ReportedFinding,
+    ToolFindingsParams,
+    ToolFindingsResult,
+    ConditionSuggestion,
+    RunEvent,
+    RunEventParams,
+    RunEventBatch,
+    GpuInfo,
+    GpuParams,
+    RankVerdict,
+    StatusDetail,
+    StatusParams,
 )
+INTERFACES: tuple[Interface, ...] = tuple(interface_of(payload) for payload in PAYLOADS)
 INTERFACES_BY_NAME: dict[str, Interface] = {i.name: i for i in INTERFACES}
 
 REQUESTS: tuple[Request, ...] = (

@@ -11,19 +11,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from pygls.exceptions import JsonRpcInvalidParams
+
 from tensorsight.core import conditions
-from tensorsight.core.protocol import json_safe
-from tensorsight.server.params import as_dict, required_str, zero_based_line
+from tensorsight.core.protocol import ValidateConditionParams, json_safe
+from tensorsight.server.params import as_dict, non_empty, parse_params, required_str
 from tensorsight.server.runtime_view import RuntimeView
 
 
 def validate_condition(params: Any, source_of: Any) -> dict[str, Any]:
     """``{undefinedNames, message, syntaxError, available}`` for the condition at the 0-based ``line`` of ``uri``;
     ``source_of(uri)`` gives the document's text (the open buffer, else the file)."""
-    uri = required_str(params, "uri")
-    condition = required_str(params, "condition")
-    line = zero_based_line(params)
-    answer = conditions.validate_condition(source_of(uri), line + 1, condition)
+    given = parse_params(ValidateConditionParams, params)
+    uri, condition = non_empty(given.uri, "uri"), non_empty(given.condition, "condition")
+    if given.line < 0:
+        raise JsonRpcInvalidParams("'line' must be a 0-based line number")
+    answer = conditions.validate_condition(source_of(uri), given.line + 1, condition)
     return {**json_safe(answer), "available": True}
 
 

@@ -1,15 +1,20 @@
 """Checks on the params of TensorSight's custom requests (``tensorsight/*``), shared by every request handler.
 
 pygls hands a custom method's params over as namedtuples (or a dict); the handlers in ``server``, ``conditions`` and
-``sessions`` read them through ``as_dict`` and ``required_str`` so that bad params become a JSON-RPC invalid-params
-error (``-32602``) for the client, never an exception in the server.
+``sessions`` read them as the contract's dataclasses (``parse_params``, with ``core.protocol.parse_payload``) or
+through ``as_dict`` and ``required_str``, so that bad params become a JSON-RPC invalid-params error (``-32602``) for
+the client, never an exception in the server.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pygls.exceptions import JsonRpcInvalidParams
+
+from tensorsight.core import protocol
+
+P = TypeVar("P")
 
 
 def as_dict(params: Any) -> dict[str, Any]:
@@ -21,6 +26,21 @@ def as_dict(params: Any) -> dict[str, Any]:
     if hasattr(params, "_asdict"):
         return {k: _plain(v) for k, v in params._asdict().items()}
     raise JsonRpcInvalidParams("params must be an object")
+
+
+def parse_params(payload: type[P], params: Any) -> P:
+    """The params as the contract's dataclass (``core.protocol.parse_payload``); invalid params otherwise."""
+    parsed = protocol.parse_payload(payload, as_dict(params))
+    if isinstance(parsed, protocol.ProtocolError):
+        raise JsonRpcInvalidParams(str(parsed))
+    return parsed
+
+
+def non_empty(value: str, key: str) -> str:
+    """A string param that must say something (its type is the contract's; an empty one is no better than none)."""
+    if not value:
+        raise JsonRpcInvalidParams(f"'{key}' must be a non-empty string")
+    return value
 
 
 def required_str(params: Any, key: str) -> str:

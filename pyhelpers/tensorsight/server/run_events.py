@@ -6,7 +6,8 @@ a second, as ``{sessionId, events: [...]}`` (at most ``MAX_BATCH`` events and ``
 of JSON each); an event arriving after a quiet spell goes out at once. At most ``MAX_QUEUED`` events
 (``MAX_QUEUED_BYTES``) wait per session: past that, routine events (scalars, phases, ...) are dropped and counted,
 and the next batch says how many in a server ``dropped`` event; findings and the like are kept up to twice that, and
-a process's hello and bye (what the panel's run list follows) up to three times.
+a process's hello and bye (what the panel's run list follows) up to three times: each type's ``priority`` in
+``core.protocol`` says which.
 
 Size: an event whose JSON is longer than ``protocol.MAX_FORWARDED_EVENT_BYTES`` (a process may send lines up to
 ``MAX_LINE_BYTES``, 1 MiB) is never forwarded: it is counted in that ``dropped`` event (``count`` and ``oversize``)
@@ -31,8 +32,8 @@ MAX_QUEUED = 2000
 MAX_EVENT_BYTES = protocol.MAX_FORWARDED_EVENT_BYTES
 MAX_BATCH_BYTES = protocol.MAX_RUN_EVENT_BATCH_BYTES
 MAX_QUEUED_BYTES = 8 * MAX_BATCH_BYTES
-KEPT_TYPES = frozenset({"finding", "nonfinite", "condition-error", "rank-state", "ranks", "tensorboard"})
-LIFECYCLE_TYPES = frozenset({"hello", "bye", "run-finished"})
+# how long each type holds on a full queue: the contract's ``priority`` of each run event (no list of names here)
+_TIMES = {protocol.ROUTINE: 1, protocol.KEPT: 2, protocol.LIFECYCLE: 3}
 
 Send = Callable[[str, list[dict[str, Any]]], None]
 Log = Callable[[str, str], None]  # (level, message)
@@ -70,7 +71,7 @@ class RunEventBatcher:
     def add(self, session_id: str, event: dict[str, Any]) -> None:
         queue = self._queues.setdefault(session_id, _Queue())
         kind = event.get("type")
-        times = 3 if kind in LIFECYCLE_TYPES else 2 if kind in KEPT_TYPES else 1
+        times = _TIMES[protocol.event_priority(kind)]
         size = event_bytes(event)
         if size > MAX_EVENT_BYTES:
             queue.dropped += 1
@@ -129,15 +130,14 @@ class RunEventBatcher:
         queue.sizes = queue.sizes[count:]
         queue.queued_bytes -= total
         if queue.dropped and len(batch) < MAX_BATCH and (not queue.events or total + 256 <= MAX_BATCH_BYTES):
-            marker: dict[str, Any] = {
-                "type": "dropped",
-                "count": queue.dropped,
-                "origin": "server",
-                "time": time.time(),
-            }
-            if queue.oversize:
-                marker.update(oversize=queue.oversize, maxEventBytes=MAX_EVENT_BYTES)
-            batch.append(marker)
+            marker = protocol.DroppedEvent(
+                count=queue.dropped,
+                origin="server",
+                time=time.time(),
+                oversize=queue.oversize or None,
+                maxEventBytes=MAX_EVENT_BYTES if queue.oversize else None,
+            )
+            batch.append(protocol.wire_event(marker))
             queue.dropped = queue.oversize = 0
         queue.last_flush = self._clock()
         if batch:

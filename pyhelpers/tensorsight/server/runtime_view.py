@@ -5,9 +5,11 @@ to show for a file; it converts to LSP itself. A new debug session replaces what
 so the editor always shows one run. A tool's report (the doctor's findings, sent by the extension with
 ``tensorsight/toolFindings``) is a run too: it replaces that tool's earlier report and, when no debug session is live,
 the findings of ended sessions; a new debug session drops the tools' reports. ``server`` merges all of a file's
-findings into one problem per bug (``core.problems``). Events are validated here: a malformed one is rejected with
-a reason (the server logs it) and changes nothing. The event types handled here are those ``core.protocol.EVENTS``
-routes to the view (``HANDLED_EVENT_TYPES``; tests/core/test_protocol.py keeps the two equal).
+findings into one problem per bug (``core.problems``). Events are read with the contract's ``parse_event`` (its
+dataclasses say each key's type): a malformed one is rejected with a reason (the server logs it) and changes nothing.
+The handlers are keyed by those dataclasses, so the types handled here are named only by the contract; they are
+those ``core.protocol.EVENTS`` routes to the view (``HANDLED_EVENT_TYPES``; tests/core/test_protocol.py keeps the two
+equal).
 
 Distributed runs (torchrun, DDP): every rank of a session reports to the same hub. Each session's ``RankBook``
 (``rank_book``) keeps the ranks' heartbeats and train series; ``check_ranks`` (the server calls it on its timer and
@@ -18,10 +20,11 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tensorsight.core import protocol
 from tensorsight.core.findings import Finding
 from tensorsight.core.l10n import mark, t
 from tensorsight.core.phase_names import phase_label
@@ -145,7 +148,7 @@ class RuntimeView:
         self._shapes: dict[str, dict[tuple[int, str | None], ShapeSeen]] = {}
         self._findings: dict[str, dict[tuple[Any, ...], Finding]] = {}
         self._reports: dict[str, dict[str, list[Finding]]] = {}  # tool -> path -> the findings of its last report
-        self._nonfinite: dict[str, dict[int, Mapping[str, Any]]] = {}
+        self._nonfinite: dict[str, dict[int, protocol.NonfiniteEvent]] = {}
         self._phases: dict[tuple[str, int] | None, PhaseBreakdown] = {}
         self._timers: dict[str, dict[int, dict[str, TimerSeen]]] = {}  # path -> line -> timer name -> measurements
         self._scripts: set[str] = set()
@@ -206,68 +209,76 @@ class RuntimeView:
 
     # ------------------------------------------------------------------ events
     def apply(self, session_id: str, event: Mapping[str, Any]) -> Update:
-        """Take one event from the hub; never raises (a malformed event comes back as ``Update.error``)."""
+        """Take one event from the hub; never raises (a malformed event comes back as ``Update.error``).
+
+        The dict is read with the contract's ``parse_event`` (the declared keys and their types); what a field must
+        mean beyond its type (a line >= 1, a path) is checked by the handler. A type the view does not handle is
+        counted and ignored."""
         info = self.sessions.get(session_id)
         if info is None:
             return Update(error=f"event for unknown session {session_id!r}")
         kind = event.get("type")
         if not isinstance(kind, str) or not kind:
             return Update(error="event without a type")
-        handler = _HANDLERS.get(kind)
+        known = protocol.EVENTS_BY_NAME.get(kind)
+        handler = _HANDLERS.get(known.payload) if known is not None else None
+        if handler is None:
+            info.events += 1
+            return Update()
+        parsed = protocol.parse_event(event)
+        if isinstance(parsed, protocol.ProtocolError):
+            return Update(error=str(parsed))
         try:
-            update = handler(self, info, event) if handler is not None else Update()
+            update = handler(self, info, parsed)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             return Update(error=f"malformed {kind} event: {exc}")
         if update.error is None:
             info.events += 1
         return update
 
-    def _on_hello(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
-        pid = _int(event.get("pid"), "pid")
-        script = event.get("script")
-        info.processes[pid] = {"script": script, "rank": event.get("rank"), "finished": False}
-        if isinstance(script, str) and script:
-            self._scripts.add(normalize_path(script))
+    def _on_hello(self, info: SessionInfo, event: protocol.HelloEvent) -> Update:
+        if event.pid is None:
+            raise ValueError("'pid' must be an integer")
+        info.processes[event.pid] = {"script": event.script, "rank": event.rank, "finished": False}
+        if event.script:
+            self._scripts.add(normalize_path(event.script))
         return Update(status=True, lenses=True)
 
-    def _on_rank(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+    def _on_rank(self, info: SessionInfo, event: protocol.RankEvent) -> Update:
         """The agent learnt its rank after the hello (e.g. from torch.distributed): later events of that pid have it."""
-        pid, rank = event.get("pid"), _optional_int(event.get("rank"))
-        if isinstance(pid, int) and pid in info.processes and rank is not None and rank >= 0:
-            info.processes[pid]["rank"] = rank
+        if event.pid is not None and event.pid in info.processes and event.rank >= 0:
+            info.processes[event.pid]["rank"] = event.rank
         return Update(status=True)
 
-    def _on_rank_state(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
-        state = RankState.from_event({**event, "rank": _rank_of(info, event)})
-        pid = int(event["pid"]) if isinstance(event.get("pid"), int) else None
-        return Update(ranks=info.ranks.record_state(state, pid))
+    def _on_rank_state(self, info: SessionInfo, event: protocol.RankStateEvent) -> Update:
+        state = RankState.from_event({**protocol.to_wire(event), "time": event.time})
+        return Update(ranks=info.ranks.record_state(state, event.pid))
 
-    def _on_scalars(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+    def _on_scalars(self, info: SessionInfo, event: protocol.ScalarsEvent) -> Update:
         """Keep each rank's train loss / grad norm per step (bounded); anything else in scalars is the panel's."""
-        rank, step, values = _rank_of(info, event), _optional_int(event.get("step")), event.get("values")
-        if rank is None or rank < 0 or step is None or not isinstance(values, Mapping):
+        rank = _rank_of(info, event)
+        if rank is None or rank < 0:
             return Update()
-        if event.get("split", "train") != "train":
+        if (event.split or "train") != "train":
             return Update()  # validation loss is computed on the same data by every rank: nothing to compare
-        return Update(ranks=info.ranks.record_scalars(rank, step, values))
+        return Update(ranks=info.ranks.record_scalars(rank, event.step, event.values))
 
-    def _on_process_end(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
-        pid = event.get("pid")
-        if isinstance(pid, int) and pid in info.processes:
-            info.processes[pid]["finished"] = True
-        if event.get("type") == "bye" and isinstance(event.get("dropped"), int):
-            info.dropped = max(info.dropped, int(event["dropped"]))
+    def _on_process_end(self, info: SessionInfo, event: protocol.ByeEvent | protocol.RunFinishedEvent) -> Update:
+        if event.pid is not None and event.pid in info.processes:
+            info.processes[event.pid]["finished"] = True
+        if isinstance(event, protocol.ByeEvent) and event.dropped is not None:
+            info.dropped = max(info.dropped, event.dropped)
         return Update(status=True, lenses=True)  # a lens waiting for this script's first step says so no more
 
-    def _on_dropped(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
-        info.dropped += max(0, _int(event.get("count"), "count"))
+    def _on_dropped(self, info: SessionInfo, event: protocol.DroppedEvent) -> Update:
+        info.dropped += max(0, event.count)
         return Update(status=True)
 
-    def _on_shape(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
-        path = normalize_path(_str(event.get("file"), "file"))
-        line = _line(event.get("line"))
-        text = _str(event.get("text"), "text")[:MAX_TEXT]
-        name = event.get("name") if isinstance(event.get("name"), str) else None
+    def _on_shape(self, info: SessionInfo, event: protocol.ShapeEvent) -> Update:
+        path = normalize_path(_path(event.file))
+        line = _line(event.line)
+        text = event.text[:MAX_TEXT]
+        name = event.name
         if path not in self._shapes and len(self._shapes) >= MAX_FILES:
             return Update()
         per_file = self._shapes.setdefault(path, {})
@@ -283,35 +294,26 @@ class RuntimeView:
             if text in seen.texts:
                 seen.texts.remove(text)
             seen.texts = [*seen.texts, text][-4:]
-        seen.dtype = _optional_str(event.get("dtype"))
-        seen.device = _optional_str(event.get("device"))
-        seen.step = _optional_int(event.get("step"))
-        seen.summary = _optional_str(event.get("summary"))
-        shape = event.get("shape")
-        seen.shape = [int(d) for d in shape] if isinstance(shape, list) and all(_is_dim(d) for d in shape) else None
-        values = event.get("values")
-        seen.values = [
-            (v["name"][:MAX_TEXT], v["text"][:MAX_TEXT], _optional_str(v.get("dtype")))
-            for v in (values if isinstance(values, list) else [])[:8]
-            if isinstance(v, Mapping) and isinstance(v.get("name"), str) and isinstance(v.get("text"), str)
-        ]
+        seen.dtype = _optional_str(event.dtype)
+        seen.device = _optional_str(event.device)
+        seen.step = event.step
+        seen.summary = _optional_str(event.summary)
+        seen.shape = list(event.shape) if event.shape is not None else None
+        seen.values = [(v.name[:MAX_TEXT], v.text[:MAX_TEXT], _optional_str(v.dtype)) for v in (event.values or [])[:8]]
         return Update(hints={path})
 
-    def _on_finding(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
-        raw = event.get("finding")
-        if not isinstance(raw, Mapping):
-            raise ValueError("'finding' must be an object")
-        finding = Finding.from_dict(raw)
+    def _on_finding(self, info: SessionInfo, event: protocol.FindingEvent) -> Update:
+        finding = Finding.from_dict(event.finding)
         if finding.line < 1:
             raise ValueError("finding line must be >= 1")
         return self._add_finding(finding)
 
-    def _on_nonfinite(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+    def _on_nonfinite(self, info: SessionInfo, event: protocol.NonfiniteEvent) -> Update:
         """Remember a birth's facts for the hover on its line. Its diagnostic is the agent's own ``finding`` event,
         relayed as it is: the view never writes a second text for the same NaN/Inf."""
-        path = _str(event.get("file"), "file")
-        line = _line(event.get("line"))
-        self._nonfinite.setdefault(normalize_path(path), {})[line] = dict(event)
+        path = _path(event.file)
+        line = _line(event.line)
+        self._nonfinite.setdefault(normalize_path(path), {})[line] = event
         return Update()
 
     def _add_finding(self, finding: Finding) -> Update:
@@ -331,39 +333,36 @@ class RuntimeView:
         per_file[key] = finding
         return Update(diagnostics={path})
 
-    def _on_phases(self, info: SessionInfo, event: Mapping[str, Any], final: bool = False) -> Update:
-        seconds = event.get("seconds")
-        if not isinstance(seconds, Mapping) or not seconds:
+    def _on_phases(
+        self, info: SessionInfo, event: protocol.PhasesEvent | protocol.PhaseSummaryEvent, final: bool = False
+    ) -> Update:
+        if not event.seconds:
             raise ValueError("'seconds' must be an object of phase -> seconds")
-        clean = {str(k): _number(v, f"seconds.{k}") for k, v in seconds.items()}
+        clean = {k: _number(v, f"seconds.{k}") for k, v in event.seconds.items()}
         location: tuple[str, int] | None = None
-        if event.get("file") is not None:
-            location = (normalize_path(_str(event.get("file"), "file")), _line(event.get("line")))
-            info.ranks.loop_at = (str(event["file"]), location[1])
+        if event.file is not None:
+            location = (normalize_path(_path(event.file)), _line(event.line))
+            info.ranks.loop_at = (event.file, location[1])
         breakdown = self._phases.get(location)
         if breakdown is None:
             breakdown = PhaseBreakdown(location[0] if location else None, location[1] if location else None)
             self._phases[location] = breakdown
-        if final:
-            breakdown.summary = (clean, max(1, _int(event.get("steps", 1), "steps")))
+        if isinstance(event, protocol.PhaseSummaryEvent):
+            breakdown.summary = (clean, max(1, event.steps))
         elif breakdown.final:
             return Update()
         else:
-            step = _optional_int(event.get("step"))
-            breakdown.tally.add(step, clean)
-            breakdown.last_step = step
+            breakdown.tally.add(event.step, clean)
+            breakdown.last_step = event.step
         return Update(lenses=True)
 
-    def _on_phase_summary(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
-        return self._on_phases(info, event, final=True)
-
-    def _on_timer(self, info: SessionInfo, event: Mapping[str, Any]) -> Update:
+    def _on_timer(self, info: SessionInfo, event: protocol.TimerEvent) -> Update:
         """A ``tensorsight.Timer`` measurement: kept for the hover at the timed line (the panel gets it forwarded)."""
-        name = _str(event.get("name"), "name")[:MAX_TEXT]
-        seconds = _number(event.get("seconds"), "seconds")
-        if event.get("file") is None:
+        name = _path(event.name, "name")[:MAX_TEXT]
+        seconds = _number(event.seconds, "seconds")
+        if event.file is None:
             return Update()  # measured outside user code: only the panel shows it
-        path, line = normalize_path(_str(event.get("file"), "file")), _line(event.get("line"))
+        path, line = normalize_path(_path(event.file)), _line(event.line)
         per_file = self._timers.setdefault(path, {})
         per_line = per_file.get(line)
         if per_line is None:
@@ -413,11 +412,11 @@ class RuntimeView:
             parts.append(t("**TensorSight** · timer {0}", timer.text()))
         origin = self._nonfinite.get(key, {}).get(line)
         if origin is not None:
-            step = origin.get("step")
+            step = origin.step
             parts.append(
                 t("**TensorSight** · first NaN/Inf of the run produced here")
                 + (t(" at step {0}", step) if step is not None else "")
-                + (t(" by `{0}`", origin.get("op")) if origin.get("op") else "")
+                + (t(" by `{0}`", origin.op) if origin.op else "")
             )
         return "\n\n".join(parts) if parts else None
 
@@ -497,40 +496,41 @@ class RuntimeView:
         }
 
 
-_HANDLERS = {
-    "hello": RuntimeView._on_hello,
-    "bye": RuntimeView._on_process_end,
-    "run-finished": RuntimeView._on_process_end,
-    "dropped": RuntimeView._on_dropped,
-    "rank": RuntimeView._on_rank,
-    "rank-state": RuntimeView._on_rank_state,
-    "scalars": RuntimeView._on_scalars,
-    "shape": RuntimeView._on_shape,
-    "finding": RuntimeView._on_finding,
-    "nonfinite": RuntimeView._on_nonfinite,
-    "phases": RuntimeView._on_phases,
-    "phase-summary": RuntimeView._on_phase_summary,
-    "timer": RuntimeView._on_timer,
+# the handler of each payload the view takes in, by the contract's dataclass (its ``TYPE`` is the wire name)
+_HANDLERS: dict[type[protocol.AgentEvent], Callable[[RuntimeView, SessionInfo, Any], Update]] = {
+    protocol.HelloEvent: RuntimeView._on_hello,
+    protocol.ByeEvent: RuntimeView._on_process_end,
+    protocol.RunFinishedEvent: RuntimeView._on_process_end,
+    protocol.DroppedEvent: RuntimeView._on_dropped,
+    protocol.RankEvent: RuntimeView._on_rank,
+    protocol.RankStateEvent: RuntimeView._on_rank_state,
+    protocol.ScalarsEvent: RuntimeView._on_scalars,
+    protocol.ShapeEvent: RuntimeView._on_shape,
+    protocol.FindingEvent: RuntimeView._on_finding,
+    protocol.NonfiniteEvent: RuntimeView._on_nonfinite,
+    protocol.PhasesEvent: RuntimeView._on_phases,
+    protocol.PhaseSummaryEvent: RuntimeView._on_phases,
+    protocol.TimerEvent: RuntimeView._on_timer,
 }
 # every type the contract routes to the view has its handler here (tests/core/test_protocol.py checks both ways)
-HANDLED_EVENT_TYPES = frozenset(_HANDLERS)
+HANDLED_EVENT_TYPES = frozenset(payload.TYPE for payload in _HANDLERS)
 
 
 def _milliseconds(seconds: float) -> str:
     return f"{seconds * 1000.0:.1f} ms" if seconds < 10.0 else f"{seconds:.1f} s"
 
 
-def _rank_of(info: SessionInfo, event: Mapping[str, Any]) -> int | None:
+def _rank_of(info: SessionInfo, event: protocol.AgentEvent) -> int | None:
     """The event's rank, else the rank its process announced (hello or ``rank`` event)."""
-    rank = _optional_int(event.get("rank"))
-    if rank is not None:
-        return rank
-    process = info.processes.get(event["pid"]) if isinstance(event.get("pid"), int) else None
+    if event.rank is not None:
+        return event.rank
+    process = info.processes.get(event.pid) if event.pid is not None else None
     return _optional_int(process.get("rank")) if process else None
 
 
-def _str(value: Any, name: str) -> str:
-    if not isinstance(value, str) or not value:
+def _path(value: str | None, name: str = "file") -> str:
+    """A path (or name) the event must carry: its type is the contract's, but it must not be empty either."""
+    if not value:
         raise ValueError(f"'{name}' must be a non-empty string")
     return value
 
@@ -539,25 +539,16 @@ def _optional_str(value: Any) -> str | None:
     return value[:MAX_TEXT] if isinstance(value, str) and value else None
 
 
-def _int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"'{name}' must be an integer")
-    return value
-
-
 def _optional_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _is_dim(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _line(value: Any) -> int:
-    line = _int(value, "line")
-    if line < 1:
+def _line(value: int | None) -> int:
+    if value is None:
+        raise ValueError("'line' must be an integer")
+    if value < 1:
         raise ValueError("'line' must be >= 1")
-    return line
+    return value
 
 
 def _number(value: Any, name: str) -> float:

@@ -57,7 +57,7 @@ from tensorsight.server.diagnostics import (
 )
 from tensorsight.server.gpu_monitor import GpuMonitor
 from tensorsight.server.hub import Hub, printable
-from tensorsight.server.params import as_dict, required_str
+from tensorsight.server.params import as_dict, non_empty, parse_params, required_str
 from tensorsight.server.run_events import RunEventBatcher
 from tensorsight.server.runtime_view import RuntimeView, normalize_path
 from tensorsight.server.source_files import MAX_SOURCE_BYTES, source_lines
@@ -280,13 +280,13 @@ class TensorSightServer(LanguageServer):
         """Announce the session's rank verdicts when they changed, and new cross-rank findings (divergence, hang)."""
         check = self.view.check_ranks(session_id, time.time())
         for finding in check.findings:
-            event = {"type": "finding", "finding": finding.to_dict(), "time": time.time(), "origin": "server"}
-            if finding.rank is not None:
-                event["rank"] = finding.rank
-            self.run_events.add(session_id, event)
+            made = protocol.FindingEvent(
+                finding=finding.to_dict(), time=time.time(), origin="server", rank=finding.rank
+            )
+            self.run_events.add(session_id, protocol.wire_event(made))
         if check.changed:
-            event = {"type": "ranks", "verdicts": check.verdicts, "time": time.time()}
-            self.run_events.add(session_id, event)
+            ranks = protocol.RanksEvent(verdicts=check.verdicts, time=time.time())
+            self.run_events.add(session_id, protocol.wire_event(ranks))
         if check.diagnostics:
             self._dirty_paths |= check.diagnostics
             self._schedule_refresh()
@@ -483,12 +483,14 @@ async def shutdown(ls: TensorSightServer, params: None) -> None:
 # ---------------------------------------------------------------------------------------------- custom methods
 @server.feature(protocol.START_SESSION)
 async def start_session(ls: TensorSightServer, params: Any) -> dict[str, str]:
-    return await ls.start_session(required_str(params, "sessionId"))
+    given = parse_params(protocol.StartSessionParams, params)
+    return await ls.start_session(non_empty(given.sessionId, "sessionId"))
 
 
 @server.feature(protocol.END_SESSION)
 async def end_session(ls: TensorSightServer, params: Any) -> dict[str, bool]:
-    return {"ended": await ls.end_session(required_str(params, "sessionId"))}
+    given = parse_params(protocol.EndSessionParams, params)
+    return {"ended": await ls.end_session(non_empty(given.sessionId, "sessionId"))}
 
 
 @server.feature(protocol.TOOL_FINDINGS)

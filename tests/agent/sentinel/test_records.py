@@ -9,6 +9,7 @@ import torch
 from tensorsight.agent.runtime import identity
 from tensorsight.agent.sentinel.records import counts_text, make_record, publish_found_later, report, title_of
 from tensorsight.agent.sentinel.state import sw
+from tensorsight.core import protocol
 from tensorsight.core.nonfinite import NonFiniteCounts
 
 HERE = os.path.abspath(__file__)
@@ -39,7 +40,7 @@ def test_a_record_made_at_a_frame_names_its_file_line_phase_and_step():
     assert record.message == f"log made 1 NaN — forward, step 7, at test_records.py:{record.line}"
     assert (record.step, record.elements, record.nan, record.rank) == (7, 6, 1, identity.rank())
     assert record.details == {} and repr(record).startswith("<NaN born here: log made 1 NaN")
-    event = record.event()
+    event = protocol.to_wire(record.event())
     assert event["module"] == "net (Net)" and "node" not in event and event["op"] == "torch.log"
     finding = record.finding()
     assert finding is not None and finding.file == HERE and finding.line == record.line
@@ -107,5 +108,5 @@ def test_the_record_alone_lists_its_facts_and_gives_step_and_rank_as_fields_of_i
     assert finding.details["module"] == "head (Linear)" and finding.details["neginf"] == 2
     rows = dict(record.__tensorsight_rows__())
     assert rows["step"] == 4 and rows["neginf"] == 2 and "stopped_at" not in rows
-    assert record.event()["rank"] == 1 and "node" not in record.event()
+    assert protocol.to_wire(record.event())["rank"] == 1 and "node" not in protocol.to_wire(record.event())
     assert NonFiniteRecord(**{**record.__dict__, "file": None}).finding() is None

@@ -47,6 +47,7 @@ from tensorsight.agent.runtime.tensor_walk import (
 )
 from tensorsight.agent.runtime.user_code import is_user_file
 from tensorsight.agent.runtime.user_libs import is_module, is_optimizer, is_tensor, loaded_numpy, loaded_torch
+from tensorsight.core import protocol
 from tensorsight.core.l10n import t
 from tensorsight.core.nonfinite import NONE_FOUND, NonFiniteCounts
 
@@ -124,7 +125,7 @@ def _misuse(predicate: str, problem: str) -> None:
         _reported_misuse.add(key)
     message = t("{0} at {1}: {2}; the condition is False", expression, label, problem)
     report_once(key, message)
-    events.emit("condition-error", expression=expression, message=message, location=label)
+    events.send(protocol.ConditionErrorEvent(expression=expression, message=message, location=label))
 
 
 class _NoNumber(float):

@@ -23,6 +23,7 @@ from typing import Any
 
 from tensorsight.agent.runtime import events
 from tensorsight.agent.runtime.guard import report_once
+from tensorsight.core import protocol
 from tensorsight.core.conditions import BUILTIN_NAME, ConditionCheck
 
 MAX_COMPILED = 1000  # distinct condition texts kept compiled; beyond this they are compiled at each hit
@@ -124,4 +125,4 @@ def _report(condition: str, frame: FrameType, problem: str, sentence: str) -> No
     location = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
     message = f"breakpoint condition `{condition}` at {location}: {sentence}"
     report_once(f"breakpoint-condition:{key!r}", message)
-    events.emit("condition-error", expression=condition, message=message, location=location)
+    events.send(protocol.ConditionErrorEvent(expression=condition, message=message, location=location))

@@ -40,6 +40,7 @@ from tensorsight.agent.runtime.identity import RankInfo
 from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
 from tensorsight.agent.runtime.user_code import user_frame
+from tensorsight.core import protocol
 from tensorsight.core.l10n import t
 from tensorsight.core.protocol import option_default
 
@@ -93,14 +94,15 @@ def _become(info: RankInfo, origin: str) -> None:
     global _watchdog
     if not identity.learn(info):
         return
-    events.emit(
-        "rank",
-        rank=info.rank,
-        local_rank=info.local_rank,
-        world_size=info.world_size,
-        host=socket.gethostname(),
-        source=info.source,
-        origin=origin,
+    events.send(
+        protocol.RankEvent(
+            rank=info.rank,
+            local_rank=info.local_rank,
+            world_size=info.world_size,
+            host=socket.gethostname(),
+            source=info.source,
+            origin=origin,
+        )
     )
     if origin == "debugger" and not stops_allowed():
         _limit_line_breakpoints()
@@ -261,20 +263,21 @@ class RankWatchdog:
     def _report(self, now: float) -> None:
         self._last_report = now
         sample = self.tracker.sample
-        data: dict[str, Any] = {
-            "rank": self.info.rank,
-            "local_rank": self.info.local_rank,
-            "world_size": self.info.world_size,
-            "state": self.tracker.state,
-            "since": self.tracker.since,
-            "heartbeat": self.heartbeat,
-            "step": steps.current_step(),
-        }
-        if sample is not None and sample.user_file is not None:
-            data["file"], data["line"] = sample.user_file, sample.user_line
-        if self.tracker.state == "waiting" and sample is not None:
-            data["blocked_in"] = sample.collective
-        events.emit("rank-state", **data)
+        located = sample is not None and sample.user_file is not None
+        events.send(
+            protocol.RankStateEvent(
+                rank=self.info.rank,
+                local_rank=self.info.local_rank,
+                world_size=self.info.world_size,
+                state=self.tracker.state,
+                since=self.tracker.since,
+                heartbeat=self.heartbeat,
+                step=steps.current_step(),
+                file=sample.user_file if located and sample is not None else None,
+                line=sample.user_line if located and sample is not None else None,
+                blocked_in=sample.collective if self.tracker.state == "waiting" and sample is not None else None,
+            )
+        )
 
     def _announce_waiting(self) -> None:
         sample = self.tracker.sample

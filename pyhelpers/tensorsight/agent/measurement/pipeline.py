@@ -55,6 +55,7 @@ from tensorsight.agent.runtime import events, steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
+from tensorsight.core import protocol
 from tensorsight.core.curves import Series, TrainingCurves, diagnose_curves
 from tensorsight.core.phases import DATA_DOMINANT_SHARE, PHASES, PhaseTally, phase_verdicts
 from tensorsight.core.protocol import option_default
@@ -295,7 +296,7 @@ class Measurement:
             grad_norm = self.recorder.total_norm
             self._record_gradients(series, step)
             if values:
-                events.emit("scalars", step=step, split="train", values=values)
+                events.send(protocol.ScalarsEvent(step=step, split="train", values=values))
                 if self.writer is not None:
                     self.writer.scalars(step, {_train_tag(k): v for k, v in values.items()})
         spikes = len(self.per_optimizer) < 2 or self._index_of(series) not in self._adversarial()
@@ -307,18 +308,22 @@ class Measurement:
         if self.monitor is not None:
             figures = self.monitor.sample(step)
             if figures:
-                events.emit("memory", step=step, **figures)
+                events.send(protocol.MemoryEvent(step=step, **figures))
             for finding in self.monitor.scan_retained_graphs(caller_frame(sys._getframe(1)), step):
                 events.emit_finding(finding)
 
     def _record_phases(self, record: Any) -> None:
         seconds = record.seconds
-        data: dict[str, Any] = {"step": record.step, "seconds": dict(seconds)}
-        if record.eval_seconds:
-            data["eval_seconds"] = record.eval_seconds
-        if record.loop_at is not None:
-            data["file"], data["line"] = record.loop_at
-        events.emit("phases", **data)
+        file, line = record.loop_at if record.loop_at is not None else (None, None)
+        events.send(
+            protocol.PhasesEvent(
+                step=record.step,
+                seconds=dict(seconds),
+                eval_seconds=record.eval_seconds or None,
+                file=file,
+                line=line,
+            )
+        )
         if self.writer is not None:
             self.writer.scalars(record.step, {f"time/{name}_ms": seconds[name] * 1000.0 for name in PHASES})
         self.phase_tally.add(record.step, seconds)
@@ -369,14 +374,15 @@ class Measurement:
             return
         self.histograms_at = step
         for histogram in self.recorder.histograms():
-            events.emit(
-                "histogram",
-                step=step,
-                name=histogram["name"],
-                kind=histogram["kind"],
-                edges=histogram["edges"],
-                counts=histogram["counts"],
-                nonfinite=histogram["nonfinite"],
+            events.send(
+                protocol.HistogramEvent(
+                    step=step,
+                    name=histogram["name"],
+                    kind=histogram["kind"],
+                    edges=histogram["edges"],
+                    counts=histogram["counts"],
+                    nonfinite=protocol.NonfiniteCounts(**histogram["nonfinite"]),
+                )
             )
             if self.writer is not None:
                 tag = f"{'weights' if histogram['kind'] == 'weight' else 'grads'}/{histogram['name']}"
@@ -385,7 +391,7 @@ class Measurement:
     @never_raise()
     def _on_validation(self, step: int, loss: float, batches: int) -> None:
         self.val_loss.add(step, loss)
-        events.emit("scalars", step=step, split="val", values={"loss": loss}, batches=batches)
+        events.send(protocol.ScalarsEvent(step=step, split="val", values={"loss": loss}, batches=batches))
         if self.writer is not None:
             self.writer.scalars(step, {"val/loss": loss})
         self.log.validation(step, loss)
@@ -472,12 +478,9 @@ class Measurement:
         if self.settings.phases:
             totals, steps_measured = self.phase_totals()
             if steps_measured:
-                events.emit(
-                    "phase-summary",
-                    steps=steps_measured,
-                    seconds=totals,
-                    **_location(self.clock.loop_at or self.clock.model_at),
-                )
+                where = self.clock.loop_at or self.clock.model_at
+                file, line = where if where is not None else (None, None)
+                events.send(protocol.PhaseSummaryEvent(steps=steps_measured, seconds=totals, file=file, line=line))
             findings.extend(
                 phase_verdicts(
                     totals,
@@ -496,10 +499,6 @@ class Measurement:
         if self.writer is not None:
             self.writer.close()
         self.log.close()
-
-
-def _location(where: tuple[str, int] | None) -> dict[str, Any]:
-    return {"file": where[0], "line": where[1]} if where is not None else {}
 
 
 def _train_tag(key: str) -> str:

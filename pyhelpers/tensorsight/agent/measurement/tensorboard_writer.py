@@ -16,8 +16,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tensorsight.agent.runtime.events import emit
+from tensorsight.agent.runtime.events import send
 from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.core import protocol
 
 
 class TensorBoardWriter:
@@ -94,5 +95,5 @@ def open_writer(logdir: str) -> TensorBoardWriter | None:
     except Exception as exc:  # noqa: BLE001 - an unwritable folder must not break the run
         report_once("tensorboard-open", f"cannot write TensorBoard files to {logdir!r}: {type(exc).__name__}: {exc}")
         return None
-    emit("tensorboard", logdir=writer.logdir, command=f"tensorboard --logdir {writer.logdir}")
+    send(protocol.TensorboardEvent(logdir=writer.logdir, command=f"tensorboard --logdir {writer.logdir}"))
     return writer

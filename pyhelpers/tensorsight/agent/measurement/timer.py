@@ -17,9 +17,10 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from tensorsight.agent.debugger.holds import program_clock
-from tensorsight.agent.runtime.events import emit
+from tensorsight.agent.runtime.events import send
 from tensorsight.agent.runtime.guard import never_raise
 from tensorsight.agent.runtime.user_code import user_location
+from tensorsight.core import protocol
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,10 +76,8 @@ class Timer:
         self.total += seconds
         self.calls += 1
         where = user_location()
-        data: dict[str, Any] = {"name": self.name, "seconds": seconds}
-        if where is not None:
-            data["file"], data["line"] = where
-        emit("timer", **data)
+        file, line = where if where is not None else (None, None)
+        send(protocol.TimerEvent(name=self.name, seconds=seconds, file=file, line=line))
         if self.verbose:
             print(f"[Timer] {self.name}: {format_seconds(seconds)}", flush=True)
 

@@ -15,8 +15,9 @@ import math
 import os
 from collections import deque
 
-from tensorsight.agent.runtime.events import emit
+from tensorsight.agent.runtime.events import send
 from tensorsight.agent.runtime.guard import never_raise
+from tensorsight.core import protocol
 from tensorsight.core.curves import SPIKE_FACTOR, SPIKE_WINDOW, is_spike, median
 
 LOG_FORMAT = "%(asctime)s %(levelname)-7s %(message)s"
@@ -83,7 +84,7 @@ class TrainingLog:
         if self.logger is not None:
             self.logger.log(level, message)
         if level >= logging.WARNING:
-            emit("log", level=logging.getLevelName(level), message=message)
+            send(protocol.LogEvent(level=logging.getLevelName(level), message=message))
 
     @never_raise()
     def step(

@@ -1,13 +1,12 @@
 """In-process event bus: features publish what they observe; the hub client and the doctor subscribe.
 
-Publishing never blocks and never raises. An event is a plain JSON-able dict with at least ``type``; the bus adds
-``pid``, ``time`` and (under torch.distributed) ``rank``. Every event type, its keys, the module that emits it and
-where the server takes it are declared once in ``tensorsight.core.protocol.EVENTS``; ``tests/core/test_protocol.py``
-fails when the agent emits a type the contract does not declare. Emitted through this bus: ``finding`` (a Finding's
-wire dict, via ``emit_finding``), ``nonfinite``, ``shape``, ``shape-map``, ``condition-error``, ``rank``,
-``rank-state``, ``scalars``, ``phases``, ``phase-summary``, ``histogram``, ``memory``, ``log``, ``tensorboard``,
-``timer`` and ``run-finished``; the hub client adds ``hello``, ``dropped`` and ``bye`` on the wire.
-"""
+Publishing never blocks and never raises. A feature builds its event as the contract's dataclass
+(``core.protocol``, e.g. ``TimerEvent``) and ``send``s it; on the bus an event is a plain JSON-able dict with its
+``type``, and the bus adds ``pid``, ``time`` and (under torch.distributed) ``rank``. Every event type, its fields,
+the module that sends it and where the server takes it are declared once in ``tensorsight.core.protocol.EVENTS``;
+``tests/core/test_protocol.py`` fails when the agent sends a type the contract does not declare, or emits one by
+name with loose keys. A Finding goes out through ``emit_finding``; the hub client writes ``hello``, ``dropped`` and
+``bye`` on the wire itself."""
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ from typing import Any
 
 from tensorsight.agent.runtime import identity
 from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.core import protocol
 from tensorsight.core.findings import Finding
 
 Listener = Callable[[dict[str, Any]], None]
@@ -50,6 +50,12 @@ def emit(event_type: str, **data: Any) -> None:
             report_once(f"listener-{id(listener)}", f"event listener failed: {type(exc).__name__}: {exc}")
 
 
+def send(event: protocol.AgentEvent) -> None:
+    """Publish one event built from its contract dataclass (``core.protocol``): a renamed or mistyped field fails
+    type checking instead of reaching the server as an unknown key."""
+    emit(event.TYPE, **protocol.to_wire(event))
+
+
 def emit_finding(finding: Finding) -> None:
     """Publish a finding (the doctor prints it, the hub turns it into a diagnostic)."""
     data = finding.to_dict()
@@ -57,4 +63,4 @@ def emit_finding(finding: Finding) -> None:
         rank = identity.rank()
         if rank is not None:
             data["rank"] = rank
-    emit("finding", finding=data)
+    send(protocol.FindingEvent(finding=data))

@@ -99,7 +99,7 @@ class HubClient:
             if self._thread is None:
                 return not self._queue
             self._queue.append(
-                {"type": protocol.BYE, "pid": os.getpid(), "time": time.time(), "dropped": self.dropped_total}
+                protocol.wire_event(protocol.ByeEvent(pid=os.getpid(), time=time.time(), dropped=self.dropped_total))
             )
             self._closing = True
             self._wake.notify()
@@ -192,21 +192,17 @@ class HubClient:
         return sock
 
     def _hello(self) -> dict[str, Any]:
-        hello: dict[str, Any] = {
-            "type": protocol.HELLO,
-            "protocol": PROTOCOL,
-            "token": self.token,
-            "pid": os.getpid(),
-            "time": time.time(),
-            "script": os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else None,
+        hello = protocol.HelloEvent(
+            protocol=PROTOCOL,
+            pid=os.getpid(),
+            time=time.time(),
+            script=os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else None,
             # each argument cut short: the hub takes a hello of protocol.MAX_HELLO_BYTES at most
-            "argv": [str(arg)[: protocol.MAX_ARGV_ITEM_CHARS] for arg in sys.argv[:16]],
-            "origin": installed_origin(),
-        }
-        rank = identity.rank()
-        if rank is not None:
-            hello["rank"] = rank
-        return hello
+            argv=[str(arg)[: protocol.MAX_ARGV_ITEM_CHARS] for arg in sys.argv[:16]],
+            origin=installed_origin(),
+            rank=identity.rank(),
+        )
+        return {**protocol.wire_event(hello), "token": self.token}  # the token is the handshake's, not the event's
 
     def _pump(self, sock: socket.socket) -> None:
         while True:
@@ -220,7 +216,8 @@ class HubClient:
                 dropped, self.dropped = self.dropped, 0
                 self._sending = True
             if dropped:
-                batch.insert(0, {"type": protocol.DROPPED, "pid": os.getpid(), "time": time.time(), "count": dropped})
+                marker = protocol.DroppedEvent(pid=os.getpid(), time=time.time(), count=dropped)
+                batch.insert(0, protocol.wire_event(marker))
             payload = b"".join(json_lines.encode(event) for event in batch)
             sock.sendall(payload)
             with self._lock:

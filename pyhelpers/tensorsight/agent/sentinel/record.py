@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tensorsight.core import protocol
 from tensorsight.core.findings import Finding
 
 
@@ -52,25 +53,23 @@ class NonFiniteRecord:
             (name, value) for name, value in (("stopped_at", self.stopped_at), ("details", self.details)) if value
         ]
 
-    def event(self) -> dict[str, Any]:
+    def event(self) -> protocol.NonfiniteEvent:
         """The ``nonfinite`` event (design schema plus ``module``/``node``/``rank``/``title`` when known)."""
-        data: dict[str, Any] = {
-            "file": self.file,
-            "line": self.line,
-            "op": self.op,
-            "phase": self.phase,
-            "step": self.step,
-            "nan": self.nan,
-            "posinf": self.posinf,
-            "neginf": self.neginf,
-            "message": self.message,
-            "title": self.title,
-        }
-        for key in ("module", "node", "rank"):
-            value = getattr(self, key)
-            if value is not None:
-                data[key] = value
-        return data
+        return protocol.NonfiniteEvent(
+            file=self.file,
+            line=self.line,
+            op=self.op,
+            phase=self.phase,
+            step=self.step,
+            nan=self.nan,
+            posinf=self.posinf,
+            neginf=self.neginf,
+            message=self.message,
+            title=self.title,
+            module=self.module,
+            node=self.node,
+            rank=self.rank,
+        )
 
     def finding(self) -> Finding | None:
         if self.file is None or self.line is None:

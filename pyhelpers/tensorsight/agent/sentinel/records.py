@@ -111,7 +111,7 @@ def report(record: NonFiniteRecord, frame: types.FrameType | None, line_shown: i
             return
         sw.first_reported = True
     sw.last = record
-    events.emit("nonfinite", **record.event())
+    events.send(record.event())
     finding = record.finding()
     if finding is not None:
         events.emit_finding(finding)

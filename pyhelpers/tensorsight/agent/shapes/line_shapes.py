@@ -15,6 +15,7 @@ from typing import Any
 from tensorsight.agent.runtime import events, op_calls, steps
 from tensorsight.agent.shapes import window_state
 from tensorsight.agent.shapes.window_state import LineRecord
+from tensorsight.core import protocol
 from tensorsight.core.notation import dtype_name, shape_text
 from tensorsight.core.shapes import StatementTargets, statement_targets
 
@@ -101,34 +102,34 @@ def _stored_attribute(obj: Any, attribute: str) -> Any:
 def _emit_line(record: LineRecord, assigned: list[tuple[str, Any]]) -> None:
     if not assigned:
         return
-    values: list[dict[str, Any]] = [
-        {
-            "name": name,
-            "text": shape_text(tuple(t.shape), str(t.dtype)),
-            "shape": list(t.shape),
-            "dtype": dtype_name(str(t.dtype)),
-            "device": str(t.device),
-        }
+    values = [
+        protocol.ShapeValue(
+            name=name,
+            text=shape_text(tuple(t.shape), str(t.dtype)),
+            shape=list(t.shape),
+            dtype=dtype_name(str(t.dtype)),
+            device=str(t.device),
+        )
         for name, t in assigned
     ]
-    text = ", ".join(v["text"] for v in values)
+    text = ", ".join(v.text for v in values)
     if text == record.emitted:
         return
     record.emitted = text
     first = values[0]
-    data: dict[str, Any] = {
-        "file": record.file,
-        "line": record.line,
-        "name": ", ".join(v["name"] for v in values),
-        "text": text,
-        "shape": first["shape"],
-        "dtype": first["dtype"],
-        "device": first["device"],
-        "step": steps.current_step(),
-    }
-    if len(values) > 1:
-        data["values"] = values
-    events.emit("shape", **data)
+    events.send(
+        protocol.ShapeEvent(
+            file=record.file,
+            line=record.line,
+            name=", ".join(v.name for v in values),
+            text=text,
+            shape=first.shape,
+            dtype=first.dtype,
+            device=first.device,
+            step=steps.current_step(),
+            values=values if len(values) > 1 else None,
+        )
+    )
 
 
 def flush_lines() -> None:

@@ -57,6 +57,7 @@ from tensorsight.agent.shapes.shape_map import (
     tensors_in,
 )
 from tensorsight.agent.shapes.window_state import DEFAULT_EVERY, MAX_WINDOW_OPS, locate
+from tensorsight.core import protocol
 
 FIRST_STEPS = 3
 MAX_EVAL_OPS = 20_000
@@ -321,7 +322,12 @@ def _leave_module(module: Any, output: Any) -> None:
 def _emit_shape_map(recorder: ShapeMapRecorder) -> None:
     rows = recorder.finish()
     root_row = rows[0] if rows else None
-    data: dict[str, Any] = {"model": type(recorder.root).__name__, "rows": [r.to_dict() for r in rows]}
-    if root_row is not None and root_row.file is not None:
-        data["file"], data["line"] = root_row.file, root_row.line
-    events.emit("shape-map", **data)
+    located = root_row is not None and root_row.file is not None
+    events.send(
+        protocol.ShapeMapEvent(
+            model=type(recorder.root).__name__,
+            rows=[r.to_dict() for r in rows],
+            file=root_row.file if located and root_row is not None else None,
+            line=root_row.line if located and root_row is not None else None,
+        )
+    )
