@@ -186,7 +186,7 @@
   function drawHeatmap(message) {
     const grid = message.payload.heatmap;
     const slice = message.payload.slice;
-    const canvas = gridCanvas(message.picture.rgba, grid.rows, grid.cols, 560, 'picture heatmap');
+    const canvas = gridCanvas(message.picture.rgba, grid.rows, grid.cols, 480, 'picture heatmap');
     const tip = hover(canvas, (event) => {
       const cell = cellAt(canvas, event, grid.rows, grid.cols);
       if (!cell) return '';
@@ -325,14 +325,6 @@
     } else if (message.payload.kind === 'heatmap') {
       children.push(element('div', { class: 'muted', text: strings.diffShapes }));
     }
-    if (message.hasPrevious) {
-      children.push(
-        element('div', { class: 'muted' }, [
-          element('span', { class: 'key current', text: strings.current }),
-          element('span', { class: 'key previous', text: strings.previous }),
-        ]),
-      );
-    }
     return element('section', { class: 'since' }, children);
   }
 
@@ -371,17 +363,29 @@
     if (picker) root.appendChild(picker);
     root.appendChild(
       element('section', { class: 'summary' }, [
-        element('div', {}, [element('h2', { text: strings.histogram }), drawHistogram(message.histogram)]),
+        element('div', {}, [
+          element('h2', { text: strings.histogram }),
+          drawHistogram(message.histogram),
+          message.hasPrevious
+            ? element('div', { class: 'muted' }, [
+                element('span', { class: 'key current', text: strings.current }),
+                element('span', { class: 'key previous', text: strings.previous }),
+              ])
+            : document.createTextNode(''),
+        ]),
         statsTable(payload, message.histogram),
       ]),
     );
-    if (payload.kind === 'heatmap') root.appendChild(drawHeatmap(message));
-    else if (payload.kind === 'image') root.appendChild(drawImages(message));
-    else if (payload.kind === 'line') root.appendChild(drawLine(message));
-    else root.appendChild(element('div', { class: 'muted', text: strings.scalar }));
-    root.appendChild(sinceLastStop(message));
+    let picture;
+    if (payload.kind === 'heatmap') picture = drawHeatmap(message);
+    else if (payload.kind === 'image') picture = drawImages(message);
+    else if (payload.kind === 'line') picture = drawLine(message);
+    else picture = element('div', { class: 'muted', text: strings.scalar });
+    root.appendChild(element('div', { class: 'pictures' }, [picture, sinceLastStop(message)]));
   }
 
   window.addEventListener('message', (event) => render(event.data));
   root.appendChild(element('div', { class: 'muted', text: strings.loading }));
+  // a message posted while this page was still loading is lost: ask for the latest one
+  vscode.postMessage({ type: 'ready' });
 })();

@@ -48,7 +48,8 @@ interface Viewing {
   normalize: Normalize;
 }
 
-type WebviewMessage = { type: 'slice'; index: number[] } | { type: 'normalize'; value: unknown } | { type: 'refresh' };
+type WebviewMessage =
+  { type: 'slice'; index: unknown[] } | { type: 'normalize'; value: unknown } | { type: 'refresh' } | { type: 'ready' };
 
 export class TensorViewer {
   private panel: WebviewPanel | undefined;
@@ -57,6 +58,8 @@ export class TensorViewer {
   private readonly stops = new Map<string, number>();
   private timer: ReturnType<typeof setTimeout> | undefined;
   private generation = 0;
+  /** The last message posted: a page that loads after it was posted asks for it again ('ready'). */
+  private lastMessage: object | undefined;
 
   constructor(
     private readonly paths: ExtensionPaths,
@@ -151,8 +154,13 @@ export class TensorViewer {
     panel.onDidDispose(() => {
       this.panel = undefined;
       this.viewing = undefined;
+      this.lastMessage = undefined;
     });
     panel.webview.onDidReceiveMessage((message: WebviewMessage) => {
+      if (message.type === 'ready') {
+        if (this.lastMessage) void panel.webview.postMessage(this.lastMessage);
+        return;
+      }
       if (!this.viewing) return;
       if (message.type === 'slice' && Array.isArray(message.index)) {
         this.viewing.index = message.index.map((i) =>
@@ -172,7 +180,9 @@ export class TensorViewer {
     if (!this.panel || !viewing) return;
     const generation = ++this.generation;
     const post = (message: object) => {
-      if (generation === this.generation) void this.panel?.webview.postMessage(message);
+      if (generation !== this.generation) return;
+      this.lastMessage = message;
+      void this.panel?.webview.postMessage(message);
     };
     const frame = focusedFrame();
     if (!frame || frame.session.id !== viewing.sessionId) {
