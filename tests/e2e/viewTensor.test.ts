@@ -4,7 +4,8 @@
  * NaN/+Inf counts; on the next stop the panel refreshes by itself, a hover over a NaN cell names its index, and
  * "Since the last stop" shows the previous counts and the cells that became NaN/Inf. The user guide's picture
  * (extension/media/view-tensor.png with TENSORSIGHT_UPDATE_PICTURES=1, else test-output/pictures/) comes from that
- * moment. A failure leaves a screenshot in test-output/e2e/.
+ * moment. A second test views an image (and switches its normalisation), a rank-3 tensor through the slice picker and a
+ * 1-D row as a line. A failure leaves a screenshot in test-output/e2e/.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -47,6 +48,15 @@ function viewer(page: Page): FrameLocator {
 
 async function count(view: FrameLocator, key: string): Promise<string> {
   return (await view.locator(`td[data-count="${key}"]`).innerText({ timeout: TIMEOUT })).trim();
+}
+
+/** Runs "TensorSight: View Tensor" from the palette on `expression`. */
+async function viewExpression(page: Page, expression: string): Promise<void> {
+  await runCommand(page, 'TensorSight: View Tensor');
+  const input = page.locator('.quick-input-widget input[placeholder="weights"]');
+  await input.waitFor({ state: 'visible', timeout: TIMEOUT });
+  await input.fill(expression);
+  await page.keyboard.press('Enter');
 }
 
 describe('View Tensor in real VS Code', { timeout: 10 * 60_000 }, () => {
@@ -130,6 +140,36 @@ describe('View Tensor in real VS Code', { timeout: 10 * 60_000 }, () => {
         '.save(sys.argv[1], optimize=True)';
       execFileSync(VENV_PYTHON, ['-c', reduce, file], { stdio: 'pipe', timeout: 60_000 });
       assert.ok(fs.statSync(file).size < 160 * 1024, 'the picture stays small (the .vsix ships it)');
+    });
+  });
+
+  test('an image with its normalisation, a slice picker for rank 3, and a line for 1-D', async (t) => {
+    await step(t, async () => {
+      const page = workbench.page;
+      const view = viewer(page);
+      await viewExpression(page, 'torch.stack([weights, weights * 2, -weights])');
+      await view.locator('canvas.image').waitFor({ timeout: TIMEOUT });
+      assert.match(await view.locator('body').innerText(), /1 of 1 images shown \(CHW\)/);
+      // the agent answers again with one range over all channels, and the page is drawn anew with the toggle on it
+      await view.locator('select').evaluate((select: HTMLSelectElement) => select.setAttribute('data-old', ''));
+      await view.locator('select').selectOption('global');
+      const redrawn = view.locator('select:not([data-old])');
+      await redrawn.waitFor({ timeout: TIMEOUT });
+      assert.equal(await redrawn.inputValue(), 'global');
+
+      await viewExpression(page, 'weights.reshape(2, 24, 64)');
+      const index = view.locator('input[data-slice="0"]');
+      await index.waitFor({ timeout: TIMEOUT });
+      assert.match(await view.locator('.slice-picker').innerText(), /Slice \[0, :, :\]/);
+      await index.fill('1');
+      await index.press('Enter');
+      await view.locator('.slice-picker', { hasText: 'Slice [1, :, :]' }).waitFor({ timeout: TIMEOUT });
+      // the second half holds the NaN at [40, 60], which is [1, 16, 60] of the reshaped tensor
+      assert.equal(await count(view, 'nan'), '2', 'counts are over the whole tensor, not the slice');
+
+      await viewExpression(page, 'weights[3]');
+      await view.locator('canvas.line').waitFor({ timeout: TIMEOUT });
+      assert.equal(await count(view, 'nan'), '1');
     });
   });
 });
