@@ -4,7 +4,8 @@
  * NaN/+Inf counts; on the next stop the panel refreshes by itself, a hover over a NaN cell names its index, and
  * "Since the last stop" shows the previous counts and the cells that became NaN/Inf. The user guide's picture
  * (extension/media/view-tensor.png with TENSORSIGHT_UPDATE_PICTURES=1, else test-output/pictures/) comes from that
- * moment. A second test views an image (and switches its normalisation), a rank-3 tensor through the slice picker and a
+ * moment. A second test opens it from the Variables context menu, then views an image (and switches its normalisation), a
+ * rank-3 tensor through the slice picker and a
  * 1-D row as a line. A failure leaves a screenshot in test-output/e2e/.
  */
 import assert from 'node:assert/strict';
@@ -15,7 +16,7 @@ import { after, before, describe, test, type TestContext } from 'node:test';
 import type { FrameLocator, Page } from 'playwright-core';
 import { startWorkbench, withScreenshotOnFailure, type Workbench } from './support/codeServer';
 import { REPO, VENV_PYTHON } from './support/paths';
-import { expandLocals, goToLine, openFile, runCommand, stopDebugging, TIMEOUT } from './support/workbench';
+import { expandLocals, goToLine, openFile, runCommand, stopDebugging, TIMEOUT, variableRow } from './support/workbench';
 
 const PROGRAM = 'view_tensor.py';
 // Two stops on the same line; between them the weights gain two NaNs and one +Inf.
@@ -147,6 +148,25 @@ describe('View Tensor in real VS Code', { timeout: 10 * 60_000 }, () => {
     await step(t, async () => {
       const page = workbench.page;
       const view = viewer(page);
+      // from the Variables view's context menu: the row's evaluateName, no question asked
+      await viewExpression(page, 'weights[0]');
+      await view.locator('canvas.line').waitFor({ timeout: TIMEOUT });
+      await variableRow(page, 'weights').click({ button: 'right' });
+      // a click that lands while the menu still takes the focus from the webview leaves it open: Enter on the
+      // hovered item then picks it (a menu that closed ran the command once; nothing is pressed twice)
+      const item = page.locator('.context-view .action-label', { hasText: /^View Tensor$/ }).first();
+      await item.hover();
+      await item.click();
+      const closed = await page
+        .locator('.context-view .monaco-menu')
+        .waitFor({ state: 'hidden', timeout: 5_000 })
+        .then(
+          () => true,
+          () => false,
+        );
+      if (!closed) await page.keyboard.press('Enter');
+      await view.locator('canvas.heatmap').waitFor({ timeout: TIMEOUT });
+      assert.match(await view.locator('header h1').innerText(), /^weights$/);
       await viewExpression(page, 'torch.stack([weights, weights * 2, -weights])');
       await view.locator('canvas.image').waitFor({ timeout: TIMEOUT });
       assert.match(await view.locator('body').innerText(), /1 of 1 images shown \(CHW\)/);
