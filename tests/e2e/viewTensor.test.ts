@@ -4,9 +4,9 @@
  * NaN/+Inf counts; on the next stop the panel refreshes by itself, a hover over a NaN cell names its index, and
  * "Since the last stop" shows the previous counts and the cells that became NaN/Inf. The user guide's picture
  * (extension/media/view-tensor.png with TENSORSIGHT_UPDATE_PICTURES=1, else test-output/pictures/) comes from that
- * moment. A second test opens it from the Variables context menu, then views an image (and switches its normalisation), a
- * rank-3 tensor through the slice picker and a
- * 1-D row as a line. A failure leaves a screenshot in test-output/e2e/.
+ * moment. A second test opens it from the Variables context menu, then views an image (and switches its
+ * normalisation), a rank-3 tensor through the slice picker and a 1-D row as a line. A failure leaves a screenshot in
+ * test-output/e2e/.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
