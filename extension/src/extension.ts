@@ -1,7 +1,7 @@
 /**
  * TensorSight's entry point: wires the parts together and nothing else. Each concern lives in its own module:
  * interpreter (common/), language server (server/), "Debug Training" (debug/), commands (commands/), the training
- * panel and results view (panel/) and the status bar (status/).
+ * panel, results view and tensor viewer (panel/) and the status bar (status/).
  */
 import { createInterpreterProvider, watchPythonExtension } from './common/environment';
 import { InterpreterService } from './common/interpreterService';
@@ -25,6 +25,7 @@ import { DEBUG_TYPE } from './debug/launchConfig';
 import { PythonDebuggerInjection, TrainingAdapterFactory, TrainingConfigurationProvider } from './debug/provider';
 import { AgentSessions } from './debug/sessions';
 import { ResultsView } from './panel/resultsView';
+import { TensorViewer } from './panel/tensorViewer';
 import { TrainingPanel } from './panel/trainingPanel';
 import { LanguageServer } from './server/languageServer';
 import { StatusBar } from './status/statusBar';
@@ -53,6 +54,7 @@ export function activate(context: ExtensionContext): void {
   const sessions = new AgentSessions(languageServer, log);
   const panel = new TrainingPanel(paths);
   const results = new ResultsView(paths);
+  const viewer = new TensorViewer(paths, log);
   const diagnostics = workspace.createDiagnosticCollection('tensorsight-doctor');
   const tools = new CliTools(paths, interpreters, new ToolProblems(languageServer, diagnostics), results, log);
   const tensorBoard = new TensorBoard(paths, interpreters, log);
@@ -65,6 +67,9 @@ export function activate(context: ExtensionContext): void {
     diagnostics,
     { dispose: () => panel.dispose() },
     { dispose: () => results.dispose() },
+    { dispose: () => viewer.dispose() },
+    ...viewer.listeners(),
+    debug.registerDebugAdapterTrackerFactory('*', viewer.stopCounter()),
     { dispose: () => tensorBoard.dispose() },
     languageServer.onDidChangeState((state) => statusBar.setServerState(state, languageServer.failure)),
     languageServer.onGpu((gpu) => statusBar.setGpu(gpu)),
@@ -86,6 +91,7 @@ export function activate(context: ExtensionContext): void {
     commands.registerCommand('tensorsight.addTensorBreakpoint', () => addTensorBreakpoint(languageServer)),
     commands.registerCommand('tensorsight.toggleBreakOnNonFinite', () => toggleBreakOnNonFinite(sessions, log)),
     commands.registerCommand('tensorsight.showTrainingPanel', () => panel.show()),
+    commands.registerCommand('tensorsight.viewTensor', (argument?: unknown) => viewer.viewTensor(argument)),
     commands.registerCommand('tensorsight.runDoctor', (file?: string) => tools.run('doctor', stringOrUndefined(file))),
     commands.registerCommand('tensorsight.profileTraining', () => tools.run('profile')),
     commands.registerCommand('tensorsight.checkShapes', () => tools.run('shapes')),

@@ -26,6 +26,8 @@ test('the .vsix holds everything an offline install needs', () => {
     'extension/out/extension.js',
     'extension/out/webview/training.js',
     'extension/out/webview/results.js',
+    'extension/out/webview/tensor.js',
+    'extension/out/webview/tensor.css',
     'extension/out/webview/uPlot.iife.min.js',
     'extension/out/webview/webview.css',
     'extension/extension/l10n/bundle.l10n.es.json',
