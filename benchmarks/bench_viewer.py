@@ -42,7 +42,7 @@ def main() -> None:
 
     import torch
 
-    from tensorsight.agent.display.presentation import CACHE
+    from tensorsight.agent.display.reading import CACHE
     from tensorsight.agent.display.viewer import view_json
 
     results = []

@@ -495,7 +495,7 @@ EVENTS: tuple[EventType, ...] = (
     ),
     EventType(
         ShapeEvent,
-        "agent/shapes/observers",
+        "agent/shapes/line_shapes",
         False,  # many per step: the editor gets them as inlay hints instead
         True,
         "the shape assigned at a line: an inlay hint and a hover",

@@ -194,11 +194,11 @@ def test_a_picture_cut_short_keeps_its_marks_and_says_so(
 
 
 def test_the_figures_come_from_the_cache_the_variables_view_shares() -> None:
-    from tensorsight.agent.display import presentation
+    from tensorsight.agent.display import reading
 
     x = torch.randn(1000, 1000, requires_grad=True)
-    presentation.CACHE.clear()
+    reading.CACHE.clear()
     view(x)
-    hits = presentation.CACHE.hits
+    hits = reading.CACHE.hits
     view(x)
-    assert presentation.CACHE.hits == hits + 1
+    assert reading.CACHE.hits == hits + 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from support.cuda import count_syncs, needs_cuda
-from tensorsight.agent.display import presentation
+from tensorsight.agent.display import reading
 from tensorsight.agent.display.viewer import NAN, view
 
 pytestmark = needs_cuda
@@ -24,7 +24,7 @@ def test_a_cuda_heatmap_agrees_with_the_cpu_and_keeps_its_nan_cell() -> None:
     x = values()
     on_gpu = x.cuda()
     version = on_gpu._version
-    presentation.CACHE.clear()
+    reading.CACHE.clear()
     gpu = view(on_gpu)
     cpu = view(x)
     assert gpu["meta"]["device"].startswith("cuda") and on_gpu._version == version
@@ -37,7 +37,7 @@ def test_a_cuda_heatmap_agrees_with_the_cpu_and_keeps_its_nan_cell() -> None:
 def test_a_large_cuda_line_and_image_batch_within_bounded_syncs() -> None:
     line = torch.randn(50_000_000, device="cuda")
     line[123] = float("nan")
-    presentation.CACHE.clear()
+    reading.CACHE.clear()
     syncs, payload = count_syncs(lambda: view(line))
     assert payload["kind"] == "line" and payload["counts"]["nan"] == 1 and payload["histogram"]["sampled"]
     assert syncs <= 16

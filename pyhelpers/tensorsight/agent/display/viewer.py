@@ -208,7 +208,7 @@ def _number(value: Any) -> float | None:
 
 def _figures(value: Any) -> Any:
     """The exact figures of ``value`` from ``core.stats``, through the Variables view's cache (zeros counted)."""
-    from tensorsight.agent.display.presentation import CACHE
+    from tensorsight.agent.display.reading import CACHE
 
     return CACHE.stats(value, zeros=True)
 
