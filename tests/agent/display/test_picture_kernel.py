@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+import jupyter_client  # noqa: F401 - a test dependency the numpy-only tiers lack: tests/conftest.py then leaves this out
 import pytest
 
 from support.jupyter_kernel import Kernel
