@@ -29,6 +29,7 @@ _OPTION_TYPES = {
     "positive": "number",
     "share": "number",
     "path": "string | null",
+    "link": "string | null",
     "level": "string",
     "ranks": "number | number[] | null",
 }

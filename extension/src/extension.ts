@@ -13,6 +13,7 @@ import {
   DebugConfigurationProviderTriggerKind,
   type ExtensionContext,
   l10n,
+  languages,
   window,
   workspace,
 } from './common/vscodeapi';
@@ -25,6 +26,7 @@ import { DEBUG_TYPE } from './debug/launchConfig';
 import { PythonDebuggerInjection, TrainingAdapterFactory, TrainingConfigurationProvider } from './debug/provider';
 import { AgentSessions } from './debug/sessions';
 import { ResultsView } from './panel/resultsView';
+import { TensorHover } from './panel/tensorHover';
 import { TensorViewer } from './panel/tensorViewer';
 import { TrainingPanel } from './panel/trainingPanel';
 import { LanguageServer } from './server/languageServer';
@@ -70,6 +72,8 @@ export function activate(context: ExtensionContext): void {
     { dispose: () => viewer.dispose() },
     ...viewer.listeners(),
     debug.registerDebugAdapterTrackerFactory('*', viewer.stopCounter()),
+    window.registerUriHandler(viewer.uriHandler()),
+    languages.registerHoverProvider({ language: 'python' }, new TensorHover()),
     { dispose: () => tensorBoard.dispose() },
     languageServer.onDidChangeState((state) => statusBar.setServerState(state, languageServer.failure)),
     languageServer.onGpu((gpu) => statusBar.setGpu(gpu)),

@@ -189,6 +189,11 @@ describe('Debug Training providers', () => {
     assert.match(env.PYTHONPATH ?? '', /^\/ext\/pyhelpers/);
     assert.equal(env.TENSORSIGHT_TOKEN, 't');
     assert.equal(JSON.parse(env.TENSORSIGHT_OPTIONS ?? '{}').breakOnNonFinite, true);
+    // the first-NaN stop's link to View Tensor: the editor's scheme, this extension, this session
+    assert.equal(
+      JSON.parse(env.TENSORSIGHT_OPTIONS ?? '{}').viewTensorLink,
+      'vscode://tensorsight.tensorsight/viewTensor?session=sid',
+    );
   });
 
   test('F5 without launch.json debugs the active Python file; a non-Python editor gets a message', () => {

@@ -22,6 +22,8 @@ export type {
   Disposable,
   Event,
   ExtensionContext,
+  Hover as HoverResult,
+  HoverProvider,
   LogOutputChannel,
   OutputChannel,
   Position,
@@ -30,6 +32,7 @@ export type {
   StatusBarItem,
   TextDocument,
   TextEditor,
+  UriHandler,
   Webview,
   WebviewPanel,
   WorkspaceConfiguration,
@@ -44,7 +47,9 @@ export const {
   DiagnosticSeverity,
   DebugConfigurationProviderTriggerKind,
   EventEmitter,
+  Hover,
   Location,
+  MarkdownString,
   Position: PositionClass,
   ProgressLocation,
   Range,
@@ -96,6 +101,8 @@ export const window = {
   setStatusBarMessage: (text: string, hideAfterTimeout: number) =>
     vscode.window.setStatusBarMessage(text, hideAfterTimeout),
   onDidChangeActiveColorTheme: vscode.window.onDidChangeActiveColorTheme,
+  /** Links of the editor's own scheme whose authority is this extension's id (`<scheme>://tensorsight.tensorsight/…`). */
+  registerUriHandler: (handler: vscode.UriHandler) => vscode.window.registerUriHandler(handler),
 };
 
 export const workspace = {
@@ -137,6 +144,11 @@ export const commands = {
   executeCommand: <T = unknown>(id: string, ...args: unknown[]) => vscode.commands.executeCommand<T>(id, ...args),
 };
 
+export const languages = {
+  registerHoverProvider: (selector: vscode.DocumentSelector, provider: vscode.HoverProvider) =>
+    vscode.languages.registerHoverProvider(selector, provider),
+};
+
 export const extensions = {
   getExtension: (id: string) => vscode.extensions.getExtension(id),
 };
@@ -144,4 +156,6 @@ export const extensions = {
 export const env = {
   openExternal: (uri: vscode.Uri) => vscode.env.openExternal(uri),
   language: (): string => vscode.env.language,
+  /** The editor's own URL scheme (`vscode`, `vscode-insiders`, `code-oss`…): its links reach `registerUriHandler`. */
+  uriScheme: (): string => vscode.env.uriScheme,
 };

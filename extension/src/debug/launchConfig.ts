@@ -2,7 +2,7 @@
  * Turns a "Debug Training" launch configuration (debug type `tensorsight`) into the launch request debugpy's adapter
  * understands, and computes the environment that injects the TensorSight agent into the debuggee:
  *   - PYTHONPATH gains `pyhelpers`, so debugpy loads our pydevd plugin before user code runs;
- *   - TENSORSIGHT_OPTIONS carries the TensorSight launch options as JSON;
+ *   - TENSORSIGHT_OPTIONS carries the TensorSight launch options as JSON (with the link the first-NaN stop shows);
  *   - TENSORSIGHT_HUB / TENSORSIGHT_TOKEN connect the agent to the language server's hub (when it runs).
  * The request also names our launcher folder (`debugLauncherPath`, pyhelpers/tensorsight/debugpy_start/launcher):
  * debugpy's launcher without the environment report it would build for a log nobody keeps.
@@ -55,6 +55,11 @@ export interface AgentContext {
   hub?: Hub;
   /** The editor's display language (vscode.env.language): the agent's stop reasons and messages are in it. */
   locale?: string;
+  /**
+   * The start of the first-NaN stop's link to View Tensor (panel/tensorLink.ts `viewLinkStart`), passed as the
+   * `viewTensorLink` launch option unless the configuration's `options` set one.
+   */
+  viewLink?: string;
 }
 
 /** The options object the agent reads (camelCase keys); the top-level `breakOnNonFinite` wins over `options`. */
@@ -80,7 +85,9 @@ export function agentEnvironment(
     (part, index, all) => part.length > 0 && all.indexOf(part) === index,
   );
   env.PYTHONPATH = parts.join(context.separator);
-  env[AgentEnvironment.options] = JSON.stringify(options);
+  const withLink =
+    context.viewLink && !('viewTensorLink' in options) ? { ...options, viewTensorLink: context.viewLink } : options;
+  env[AgentEnvironment.options] = JSON.stringify(withLink);
   env[AgentEnvironment.session] = context.sessionId;
   if (context.locale && !(AgentEnvironment.locale in env)) env[AgentEnvironment.locale] = context.locale;
   if (context.hub) {

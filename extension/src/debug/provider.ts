@@ -38,6 +38,7 @@ import {
   toDebugpyLaunch,
 } from './launchConfig';
 import { withTensorBoardLogging } from '../commands/tensorboardLogging';
+import { EXTENSION_ID, viewLinkStart } from '../panel/tensorLink';
 import type { AgentSessions } from './sessions';
 import {
   type DistributedLaunchConfig,
@@ -178,6 +179,7 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
       sessionId,
       hub,
       locale: env.language(),
+      viewLink: viewLinkStart(env.uriScheme(), EXTENSION_ID, sessionId),
     });
     this.log.info(`Debug Training: ${resolved.program ?? resolved.module ?? ''} (session ${sessionId})`);
     return resolved;
@@ -257,6 +259,7 @@ export class PythonDebuggerInjection implements DebugConfigurationProvider {
         sessionId,
         hub,
         locale: env.language(),
+        viewLink: viewLinkStart(env.uriScheme(), EXTENSION_ID, sessionId),
       }),
       [SESSION_ID_KEY]: sessionId,
     };

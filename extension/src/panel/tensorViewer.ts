@@ -3,8 +3,8 @@
  * palette) and its webview panel. The command evaluates `tensorsight.view_tensor(<expr>)` (the agent's viewer.py)
  * with the `clipboard` context, which debugpy answers untruncated, in the focused stack frame; the answer is checked
  * and turned into pixels by panel/tensorView.ts, and media/webview/tensor.js draws it. The panel re-evaluates on the
- * next stop of the same session, and compares with the payload of the previous stop ("since the last stop").
- * Wired by extension.ts.
+ * next stop of the same session, and compares with the payload of the previous stop ("since the last stop"). Its URI
+ * handler opens the tensor that the first-NaN stop's link names (panel/tensorLink.ts). Wired by extension.ts.
  */
 import * as path from 'node:path';
 import type { ExtensionPaths } from '../common/paths';
@@ -18,11 +18,14 @@ import {
   l10n,
   type LogOutputChannel,
   Uri,
+  type UriHandler,
   ViewColumn,
   type WebviewPanel,
   window,
 } from '../common/vscodeapi';
+import { sessionIdOf } from '../debug/sessions';
 import { renderPage } from './html';
+import { parseViewLink, type ViewLink } from './tensorLink';
 import {
   expressionFromMenuArgument,
   heatmapDiff,
@@ -44,6 +47,8 @@ const REFRESH_DELAY_MS = 150; // the Call Stack focuses the top frame right afte
 interface Viewing {
   sessionId: string;
   expression: string;
+  /** The name shown in the panel: the expression, or the Variables path of a stop's tensor (`(nonfinite).output`). */
+  label: string;
   index: number[];
   normalize: Normalize;
 }
@@ -107,8 +112,45 @@ export class TensorViewer {
         })
       )?.trim();
     if (!expression) return;
-    this.viewing = { sessionId: frame.session.id, expression, index: [], normalize: 'channel' };
+    this.viewing = { sessionId: frame.session.id, expression, label: expression, index: [], normalize: 'channel' };
     this.show(expression);
+    await this.refresh();
+  }
+
+  /**
+   * The URI handler of the first-NaN stop's link (panel/tensorLink.ts): a link of ours opens the viewer on the
+   * stop's tensor in the focused frame of the session the link names; anything else is refused with a message.
+   */
+  uriHandler(): UriHandler {
+    return {
+      handleUri: (uri: { path: string; query: string }) => {
+        const link = parseViewLink(uri.path, uri.query);
+        if (!link) {
+          this.log.warn(`ignored a link that is not a View Tensor link: ${uri.path}`);
+          void window.showWarningMessage(l10n.t('TensorSight cannot open this link.'));
+          return;
+        }
+        void this.viewStopTensor(link);
+      },
+    };
+  }
+
+  private async viewStopTensor(link: ViewLink): Promise<void> {
+    const frame = focusedFrame();
+    if (!frame || tensorSightSessionOf(frame.session) !== link.session) {
+      void window.showWarningMessage(
+        l10n.t('This link opens a tensor of a debug session stopped at its first NaN/Inf, and it is not stopped now.'),
+      );
+      return;
+    }
+    this.viewing = {
+      sessionId: frame.session.id,
+      expression: link.expression,
+      label: link.label,
+      index: [],
+      normalize: 'channel',
+    };
+    this.show(link.label);
     await this.refresh();
   }
 
@@ -186,11 +228,11 @@ export class TensorViewer {
     };
     const frame = focusedFrame();
     if (!frame || frame.session.id !== viewing.sessionId) {
-      post({ type: 'problem', expression: viewing.expression, text: l10n.t('The debug session is not stopped.') });
+      post({ type: 'problem', expression: viewing.label, text: l10n.t('The debug session is not stopped.') });
       return;
     }
     const stop = this.stopOf(frame.session.id);
-    post({ type: 'loading', expression: viewing.expression });
+    post({ type: 'loading', expression: viewing.label });
     let payload;
     try {
       const answer = (await frame.session.customRequest('evaluate', {
@@ -204,13 +246,13 @@ export class TensorViewer {
       this.log.warn(`View Tensor of "${viewing.expression}": ${text}`);
       post({
         type: 'problem',
-        expression: viewing.expression,
-        text: l10n.t('Could not view {0}: {1}', viewing.expression, text),
+        expression: viewing.label,
+        text: l10n.t('Could not view {0}: {1}', viewing.label, text),
       });
       return;
     }
     if (payload.kind === 'message') {
-      post({ type: 'problem', expression: viewing.expression, text: payload.message, meta: payload.meta });
+      post({ type: 'problem', expression: viewing.label, text: payload.message, meta: payload.meta });
       return;
     }
     const previous = this.history.record(viewing.sessionId, viewing.expression, stop, payload);
@@ -230,7 +272,7 @@ export function drawing(viewing: Viewing, payload: TensorPayload, previous: Tens
   }
   return {
     type: 'view',
-    expression: viewing.expression,
+    expression: viewing.label,
     normalize: viewing.normalize,
     payload,
     picture,
@@ -245,6 +287,15 @@ export function drawing(viewing: Viewing, payload: TensorPayload, previous: Tens
     },
     slices: sliceDimensions(payload),
   };
+}
+
+/** The TensorSight session id of a debug session, or of the session it is a child of (a subprocess's session). */
+function tensorSightSessionOf(session: DebugSession | undefined): string | undefined {
+  for (let current = session, depth = 0; current && depth < 8; current = current.parentSession, depth++) {
+    const id = sessionIdOf(current);
+    if (id) return id;
+  }
+  return undefined;
 }
 
 function focusedFrame(): DebugStackFrame | undefined {

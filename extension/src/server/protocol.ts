@@ -61,6 +61,8 @@ export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
 export interface LaunchOptions {
   /** stop in the user's frame at the first NaN/Inf a tensor op produces (the doctor records it instead) */
   breakOnNonFinite?: boolean;
+  /** the editor's link to its tensor viewer (scheme://extension/viewTensor?session=…) for the first-NaN stop */
+  viewTensorLink?: string | null;
   /** record shapes at assignment lines */
   observeShapes?: boolean;
   /** steps between observation windows */
@@ -104,6 +106,7 @@ export interface LaunchOptions {
 /** What the agent assumes for an option that is not given. */
 export const LAUNCH_OPTION_DEFAULTS: Required<LaunchOptions> = {
   breakOnNonFinite: false,
+  viewTensorLink: null,
   observeShapes: true,
   observeShapesEvery: 500,
   checkLeakage: true,

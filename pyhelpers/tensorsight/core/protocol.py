@@ -69,7 +69,8 @@ class LaunchOption:
 
     ``kind`` says what the reading feature accepts: ``bool``; ``count`` (a number of steps, 0 = off);
     ``positive`` (a number > 0); ``share`` (between 0 and 1, exclusive); ``path``; ``level`` (a logging level name);
-    ``ranks`` (a rank number or a list of them). A wrong value is reported once and the default is used.
+    ``ranks`` (a rank number or a list of them); ``link`` (a URI the editor opens). A wrong value is reported once
+    and the default is used.
     """
 
     name: str
@@ -86,6 +87,13 @@ LAUNCH_OPTIONS: tuple[LaunchOption, ...] = (
         False,
         "agent/sentinel",
         "stop in the user's frame at the first NaN/Inf a tensor op produces (the doctor records it instead)",
+    ),
+    LaunchOption(
+        "viewTensorLink",
+        "link",
+        None,
+        "agent/sentinel/view_link",
+        "the editor's link to its tensor viewer (scheme://extension/viewTensor?session=…) for the first-NaN stop",
     ),
     LaunchOption("observeShapes", "bool", True, "agent/shapes/observers", "record shapes at assignment lines"),
     LaunchOption("observeShapesEvery", "positive", 500, "agent/shapes/observers", "steps between observation windows"),

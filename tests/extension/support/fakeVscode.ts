@@ -57,6 +57,19 @@ export class Location {
     readonly range: Range | PositionClass,
   ) {}
 }
+export class MarkdownString {
+  isTrusted?: boolean | { enabledCommands: string[] };
+  constructor(
+    readonly value: string,
+    readonly supportThemeIcons?: boolean,
+  ) {}
+}
+export class Hover {
+  constructor(
+    readonly contents: MarkdownString,
+    readonly range?: Range,
+  ) {}
+}
 export class SourceBreakpoint {
   readonly location: { uri: Uri; range: Range };
   constructor(
@@ -142,8 +155,11 @@ export const fake = {
   breakpoints: [] as SourceBreakpoint[],
   executed: [] as Array<{ id: string; args: unknown[] }>,
   quickPickItems: [] as Array<{ label: string; condition?: string }>,
+  /** The Call Stack's focused item (`debug.activeStackItem`): a stack frame has `frameId` and `session`. */
+  activeStackItem: undefined as unknown,
   reset(): void {
     this.trusted = true;
+    this.activeStackItem = undefined;
     this.settings.clear();
     this.userSettings.clear();
     this.updates = [];
@@ -238,6 +254,7 @@ export const debug = {
   removeBreakpoints: (list: SourceBreakpoint[]) => {
     fake.breakpoints = fake.breakpoints.filter((bp) => !list.includes(bp));
   },
+  activeStackItem: () => fake.activeStackItem,
   onDidStartDebugSession: (listener: (session: unknown) => void) => debugStarted.event(listener),
   onDidTerminateDebugSession: (listener: (session: unknown) => void) => debugTerminated.event(listener),
 };
@@ -250,4 +267,4 @@ export const commands = {
 };
 
 export const extensions = { getExtension: () => undefined };
-export const env = { language: () => 'en', openExternal: () => Promise.resolve(true) };
+export const env = { language: () => 'en', openExternal: () => Promise.resolve(true), uriScheme: () => 'vscode' };

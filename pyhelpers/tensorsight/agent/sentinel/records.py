@@ -17,6 +17,7 @@ from tensorsight.agent.runtime.tensor_walk import is_tensor
 from tensorsight.agent.sentinel.reading import elements, user_frame
 from tensorsight.agent.sentinel.record import NonFiniteRecord
 from tensorsight.agent.sentinel.state import lock, sw
+from tensorsight.agent.sentinel.view_link import stop_reason
 from tensorsight.core.l10n import t
 from tensorsight.core.nonfinite import NonFiniteCounts
 from tensorsight.core.phase_names import phase_label
@@ -115,10 +116,11 @@ def report(record: NonFiniteRecord, frame: types.FrameType | None, line_shown: i
     finding = record.finding()
     if finding is not None:
         events.emit_finding(finding)
-    say(f"{record.title}: {record.message}")
+    reason = stop_reason(record) if sw.origin == "debugger" else record.message
+    say(f"{record.title}: {reason}")
     if sw.origin != "debugger" or frame is None or not _stops_allowed() or pause.thread_held_by_debugger():
         return
-    pause.stop_in_frame(frame, record.title, record.message, {"(nonfinite)": record}, line=line_shown)
+    pause.stop_in_frame(frame, record.title, reason, {"(nonfinite)": record}, line=line_shown)
 
 
 def _stops_allowed() -> bool:
