@@ -25,7 +25,10 @@ BY_NAME = {script.name: script for script in SCRIPTS}
 
 # What the doctor misses or says wrongly today, per script: each entry is a strict xfail, to be removed when the
 # detector that finds it lands (the case then XPASSes and fails until it is).
-KNOWN_GAPS: dict[str, str] = {}
+KNOWN_GAPS: dict[str, str] = {
+    "churn_scaling/bug_labels_permuted_apart.py": "found at its line, but the learning check also reports the stalled "
+    "loss at the loss line (a second warning, away from the marker)",
+}
 
 # Scripts whose bug makes the program raise (the doctor explains the error and lets it propagate): they must stop with
 # this text in their error instead of running to their end.
@@ -73,6 +76,28 @@ def test_markers_are_read_from_comments_with_alternative_kinds(tmp_path):
         (2, ["memory", "training-logic"], "(keeps the graph)"),
         (4, ["training-logic"], ""),
     ]
+
+
+def test_a_marker_after_a_closing_bracket_stands_for_the_whole_statement(tmp_path):
+    source = tmp_path / "bug_x.py"
+    source.write_text(
+        "loader = DataLoader(\n"
+        "    train_set, batch_size=32\n"
+        ")  # BUG: training-logic no shuffle\n"
+        "for x in loader:  # BUG: training-logic\n"
+        "    pass\n"
+    )
+    path = str(source)
+    block, header = realistic.parse_markers(path)
+    assert (block.first, block.line, header.first, header.line) == (1, 3, None, 4)
+    script = realistic.Script("family", path, (block, header))
+
+    def scored(line: int) -> realistic.Score:
+        found = {"kind": "training-logic", "severity": "warning", "message": "m", "file": path, "line": line}
+        return realistic.score(realistic.Run(script, 0, 1.0, "", document={"findings": [found]}))
+
+    assert scored(1).found == [block] and scored(2).found == [block] and scored(3).found == [block]
+    assert scored(4).found == [header] and scored(5).found == []
 
 
 def test_a_marker_with_an_unknown_kind_is_refused(tmp_path):

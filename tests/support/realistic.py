@@ -17,7 +17,9 @@ of them finds the bug). A bug script's markers are those in the script and in th
 and everything it imports carry none.
 
 Scoring, per script:
-- a marker is *found* when a warning or error finding of one of its kinds is at its file and exact line;
+- a marker is *found* when a warning or error finding of one of its kinds is at its file and exact line; a marker
+  that ends a statement spread over several lines (a formatter puts the trailing comment after the closing
+  bracket) stands for every line of that statement, so a finding at its first line is found too;
 - a *false alarm* is a warning or error finding that matches no marker by file, line and kind (on a clean script,
   every warning and error is one); info findings count neither way.
 
@@ -63,11 +65,14 @@ class Marker:
     line: int
     kinds: frozenset[str]
     note: str = ""
+    first: int | None = None  # the first line of the multi-line statement the marker ends, if any
 
     def matches(self, finding: dict[str, Any]) -> bool:
+        line = finding.get("line")
         return (
             finding.get("kind") in self.kinds
-            and finding.get("line") == self.line
+            and isinstance(line, int)
+            and (self.first if self.first is not None else self.line) <= line <= self.line
             and _same_file(str(finding.get("file", "")), self.file)
         )
 
@@ -129,6 +134,7 @@ def parse_markers(path: str) -> list[Marker]:
     with open(path, encoding="utf-8") as handle:
         source = handle.read()
     found = []
+    starts = _statement_starts(source)
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type != tokenize.COMMENT:
             continue
@@ -139,8 +145,27 @@ def parse_markers(path: str) -> list[Marker]:
         unknown = sorted(kinds - set(KINDS))
         if unknown:
             raise ValueError(f"{path}:{token.start[0]}: unknown finding kind(s) {unknown} in a BUG marker")
-        found.append(Marker(os.path.realpath(path), token.start[0], kinds, match.group(2).strip()))
+        line = token.start[0]
+        found.append(Marker(os.path.realpath(path), line, kinds, match.group(2).strip(), starts.get(line)))
     return found
+
+
+def _statement_starts(source: str) -> dict[int, int]:
+    """``{last line: first line}`` of the simple statements (no body: assignments, calls...) that span several
+    lines, so a trailing marker after a closing bracket names the whole statement."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    starts: dict[int, int] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt) or hasattr(node, "body") or node.end_lineno is None:
+            continue
+        if node.end_lineno > node.lineno:
+            starts[node.end_lineno] = min(node.lineno, starts.get(node.end_lineno, node.lineno))
+    return starts
 
 
 def sibling_imports(path: str) -> list[str]:

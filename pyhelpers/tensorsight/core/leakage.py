@@ -120,7 +120,10 @@ class SplitData:
     their row numbers in it, for splits sliced or indexed out of one dataset (``X[:800]`` and ``X[700:]``, a custom
     ``Dataset`` keeping a range of shared tensors). ``ids_from_mask``: the ids are the positions a boolean mask over
     one set of samples selects (a graph's ``train_mask``/``test_mask``). ``columns``: feature columns by name for the
-    label checks (DataFrames), else ``rows`` columns are used.
+    label checks (DataFrames), else ``rows`` columns are used. ``parts``: the arrays that together make one sample
+    (a ``TensorDataset``'s tensors, the per-sample arrays a custom ``Dataset`` stores: image and mask, user, item
+    and rating), each ``[N, ...]``; the duplicates check then compares whole samples, so two splits sharing only
+    their targets (the same masks under different images) share no sample.
     """
 
     name: str
@@ -136,6 +139,7 @@ class SplitData:
     storage_rows: Any = None
     made_at: tuple[str, int] | None = None  # (file, line) where the split's rows are chosen, when not where it is built
     ids_from_mask: bool = False  # ``ids`` are the positions a boolean mask selects (``data.test_mask``)
+    parts: tuple[Any, ...] | None = None  # the arrays one sample is made of, each [N, ...] (see above)
     notes: list[str] = field(default_factory=list)
     total_rows: int | None = None
 
@@ -330,6 +334,8 @@ def _cap(split: SplitData) -> SplitData:
         value = getattr(split, attr)
         if value is not None and len(value) == n:
             setattr(split, attr, value[::step])
+    if split.parts is not None:
+        split.parts = tuple(part[::step] for part in split.parts) if all(len(p) == n for p in split.parts) else None
     if split.columns:
         split.columns = {k: v[::step] for k, v in split.columns.items()}
     split.notes.append(f"{split.name}: checked every {step}th row of {n:,}")
@@ -465,7 +471,10 @@ def check_duplicates(a: SplitData, b: SplitData) -> LeakageIssue | None:
     """Samples of ``b`` whose content exactly equals a sample of ``a`` (hash, then a byte compare for arrays)."""
     import numpy as np
 
-    if a.rows is not None and b.rows is not None:
+    whole = _whole_sample_matches(a, b)
+    if whole is not None:
+        idx_b, idx_a, total = whole
+    elif a.rows is not None and b.rows is not None:
         rows_a, rows_b = np.asarray(a.rows), np.asarray(b.rows)
         if rows_a.ndim == 1 and rows_b.ndim == 1 and rows_a.dtype.kind in "biu" and rows_b.dtype.kind in "biu":
             return None  # one integer per sample (a token stream, class ids): equal values are no evidence of a leak
@@ -509,6 +518,65 @@ def check_duplicates(a: SplitData, b: SplitData) -> LeakageIssue | None:
         total,
         examples,
     )
+
+
+def _whole_sample_matches(a: SplitData, b: SplitData) -> tuple[Any, Any, int] | None:
+    """``(indices into b, matching indices into a, samples of b)`` for the samples of ``b`` equal, part for part, to
+    a sample of ``a``, when both splits know their samples' parts (``SplitData.parts``) alike (same count, and each
+    part the same row shape and dtype kind); None when they do not, or when every part is one integer per sample
+    (ids and class numbers: a small space where equal tuples are no evidence)."""
+    import numpy as np
+
+    if a.parts is None or b.parts is None or len(a.parts) != len(b.parts) or not a.parts:
+        return None
+    parts_a, parts_b = [], []
+    for part_a, part_b in zip(a.parts, b.parts, strict=True):
+        pa, pb = np.asarray(part_a), np.asarray(part_b)
+        if pa.shape[1:] != pb.shape[1:] or pa.dtype.kind == "O" or pb.dtype.kind == "O":
+            return None
+        if pa.dtype != pb.dtype:
+            if pa.dtype.kind not in "biuf" or pb.dtype.kind not in "biuf":
+                return None
+            common = np.result_type(pa.dtype, pb.dtype)
+            pa, pb = pa.astype(common), pb.astype(common)
+        parts_a.append(pa)
+        parts_b.append(pb)
+    if all(p.ndim == 1 and p.dtype.kind in "biu" for p in parts_a):
+        return None
+    total = len(parts_b[0])
+    if any(len(p) != len(parts_a[0]) for p in parts_a) or any(len(p) != total for p in parts_b):
+        return None
+    idx_b, idx_a = _match_keys(_combined_hashes(parts_a), _combined_hashes(parts_b))
+    keep = np.ones(len(idx_b), dtype=bool)
+    varied = np.zeros(len(idx_b), dtype=bool)
+    multi = False
+    for pa, pb in zip(parts_a, parts_b, strict=True):
+        if not len(idx_b):
+            break
+        bytes_a, bytes_b = _row_bytes(pa), _row_bytes(pb)
+        for start in range(0, len(idx_b), 65536):  # bounded temporaries on wide rows
+            stop = start + 65536
+            keep[start:stop] &= (bytes_a[idx_a[start:stop]] == bytes_b[idx_b[start:stop]]).all(axis=1)
+        matched = pb[idx_b].reshape(len(idx_b), -1)
+        if matched.shape[1] >= 2 and matched.dtype.kind in "biuf":
+            multi = True
+            varied |= (matched != matched[:, :1]).any(axis=1)
+    if multi:
+        keep &= varied  # a sample whose every part is one value repeated (padding) is no sample
+    return idx_b[keep], idx_a[keep], total
+
+
+def _combined_hashes(parts: list[Any]) -> Any:
+    """One uint64 hash per sample over all its parts (each part's row hash, mixed in order)."""
+    import numpy as np
+
+    combined = np.full(len(parts[0]), np.uint64(_SEED), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for part in parts:
+            combined ^= row_hashes(part)
+            combined *= np.uint64(_PRIME)
+            combined ^= combined >> np.uint64(29)
+    return combined
 
 
 def _without_constant_rows(rows: Any, idx_rows: Any, idx_other: Any) -> tuple[Any, Any]:

@@ -224,6 +224,7 @@ def describe(
         split = _with_storage(SplitData(name, rows=to_array(tensors[0])), tensors[0])
         if len(tensors) > 1:
             split.labels = to_array(tensors[1])
+            split.parts = _parts(tensors)
         return split
     data = static_attribute(obj, "data")
     if data is not MISSING and data is not None and _arraylike(data) and has_static(type(obj), "__len__"):
@@ -231,6 +232,7 @@ def describe(
         targets = static_attribute(obj, "targets")
         if targets is not MISSING and targets is not None:
             split.labels = to_array(targets)
+            split.parts = _parts((data, targets))
         return split
     if has_static(type(obj), "__getitem__") and has_static(type(obj), "__len__"):
         wrapped = _describe_wrapper(obj, name)
@@ -293,12 +295,24 @@ def _describe_wrapper(obj: Any, name: str) -> SplitData | None:
         split.storage, split.storage_rows = found[0], found[1] if window is None else found[1][window]
     if window is None:
         split.made_at = rows_chosen_in_class(type(obj), features_name)
+    if len(same_length) > 1:  # the sample is every per-sample array together (an image and its mask)
+        parts = _parts([value for _, value in same_length])
+        split.parts = parts if parts is None or window is None else tuple(part[window] for part in parts)
     others = [value for key, value in same_length if key != features_name and _label_name(key)]
     if others:
         labels = to_array(others[0])
         if labels is not None:
             split.labels = labels if window is None else labels[window]
     return split
+
+
+def _parts(values: Any) -> tuple[Any, ...] | None:
+    """The arrays one sample is made of (``SplitData.parts``), as numpy; None unless all are readable and of one
+    length."""
+    arrays = [to_array(value) for value in values]
+    if any(array is None or array.ndim == 0 for array in arrays) or len({len(array) for array in arrays}) != 1:
+        return None
+    return tuple(arrays)
 
 
 def _row_size(value: Any) -> int:
@@ -434,7 +448,9 @@ def _describe_values(obj: Any, name: str) -> SplitData | None:
     if type(obj) is tuple and len(obj) == 2 and all(_arraylike(v) for v in obj):
         features, labels = to_array(obj[0]), to_array(obj[1])
         if features is not None and labels is not None and len(features) == len(labels):
-            return _with_storage(SplitData(name, rows=features, labels=labels), obj[0])
+            split = _with_storage(SplitData(name, rows=features, labels=labels), obj[0])
+            split.parts = (features, labels)
+            return split
     array = to_array(obj)
     if array is None or array.ndim == 0:
         return None
@@ -456,6 +472,8 @@ def _describe_subset(dataset: Any, indices: Any, name: str, allow_iteration: boo
             value = getattr(base, attr)
             if value is not None and len(value) > int(index.max()):
                 setattr(split, attr, value[index])
+        if base.parts is not None and all(len(part) > int(index.max()) for part in base.parts):
+            split.parts = tuple(part[index] for part in base.parts)
         split.notes.extend(base.notes)
     return split
 

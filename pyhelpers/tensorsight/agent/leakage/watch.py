@@ -19,6 +19,13 @@ reported where the attribute is assigned. What the evaluation reads is decided b
 held-out loader or dataset is compared with the training values by storage (rows of the same tensor or buffer) and
 by dataset (``Subset`` indices), so ``test_loader = DataLoader(train_set)`` is found even when a ``test_x`` exists
 and would be the split's data by name. Objects already checked are not checked again.
+
+Beside the split pairs, the same pass looks at what the splits' values show about their preparation and order:
+features standardized with statistics of every split (``core.split_statistics``, reported where those statistics
+are computed, ``agent.leakage.sources``), training loaders reading label-grouped data unshuffled
+(``agent.leakage.order``), and inputs and targets that stop being pairs (``agent.leakage.pairing``: a flip of the
+input alone, two random permutations). Overlaps of rows taken with a named index (``a[test_rows]``) are reported
+where that index is drawn.
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ from types import (
 )
 from typing import Any
 
+from tensorsight.agent.leakage.pairing import dataset_of, one_sided_augmentation, separate_permutations
+from tensorsight.agent.leakage.sources import index_line, statistics_line
 from tensorsight.agent.leakage.splits import (
     MISSING,
     has_static,
@@ -243,6 +252,7 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
     from tensorsight.core import leakage
 
     roles, subsets = collect_splits(scopes)
+    ordered = _order_findings(scopes) + _pairing_findings(roles)
     splits: dict[str, leakage.SplitData] = {}
     origin: dict[str, tuple[Any, ...]] = {}  # split data name -> (variable name, file[, line where it is made])
     keys: set[tuple[str, str, int]] = set()
@@ -300,9 +310,11 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
                 origin.setdefault(name_b, (name_b, file_b))
                 extra.append((_subset_split(name_a, a), _subset_split(name_b, b)))
     if keys <= _checked:
-        return []
+        for finding in ordered:
+            events.emit_finding(finding)
+        return ordered
     _checked.update(keys)
-    findings: list[Finding] = []
+    findings: list[Finding] = list(ordered)
     for data in splits.values():
         if data.made_at is not None:  # rows chosen inside a custom Dataset class: the finding goes there
             origin[data.name] = (data.name, data.made_at[0], data.made_at[1])
@@ -314,6 +326,7 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
         findings.extend(_to_findings([i for i in report.issues if i.splits[-1] not in reported], origin))
         for note in report.notes:
             report_once(f"leakage-note-{note}", f"leakage check: {note}")
+        findings.extend(_statistics_findings(splits, origin))
     for a, b in extra:
         issue = leakage.check_id_overlap(a, b)
         if issue is not None:
@@ -321,6 +334,72 @@ def check_scopes(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None
     for finding in findings:
         events.emit_finding(finding)
     return findings
+
+
+def _order_findings(scopes: Iterable[tuple[str, Mapping[str, Any], FrameType | None]]) -> list[Finding]:
+    """Training loaders that read label-grouped data in stored order (``agent.leakage.order``), each once: the
+    loaders named for training (``train_loader``), else, when no loader is, those named for no split (``loader``)."""
+    from tensorsight.agent.leakage.order import is_loader, unshuffled_grouped
+    from tensorsight.core.leakage import split_role
+
+    names: dict[int, list[tuple[str, Any, str]]] = {}  # loader -> every (name, value, file) it goes by
+    for file, scope, _ in scopes:
+        for i, (name, value) in enumerate(list(scope.items())):
+            if i >= MAX_NAMES_PER_SCOPE:
+                break
+            if name.startswith("_") or not _candidate_value(value) or not is_loader(value):
+                continue
+            names.setdefault(id(value), []).append((name, value, file))
+    named: list[tuple[str, Any, str]] = []
+    unnamed: list[tuple[str, Any, str]] = []
+    for aliases in names.values():
+        roles = [split_role(name) for name, _, _ in aliases]
+        if any(role is not None and role[0] != "train" for role in roles):
+            continue  # an evaluation loader under some name: its order does not matter
+        # the name the loader is built under (``train_loader = DataLoader(...)``), not a parameter it is passed as
+        aliases.sort(key=lambda alias: not _lines_assigning(alias[2], alias[0]))
+        trained = [alias for alias, role in zip(aliases, roles, strict=True) if role is not None]
+        (named if trained else unnamed).append(aliases[0])
+    findings = []
+    for name, value, file in (named or unnamed)[:MAX_READERS]:
+        key = ("order", name, id(value))
+        if key in _checked:
+            continue
+        _checked.add(key)
+        found = unshuffled_grouped(name, value)
+        if found is not None:
+            message, details = found
+            line = assignment_line(file, name)
+            findings.append(
+                Finding("training-logic", "warning", message, file, line, steps.current_step() or None, None, details)
+            )
+        augmented = one_sided_augmentation(name, dataset_of(value))
+        if augmented is not None:
+            where, line, message, details = augmented
+            findings.append(
+                Finding("training-logic", "warning", message, where, line, steps.current_step() or None, None, details)
+            )
+    return findings
+
+
+def _pairing_findings(roles: Mapping[str, Mapping[str, tuple[str, Any, str]]]) -> list[Finding]:
+    """The training split's inputs and labels reordered by two independent random draws (``agent.leakage.pairing``),
+    once per pair of values."""
+    parts = roles.get("train", {})
+    features, labels = parts.get("features"), parts.get("labels")
+    if features is None or labels is None or features[2] != labels[2]:
+        return []
+    key = ("pairing", f"{features[0]}/{labels[0]}", id(features[1]) ^ id(labels[1]))
+    if key in _checked:
+        return []
+    _checked.add(key)
+    found = separate_permutations(features[2], features[0], labels[0])
+    if found is None:
+        return []
+    line, message, details = found
+    return [
+        Finding("training-logic", "warning", message, features[2], line, steps.current_step() or None, None, details)
+    ]
 
 
 def _held_out_readers(
@@ -382,7 +461,9 @@ def _held_out_readers(
                 # data in part is an overlap of ranges, which the pair checks report on the split's own data)
                 found.append((split, name, value, file, issue))
                 break
-    return found
+    # a loader over a dataset already found (``test_loader = DataLoader(test_set)``) is the same mistake, said once
+    datasets = {id(value) for _, _, value, _, _ in found}
+    return [item for item in found if id(static_attribute(item[2], "dataset")) not in datasets]
 
 
 def _same_positions(a: Any, b: Any) -> bool:
@@ -457,6 +538,24 @@ def _subset_split(name: str, subset: Any) -> Any:
     return SplitData(name, base=id(static_attribute(subset, "dataset")), indices=to_array(list(indices)))
 
 
+def _statistics_findings(splits: Mapping[str, Any], origin: Mapping[str, tuple[Any, ...]]) -> list[Finding]:
+    """Features standardized with statistics of every split (``core.split_statistics``), reported where the
+    statistics the training split was standardized with are computed."""
+    from tensorsight.core.split_statistics import statistics_over_all_splits
+
+    train = splits.get("train")
+    held_out = [splits[key] for key in ("val", "test") if key in splits]
+    if train is None or not held_out:
+        return []
+    issue = statistics_over_all_splits(train, held_out)
+    name, file, *_ = origin.get(train.name, (train.name, ""))
+    if issue is None or not file:
+        return []
+    line = statistics_line(file, name) or assignment_line(file, name)
+    details = issue.to_dict()
+    return [Finding("leakage", issue.severity, issue.message, file, line, steps.current_step() or None, None, details)]
+
+
 def _to_findings(issues: Iterable[Any], origin: Mapping[str, tuple[Any, ...]]) -> list[Finding]:
     out = []
     for issue in issues:
@@ -466,6 +565,10 @@ def _to_findings(issues: Iterable[Any], origin: Mapping[str, tuple[Any, ...]]) -
         if not file:
             continue
         line = made_at[0] if made_at else assignment_line(file, name)
+        if not made_at and issue.check in ("id-overlap", "duplicates"):
+            # rows taken with a named index (``test_set = TensorDataset(*(a[test_rows] for a in data))``): the
+            # overlap is fixed where that index is drawn
+            line = index_line(file, name, line) or line
         out.append(
             Finding(
                 "leakage",
