@@ -10,7 +10,9 @@ imported by name (this package re-exports nothing):
   ``strided_sample``) and pick the kernel.
 - ``torch_layout``: how a tensor's memory is read: plain (no ``__torch_function__``) views, expanded dimensions,
   flat views, strided samples and bounded chunks.
+- ``torch_rows``: row-wise Σx and Σ|x|² of flat float data, shared by the two modules below.
 - ``torch_kernel``: the reductions of a torch tensor, on any device (``tensor_stats``).
+- ``torch_nonfinite``: exact NaN/+Inf/-Inf counts and finite figures of the rows that hold non-finite values.
 - ``numpy_kernel``: the same figures for a numpy array (``array_stats``).
 - ``cache``: :class:`~.cache.StatsCache`, results kept until a tensor changes.
 

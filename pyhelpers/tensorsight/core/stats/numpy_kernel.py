@@ -151,8 +151,8 @@ def _np_accumulate(np: Any, chunk: Any, kind: str, totals: Totals) -> None:
         z = chunk.astype(np.complex128)
         finite = np.isfinite(z)
         nan = np.isnan(z)
-        totals.nan += int(nan.sum())
-        totals.posinf += int((np.isinf(z) & ~nan).sum())
+        totals.nan += int(np.count_nonzero(nan))
+        totals.posinf += int(np.count_nonzero(np.isinf(z) & ~nan))
         kept = z[finite]
         totals.finite += int(kept.size)
         if kept.size:
@@ -173,14 +173,34 @@ def _np_accumulate(np: Any, chunk: Any, kind: str, totals: Totals) -> None:
             totals.low = min(totals.low, float(d.min()))
             totals.high = max(totals.high, float(d.max()))
             return
-    finite = np.isfinite(d)
-    totals.nan += int(np.isnan(d).sum())
-    totals.posinf += int(np.isposinf(d).sum())
-    totals.neginf += int(np.isneginf(d).sum())
-    kept = d[finite]
-    totals.finite += int(kept.size)
-    if kept.size:
-        totals.total += float(kept.sum())
-        totals.sumsq += _np_square_sum(np, kept)
-        totals.low = min(totals.low, float(kept.min()))
-        totals.high = max(totals.high, float(kept.max()))
+    _np_nonfinite(np, d, totals)
+
+
+def _np_nonfinite(np: Any, d: Any, totals: Totals) -> None:
+    """Exact NaN/+Inf/-Inf counts and the figures of the finite values of a float64 chunk that holds non-finite
+    values (``d``: our own copy, which this overwrites). ``isnan``/``isinf`` masks counted by ``count_nonzero``
+    (vectorised; a bool ``sum`` is not); an all-NaN chunk stops at its count, and the sign of Inf is looked at only
+    when there is one. The range comes from ``fmin``/``fmax``, which skip NaN (Inf made NaN first), and the sums
+    from the same copy with zeros in place of the non-finite values: no copy of the finite values."""
+    n = int(d.size)
+    nan_mask = np.isnan(d)
+    nan = int(np.count_nonzero(nan_mask))
+    totals.nan += nan
+    if nan == n:
+        return
+    infinite = np.isinf(d)
+    inf = int(np.count_nonzero(infinite))
+    if inf:
+        posinf = int(np.count_nonzero(d == np.inf))
+        totals.posinf += posinf
+        totals.neginf += inf - posinf
+        if nan + inf == n:
+            return
+        np.copyto(d, np.nan, where=infinite)
+        nan_mask |= infinite
+    totals.finite += n - nan - inf
+    totals.low = min(totals.low, float(np.fmin.reduce(d)))
+    totals.high = max(totals.high, float(np.fmax.reduce(d)))
+    np.copyto(d, 0.0, where=nan_mask)
+    totals.total += float(d.sum())
+    totals.sumsq += _np_square_sum(np, d)

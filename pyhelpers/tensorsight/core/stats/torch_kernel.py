@@ -45,9 +45,9 @@ from tensorsight.core.stats.torch_layout import (
     unexpand,
     why_no_data,
 )
+from tensorsight.core.stats.torch_nonfinite import repair
+from tensorsight.core.stats.torch_rows import ROW_ELEMENTS, magnitudes, row_sums, square_sum
 
-ROW_ELEMENTS = 4096  # sums are taken per row of this many values (float32 rounding per row), then in float64;
-# 1e8 elements make 24K rows: few enough that adding them up is a small single-threaded op
 CACHE_TILE_BYTES = 8 << 20  # CPU summaries read dense data in tiles this big, which stay in a last-level cache
 # between the passes (measured on 1e8 float32 values: 2.3 passes' time for three passes instead of 3)
 SLOW_TILE_SECONDS = 2e-3  # three reductions of one such tile take ~0.5 ms on an idle CPU; slower means threads
@@ -232,12 +232,12 @@ class _TorchStats:
                 spans.append(self._rest_in_one_span(rows, sums, norms, lows, highs, index + 1, per_tile))
                 break
         lows, highs = lows[: len(spans)], highs[: len(spans)]
-        row_sums, row_squares = sums.double(), norms.double().square()
-        total, sumsq, low, high = self._fetch([row_sums.sum(), row_squares.sum(), lows.min(), highs.max()])
+        sums_by_row, squares_by_row = sums.double(), norms.double().square()
+        total, sumsq, low, high = self._fetch([sums_by_row.sum(), squares_by_row.sum(), lows.min(), highs.max()])
         if all(math.isfinite(v) for v in (total, sumsq, low, high)):
             return Totals(finite=count * ROW_ELEMENTS, total=total, sumsq=sumsq, low=low, high=high)
         span_ok = [bool(v) for v in (torch.isfinite(lows) & torch.isfinite(highs)).tolist()]
-        finite_rows = torch.isfinite(row_sums) & torch.isfinite(row_squares)
+        finite_rows = torch.isfinite(sums_by_row) & torch.isfinite(squares_by_row)
         for row in (~finite_rows).nonzero().view(-1).tolist():
             span_ok[bisect.bisect_right(spans, (row, count)) - 1] = False
         good_rows = torch.ones(count, dtype=torch.bool)
@@ -247,8 +247,8 @@ class _TorchStats:
         good_spans = torch.tensor(span_ok)
         total, sumsq, low, high = self._fetch(
             [
-                torch.where(good_rows, row_sums, 0).sum(),
-                torch.where(good_rows, row_squares, 0).sum(),
+                torch.where(good_rows, sums_by_row, 0).sum(),
+                torch.where(good_rows, squares_by_row, 0).sum(),
                 torch.where(good_spans, lows, math.inf).min(),
                 torch.where(good_spans, highs, -math.inf).max(),
             ]
@@ -257,7 +257,7 @@ class _TorchStats:
         totals = Totals(finite=good_elements, total=total, sumsq=sumsq, low=low, high=high)
         for (a, b), ok in zip(spans, span_ok, strict=True):
             if not ok:
-                add_totals(totals, self._repair(rows[a:b].reshape(-1), row_sums[a:b], row_squares[a:b]))
+                add_totals(totals, self._repair(rows[a:b].reshape(-1), sums_by_row[a:b], squares_by_row[a:b]))
         return totals
 
     def _rest_in_one_span(
@@ -285,11 +285,11 @@ class _TorchStats:
         per_chunk = width + 3 if spread else width
         rows, values = [], []
         for c in chunks:
-            sums, squares = _row_sums(torch, c, squares=spread)
+            sums, squares = row_sums(torch, c, squares=spread)
             rows.append((sums, squares))
             values += [*sums.sum(0).reshape(-1)]
             if spread:
-                values += [squares.sum(), *torch.aminmax(_magnitudes(c))]
+                values += [squares.sum(), *torch.aminmax(magnitudes(c))]
         fetched = self._fetch(values) if values else []
         totals = Totals()
         for index, c in enumerate(chunks):
@@ -303,103 +303,8 @@ class _TorchStats:
         return totals
 
     def _repair(self, c: Any, sums: Any, squares: Any) -> Totals:
-        """Exact figures of a chunk holding NaN/Inf (or finite values whose squares overflow float32).
-
-        Rows with finite sums are all finite: their sums are already known, and their range takes one more reduction
-        (over the runs between bad rows, or row by row when there are many runs). Only the bad rows are copied
-        (``chunk_elements`` at most at a time) and counted element by element, in float64.
-        """
-        torch = self.torch
-        is_complex = c.is_complex()
-        per_row = ROW_ELEMENTS // 2 if is_complex else ROW_ELEMENTS
-        n = int(c.numel())
-        sums_finite = torch.isfinite(sums).all(1) if is_complex else torch.isfinite(sums)
-        spread = squares is not None
-        good = sums_finite & torch.isfinite(squares) if spread else sums_finite
-        # the row flags come back in one transfer and are searched on the host: ``nonzero`` on the device would
-        # synchronise once for its size and once more for its values
-        bad = [int(i) for i in (~good).cpu().nonzero().view(-1).tolist()]
-        if spread:
-            low, high = _good_range(torch, _magnitudes(c), per_row, good, bad)
-            square_sum = torch.where(good, squares, 0).sum()
-        else:  # one pass: no range, no Σ|x|² (the bad rows still get them below, and they are dropped at the end)
-            low = high = square_sum = torch.zeros((), dtype=torch.float64, device=c.device)
-        # torch.where rather than boolean indexing, which costs milliseconds even on a few thousand rows
-        good_sum = torch.where(good.view(-1, 1) if is_complex else good, sums, 0).sum(0).reshape(-1)
-        fetched = self._fetch([*good_sum, square_sum, low, high])
-        width = 2 if is_complex else 1
-        bad_elements = sum(min((i + 1) * per_row, n) - i * per_row for i in bad)
-        totals = Totals(
-            finite=n - bad_elements,
-            total=complex(fetched[0], fetched[1]) if is_complex else fetched[0],
-            sumsq=fetched[width],
-            low=fetched[width + 1] if spread else math.inf,
-            high=fetched[width + 2] if spread else -math.inf,
-        )
-        group = max(1, self.budget.chunk_elements // per_row)
-        for start in range(0, len(bad), group):
-            block = torch.cat([c[i * per_row : min((i + 1) * per_row, n)] for i in bad[start : start + group]])
-            add_totals(totals, self._careful_complex(block) if is_complex else self._careful_real(block))
-        return totals
-
-    def _careful_real(self, block: Any) -> Totals:
-        """NaN/+Inf/-Inf counts and figures over the finite values of a (small) float block, in float64."""
-        torch = self.torch
-        inf = math.inf
-        kept = torch.nan_to_num(block, nan=0.0, posinf=0.0, neginf=0.0).double()  # a new tensor: never in place
-        nan, posinf, neginf, finite_n, total, sumsq, low, high = self._fetch(
-            [
-                torch.isnan(block).sum(),
-                (block == inf).sum(),
-                (block == -inf).sum(),
-                torch.isfinite(block).sum(),
-                kept.sum(),
-                _square_sum(torch, kept),
-                torch.nan_to_num(block, nan=inf, posinf=inf, neginf=inf).amin(),
-                torch.nan_to_num(block, nan=-inf, posinf=-inf, neginf=-inf).amax(),
-            ]
-        )
-        return Totals(
-            finite=int(finite_n),
-            total=total,
-            sumsq=sumsq,
-            low=low,
-            high=high,
-            nan=int(nan),
-            posinf=int(posinf),
-            neginf=int(neginf),
-        )
-
-    def _careful_complex(self, block: Any) -> Totals:
-        """NaN/Inf counts (an infinite part makes an Inf element) and figures over the finite values, complex128."""
-        torch = self.torch
-        inf = math.inf
-        finite = torch.isfinite(block)
-        nan = torch.isnan(block)
-        kept = torch.where(finite, block, 0).to(torch.complex128)
-        magnitude = kept.abs()
-        real, imag = torch.view_as_real(kept.sum())
-        nan_n, inf_n, finite_n, sumsq, low, high, real_sum, imag_sum = self._fetch(
-            [
-                nan.sum(),
-                (torch.isinf(block) & ~nan).sum(),
-                finite.sum(),
-                torch.linalg.vector_norm(kept).square(),
-                torch.where(finite, magnitude, inf).min(),
-                torch.where(finite, magnitude, -inf).max(),
-                real,
-                imag,
-            ]
-        )
-        return Totals(
-            finite=int(finite_n),
-            total=complex(real_sum, imag_sum),
-            sumsq=sumsq,
-            low=low,
-            high=high,
-            nan=int(nan_n),
-            posinf=int(inf_n),
-        )
+        """Exact figures of a chunk whose figures are not finite (``torch_nonfinite.repair``)."""
+        return repair(self.torch, c, sums, squares, self._fetch, self.budget.chunk_elements)
 
     def _centred(self, chunks: list[Any], mean: float) -> float:
         """Σ(x - mean)² over the finite elements, in float64, one bounded chunk at a time."""
@@ -409,7 +314,7 @@ class _TorchStats:
             d = c.double() - mean
             if c.is_floating_point():
                 d = torch.where(torch.isfinite(d), d, 0)
-            parts.append(_square_sum(torch, d))
+            parts.append(square_sum(torch, d))
         (centred,) = self._fetch([torch.stack(parts).sum()])
         return float(centred)
 
@@ -419,7 +324,7 @@ class _TorchStats:
         for c in chunks:
             d = c.double()
             sums.append(d.sum())
-            squares.append(_square_sum(torch, d))
+            squares.append(square_sum(torch, d))
             lows.append(d.min())
             highs.append(d.max())
         total, low, high, sumsq = self._fetch(
@@ -443,73 +348,3 @@ class _TorchStats:
             low=0.0 if true_count < n else 1.0,
             high=1.0 if true_count > 0 else 0.0,
         )
-
-
-def _square_sum(torch: Any, c: Any) -> Any:
-    """Σ|x|² of a float64 (or complex128) chunk. ``vector_norm`` rather than ``dot``: BLAS calls bring MKL's own
-    spinning thread pool, which then starves torch's next parallel kernel (measured: 100× slower on 2 busy cores)."""
-    return torch.linalg.vector_norm(c).square()
-
-
-MAX_RANGE_RUNS = 64  # a chunk with more runs of clean rows than this gets its range row by row (two reductions)
-
-
-def _magnitudes(c: Any) -> Any:
-    """The values whose range a line shows: the chunk itself, or ``|z|`` of a complex chunk."""
-    return c.abs() if c.is_complex() else c
-
-
-def _row_sums(torch: Any, c: Any, squares: bool = True) -> tuple[Any, Any]:
-    """Per-row Σx and Σ|x|² of a 1-D contiguous float or complex chunk, in float64 (a row: ROW_ELEMENTS floats).
-
-    The sums are float32 within a row and float64 across rows; Σ|x|² comes from a row-wise ``vector_norm``. A
-    complex chunk is read through its real view: rows of ROW_ELEMENTS / 2 elements, and Σz as (real, imaginary)
-    pairs. The last, partial row (the tail) is reduced in float64. A row whose sum or norm is not finite holds a
-    NaN/Inf (or values whose squares overflow): this is how ``_repair`` finds them. ``squares=False`` (one pass:
-    ``StatsBudget.spread``) leaves Σ|x|² out and returns None for it.
-    """
-    is_complex = c.is_complex()
-    flat = torch.view_as_real(c).reshape(-1) if is_complex else c
-    n = int(flat.numel())
-    whole = (n // ROW_ELEMENTS) * ROW_ELEMENTS
-    sums_parts, square_parts = [], []
-    if whole:
-        rows = flat[:whole].view(-1, ROW_ELEMENTS)
-        sums = rows.view(-1, ROW_ELEMENTS // 2, 2).sum(1) if is_complex else rows.sum(1)
-        sums_parts.append(sums.double())
-        if squares:
-            square_parts.append(torch.linalg.vector_norm(rows, dim=1).double().square())
-    if whole < n:
-        tail = flat[whole:].double()
-        sums_parts.append(tail.view(-1, 2).sum(0, keepdim=True) if is_complex else tail.sum().reshape(1))
-        if squares:
-            square_parts.append(_square_sum(torch, tail).reshape(1))
-    joined_squares = (square_parts[0] if len(square_parts) == 1 else torch.cat(square_parts)) if squares else None
-    return (sums_parts[0] if len(sums_parts) == 1 else torch.cat(sums_parts)), joined_squares
-
-
-def _good_range(torch: Any, values: Any, per_row: int, good: Any, bad: list[int]) -> tuple[Any, Any]:
-    """Min and max of ``values`` over the rows marked ``good`` (as 0-d tensors; +Inf/-Inf when there are none)."""
-    n = int(values.numel())
-    rows = (n + per_row - 1) // per_row
-    runs, start = [], 0
-    for index in [*bad, rows]:
-        if index > start:
-            runs.append((start * per_row, min(index * per_row, n)))
-        start = index + 1
-    inf = torch.full((), math.inf, dtype=values.dtype, device=values.device)  # filled there: no host copy, no sync
-    if not runs:
-        return inf, -inf
-    if len(runs) <= MAX_RANGE_RUNS:
-        pairs = [torch.aminmax(values[a:b]) for a, b in runs]
-        return torch.stack([p[0] for p in pairs]).min(), torch.stack([p[1] for p in pairs]).max()
-    whole = (n // per_row) * per_row
-    lows = [values[:whole].view(-1, per_row).amin(1)] if whole else []
-    highs = [values[:whole].view(-1, per_row).amax(1)] if whole else []
-    if whole < n:
-        lows.append(values[whole:].amin().reshape(1))
-        highs.append(values[whole:].amax().reshape(1))
-    return torch.where(good, torch.cat(lows), inf).min(), torch.where(good, torch.cat(highs), -inf).max()
-
-
-# ---- numpy ---------------------------------------------------------------------------------------------------------
