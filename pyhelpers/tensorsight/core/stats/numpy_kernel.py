@@ -196,11 +196,11 @@ def _np_nonfinite(np: Any, d: Any, totals: Totals) -> None:
         totals.neginf += inf - posinf
         if nan + inf == n:
             return
-        np.copyto(d, np.nan, where=infinite)
+        np.putmask(d, infinite, np.nan)
         nan_mask |= infinite
     totals.finite += n - nan - inf
     totals.low = min(totals.low, float(np.fmin.reduce(d)))
     totals.high = max(totals.high, float(np.fmax.reduce(d)))
-    np.copyto(d, 0.0, where=nan_mask)
+    np.putmask(d, nan_mask, 0.0)  # ``putmask``: several times faster than ``copyto(where=)``
     totals.total += float(d.sum())
     totals.sumsq += _np_square_sum(np, d)
