@@ -18,6 +18,12 @@ Targets (issue 12), the same tensor with one NaN, and frames that would stall an
   10,000 parameter tensors: ≤ 1.5× (cold: new values each pause); and (c) the expanded dict of 1000 tensors (the
   Variables request for its children), reported beside them
 
+Issue 30, tensors that are mostly not finite (reported, no target): the exact figures (``compute_stats``, NaN/+Inf/-Inf
+counts and the moments of the finite values) of an all-NaN, a half-NaN and a ±Inf/NaN mixture float32 tensor, torch
+and numpy, at each of ``--nonfinite-elements`` (1e6 and 1e8), as a ratio against one ``x.sum()`` of the same tensor
+in the same run. ``--only-nonfinite`` runs this part alone (a quick smoke: ``--only-nonfinite --nonfinite-elements
+100000 --rounds 1``).
+
 Timings are the best of ``--rounds`` interleaved rounds, since other work on the machine only ever adds time.
 
 ``--device cuda``: the same tensors on the GPU (no DAP part, no lovely-tensors). ``x.sum()`` is then timed with its
@@ -114,6 +120,54 @@ def in_process(elements: int, rounds: int, device: str = "cpu") -> tuple[dict[st
         str(lovely(x))
         lovely_time = best_time(lambda: str(lovely(x)), 2)
     return times, lovely_time
+
+
+NONFINITE_CASES = ("all NaN", "half NaN", "±Inf and NaN")
+
+
+def nonfinite_tensor(case: str, elements: int) -> Any:
+    """A float32 tensor as a diverged run leaves it: all NaN, every other value NaN, or ±Inf with NaN between."""
+    import torch
+
+    x = torch.empty(elements).normal_(generator=torch.Generator().manual_seed(1))
+    if case == "all NaN":
+        x.fill_(float("nan"))
+    elif case == "half NaN":
+        x[::2] = float("nan")
+    else:
+        x[::3] = float("inf")
+        x[1::3] = -float("inf")
+        x[2::7] = float("nan")
+    return x
+
+
+def nonfinite_ratios(elements: int, rounds: int) -> list[tuple[str, float, float]]:
+    """(label, seconds of the exact figures, their ratio to one ``x.sum()`` of the same value), torch and numpy."""
+    from tensorsight.core.stats.dispatch import compute_stats
+
+    rows = []
+    for case in NONFINITE_CASES:
+        tensor = nonfinite_tensor(case, elements)
+        for library, value in (("torch", tensor), ("numpy", tensor.numpy())):
+            contenders = {"sum": value.sum, "figures": lambda value=value: compute_stats(value)}
+            times = {name: float("inf") for name in contenders}
+            for _ in range(rounds):  # interleaved, so a busy moment hurts both alike
+                for name, fn in contenders.items():
+                    times[name] = min(times[name], best_time(fn, 1))
+            rows.append((f"{case}, {library}", times["figures"], times["figures"] / times["sum"]))
+        del tensor
+        gc.collect()
+    return rows
+
+
+def print_nonfinite(sizes: list[int], rounds: int) -> None:
+    import warnings
+
+    warnings.filterwarnings("ignore", category=RuntimeWarning)  # numpy's sum of NaN/Inf says so
+    for elements in sizes:
+        print(f"\nexact figures of mostly non-finite float32 values, {elements:.3g} elements (best of {rounds}):")
+        for label, seconds, ratio in nonfinite_ratios(elements, rounds):
+            print(f"{'figures / x.sum(), ' + label:<58} {ratio:>10.3g}×   ({seconds * 1e3:.1f} ms, reported)")
 
 
 def device_syncs(fn: Callable[[], Any]) -> float:
@@ -276,9 +330,19 @@ def main() -> int:
     parser.add_argument("--skip-dap", action="store_true")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (a CUDA run has no DAP part)")
     parser.add_argument("--memory-probe", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--nonfinite-elements",
+        default="1000000,100000000",
+        help="comma-separated sizes of the mostly non-finite tensors (issue 30); empty: skip that part",
+    )
+    parser.add_argument("--only-nonfinite", action="store_true", help="run only the mostly non-finite part")
     args = parser.parse_args()
     if args.memory_probe:
         memory_probe(args.elements)
+        return 0
+    nonfinite_sizes = [int(float(size)) for size in args.nonfinite_elements.split(",") if size.strip()]
+    if args.only_nonfinite:
+        print_nonfinite(nonfinite_sizes, args.rounds)
         return 0
 
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
@@ -367,6 +431,8 @@ def main() -> int:
                 print(f"{'Variables, ' + label + ', TensorSight / stock':<58} {ratio:>10.3g}×   (reported)")
             else:
                 print(ratio_line(f"Variables, {label}, TensorSight / stock", ratio, "≤ 1.5", ratio <= 1.5))
+    if not on_gpu:
+        print_nonfinite(nonfinite_sizes, args.rounds)
     return 0
 
 

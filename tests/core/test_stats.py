@@ -7,8 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from tensorsight.core import stats as stats_module
-from tensorsight.core.stats import StatsBudget, StatsCache, array_stats, compute_stats, tensor_stats, zero_count
+from tensorsight.core.stats import torch_kernel
+from tensorsight.core.stats.cache import StatsCache
+from tensorsight.core.stats.dispatch import compute_stats, zero_count
+from tensorsight.core.stats.figures import StatsBudget
+from tensorsight.core.stats.numpy_kernel import array_stats
+from tensorsight.core.stats.torch_kernel import tensor_stats
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::UserWarning"
@@ -130,9 +134,9 @@ def test_cpu_tiles_give_the_figures_of_the_whole_tensor(placement, dtype, busy, 
     """Dense CPU data is read a cache tile at a time: with tiles of 5 rows, 300,001 values make 15 tiles and a
     partial row, and a NaN/Inf in any of them is repaired in its own tile while the others stand. On a busy CPU
     (every tile "slow") the first tile is followed by one span of all the other rows, with the same figures."""
-    monkeypatch.setattr(stats_module, "CACHE_TILE_BYTES", 5 * stats_module.ROW_ELEMENTS * dtype.itemsize)
+    monkeypatch.setattr(torch_kernel, "CACHE_TILE_BYTES", 5 * torch_kernel.ROW_ELEMENTS * dtype.itemsize)
     if busy:
-        monkeypatch.setattr(stats_module, "SLOW_TILE_SECONDS", 0.0)
+        monkeypatch.setattr(torch_kernel, "SLOW_TILE_SECONDS", 0.0)
     x = (seeded(300_001) * 2 + 0.5).to(dtype)
     PLACEMENTS[placement](x)
     stats = tensor_stats(x, zeros=True)
@@ -571,7 +575,7 @@ def test_one_pass_figures_serve_only_one_pass_requests_from_the_cache():
 
 
 def test_strided_sample_is_a_deterministic_view_of_about_the_target() -> None:
-    from tensorsight.core.stats import strided_sample
+    from tensorsight.core.stats.dispatch import strided_sample
 
     x = torch.arange(10_000_000, dtype=torch.float32)
     sample = strided_sample(x, 1 << 20)

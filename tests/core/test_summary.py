@@ -2,7 +2,7 @@
 
 import pytest
 
-from tensorsight.core.stats import Stats
+from tensorsight.core.stats.figures import Stats
 from tensorsight.core.summary import (
     MAX_WIDTH,
     LoaderFacts,

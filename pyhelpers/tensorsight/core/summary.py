@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tensorsight.core.notation import format_shape
-from tensorsight.core.stats import Stats
+from tensorsight.core.stats.figures import Stats
 
 MAX_WIDTH = 120
 SMALL = 10  # tensors with at most this many elements show their values

@@ -12,7 +12,8 @@ import torch
 
 from tensorsight.agent.display import children, module_scan, presentation, reading
 from tensorsight.agent.display.budget import CLOCK, RequestClock
-from tensorsight.core.stats import StatsBudget, StatsCache
+from tensorsight.core.stats.cache import StatsCache
+from tensorsight.core.stats.figures import StatsBudget
 
 
 class FakeTime:

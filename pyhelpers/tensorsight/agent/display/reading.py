@@ -16,16 +16,10 @@ from dataclasses import replace
 from typing import Any
 
 from tensorsight.agent.display.budget import CLOCK
-from tensorsight.core.stats import (
-    DEFAULT_BUDGET,
-    SUMMARY_PASSES,
-    Stats,
-    StatsBudget,
-    StatsCache,
-    elements_to_read,
-    plain_tensors,
-    unavailable,
-)
+from tensorsight.core.stats.cache import StatsCache
+from tensorsight.core.stats.dispatch import elements_to_read
+from tensorsight.core.stats.figures import DEFAULT_BUDGET, SUMMARY_PASSES, Stats, StatsBudget, unavailable
+from tensorsight.core.stats.torch_layout import plain_tensors
 
 CACHE = StatsCache(capacity=4096)  # grows (``reserve``) to the parameters and grads of the modules in view
 ALWAYS_EXACT_ELEMENTS = 1 << 16  # a reduction this small costs less than the summary around it: never deferred
@@ -73,7 +67,7 @@ def short_error(exc: BaseException) -> str:
 @contextlib.contextmanager
 def quiet_torch() -> Iterator[None]:
     """No autograd recording and no ``__torch_function__`` (a user subclass's, or any mode's: see
-    ``core.stats.plain_tensors``) while we look at tensors (both thread-local)."""
+    ``core.stats.torch_layout.plain_tensors``) while we look at tensors (both thread-local)."""
     torch = sys.modules.get("torch")
     if torch is None:
         yield

@@ -12,7 +12,7 @@ from typing import Any
 
 from tensorsight.agent.display.reading import quiet_torch, safe_stats
 from tensorsight.core.notation import short_dtype
-from tensorsight.core.stats import Stats
+from tensorsight.core.stats.figures import Stats
 from tensorsight.core.summary import SMALL, TensorFacts, format_count, format_number
 
 

@@ -66,7 +66,7 @@ def view(
             return _message("torch is compiling or tracing; the viewer stands aside")
         clock = _Clock(budget_s)
         if is_tensor(value):
-            from tensorsight.core.stats import plain_tensors
+            from tensorsight.core.stats.torch_layout import plain_tensors
 
             torch = loaded_torch()
             with torch.no_grad(), plain_tensors(torch):
@@ -292,7 +292,7 @@ def _cut(payload: dict[str, Any], clock: _Clock) -> dict[str, Any]:
 def _histogram(ops: Any, x: Any, low: float, high: float, finite_count: int) -> dict[str, Any]:
     """Bins over [min, max] of the finite values; past SAMPLE_THRESHOLD elements from a strided sample, whose counts
     ``scale`` multiplies to estimate the whole tensor's (the exact counts are in ``counts``)."""
-    from tensorsight.core.stats import strided_sample
+    from tensorsight.core.stats.dispatch import strided_sample
 
     source = x if int(math.prod(x.shape)) <= SAMPLE_THRESHOLD else strided_sample(x, SAMPLE_ELEMENTS)
     values = ops.as_float(source)
