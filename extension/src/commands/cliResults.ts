@@ -6,6 +6,7 @@
  */
 import {
   ENGLISH_LABELS,
+  fill,
   isOverfitDocument,
   isProfileDocument,
   isShapeMapDocument,
@@ -27,6 +28,26 @@ export interface Finding {
   rank?: number;
   /** The rule code (`details.code`, e.g. TS104), a quick fix, ...: the server merges the same bug on them. */
   details?: Record<string, unknown>;
+}
+
+/** The words a shown finding ends with, as templates (`step {0}`): the UI language's in the editor. */
+export interface FindingLabels {
+  step: string;
+  rank: string;
+}
+
+export const ENGLISH_FINDING_LABELS: FindingLabels = { step: 'step {0}', rank: 'rank {0}' };
+
+/**
+ * A finding's message as a person reads it: the producer's words, then ` (step 12, rank 1)`. The step and the rank
+ * are fields, never words of the message; this is the extension's one place that says them (the server's diagnostics
+ * and the doctor's report do the same: pyhelpers/tensorsight/core/findings.py `finding_context`).
+ */
+export function findingText(finding: Finding, labels: FindingLabels = ENGLISH_FINDING_LABELS): string {
+  const extras: string[] = [];
+  if (finding.step !== undefined) extras.push(fill(labels.step, finding.step));
+  if (finding.rank !== undefined) extras.push(fill(labels.rank, finding.rank));
+  return extras.length ? `${finding.message} (${extras.join(', ')})` : finding.message;
 }
 
 export type Cell = string | number | boolean | null;

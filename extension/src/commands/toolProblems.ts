@@ -17,7 +17,7 @@ import {
 } from '../common/vscodeapi';
 import type { LanguageServer } from '../server/languageServer';
 import { Methods, type ToolFindingsResult } from '../server/protocol';
-import { type Finding, findingsByFile } from './cliResults';
+import { type Finding, type FindingLabels, findingsByFile, findingText } from './cliResults';
 
 export type ProblemsOwner = 'server' | 'extension';
 
@@ -43,7 +43,7 @@ function toDiagnostic(finding: Finding): InstanceType<typeof DiagnosticClass> {
   const position = new PositionClass(finding.line - 1, 0);
   const diagnostic = new DiagnosticClass(
     new Range(position, position.translate(0, 1000)),
-    finding.message,
+    findingText(finding, findingLabels()),
     finding.severity === 'error'
       ? DiagnosticSeverity.Error
       : finding.severity === 'warning'
@@ -54,6 +54,11 @@ function toDiagnostic(finding: Finding): InstanceType<typeof DiagnosticClass> {
   const code = finding.details?.code;
   diagnostic.code = typeof code === 'string' ? code : kindCode(finding.kind);
   return diagnostic;
+}
+
+/** How a shown finding says its step and rank, in the display language (the results view uses them too). */
+export function findingLabels(): FindingLabels {
+  return { step: l10n.t('step {0}'), rank: l10n.t('rank {0}') };
 }
 
 /** A finding kind as Problems shows it in place of a rule code, in the display language (as the server does:
