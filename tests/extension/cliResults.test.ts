@@ -39,7 +39,7 @@ describe('parseToolOutput', () => {
 });
 
 describe('readFindings', () => {
-  test('keeps valid findings, normalises severity and line', () => {
+  test('keeps the findings the contract accepts and drops the others, as the server does', () => {
     const findings = readFindings({
       findings: [
         { kind: 'nonfinite', severity: 'error', message: 'loss is NaN', file: '/w/t.py', line: 12, step: 4 },
@@ -50,8 +50,9 @@ describe('readFindings', () => {
     });
     assert.deepEqual(findings, [
       { kind: 'nonfinite', severity: 'error', message: 'loss is NaN', file: '/w/t.py', line: 12, step: 4 },
-      { kind: 'device', severity: 'info', message: 'cpu vs cuda', file: '/w/t.py', line: 1 },
     ]);
+    const kept = { kind: 'device', severity: 'info', message: 'cpu vs cuda', file: '/w/t.py', line: 1 };
+    assert.deepEqual(readFindings({ findings: [kept, { ...kept, line: 0 }, { ...kept, step: 'x' }] }), [kept]);
     assert.deepEqual(readFindings({}), []);
   });
 

@@ -16,7 +16,7 @@ import {
   Uri,
 } from '../common/vscodeapi';
 import type { LanguageServer } from '../server/languageServer';
-import { Methods, type ToolFindingsResult } from '../server/protocol';
+import { Methods, parsePayload, type ToolFindingsParams } from '../server/protocol';
 import { type Finding, type FindingLabels, findingsByFile, findingText } from './cliResults';
 
 export type ProblemsOwner = 'server' | 'extension';
@@ -29,9 +29,10 @@ export class ToolProblems {
 
   /** Publishes `tool`'s report, replacing its earlier one; says who shows it. */
   async publish(tool: string, findings: readonly Finding[]): Promise<ProblemsOwner> {
-    const answer = await this.server.request<ToolFindingsResult>(Methods.toolFindings, { tool, findings });
+    const params: ToolFindingsParams = { tool, findings: [...findings] };
+    const answer = await this.server.request<unknown>(Methods.toolFindings, params);
     this.fallback.clear(); // the server shows them now, or this report replaces every earlier one
-    if (answer !== undefined) return 'server';
+    if (parsePayload('ToolFindingsResult', answer).ok) return 'server';
     for (const [file, list] of findingsByFile(findings)) {
       this.fallback.set(Uri.file(path.resolve(file)), list.map(toDiagnostic));
     }

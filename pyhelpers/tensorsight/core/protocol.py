@@ -181,9 +181,6 @@ DROPPED = "dropped"  # client -> hub: {"type": "dropped", "count"} after the bou
 BYE = "bye"  # client -> hub at exit: {"type": "bye", "dropped": total}
 WELCOME = "welcome"  # hub -> client: {"type": "welcome", "sessionId"}
 REJECTED = "rejected"  # hub -> client: {"type": "rejected", "reason"}, then the hub closes
-HELLO_KEYS = ("protocol", "token", "pid", "time", "script", "argv", "origin")  # plus "rank" when known
-WELCOME_KEYS = ("sessionId",)
-REJECTED_KEYS = ("reason",)
 COMMON_EVENT_KEYS = ("type", "pid", "time")  # every event; the bus adds "rank" under torch.distributed
 
 
@@ -218,6 +215,54 @@ class HelloEvent(AgentEvent):
     argv: list[str] | None
     origin: str | None
     rank: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class HelloCredentials:
+    """What the hub reads of a hello line (``parse_payload``) to admit the connection: the session's ``token``, on
+    which alone it admits. The rest of the line is the ``hello`` event (``HelloEvent``), delivered without the token
+    and read by the server with ``parse_event`` like any other event."""
+
+    token: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Welcome:
+    """hub -> client: the connection is admitted."""
+
+    TYPE: ClassVar[str] = WELCOME
+    sessionId: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rejected:
+    """hub -> client: the connection is refused; the hub closes it."""
+
+    TYPE: ClassVar[str] = REJECTED
+    reason: str
+
+
+HUB_ANSWERS: dict[str, type[Welcome] | type[Rejected]] = {WELCOME: Welcome, REJECTED: Rejected}
+
+
+def hub_answer(answer: Welcome | Rejected) -> dict[str, Any]:
+    """The hub's answer line: its ``type`` and fields."""
+    return {"type": answer.TYPE, **{f.name: getattr(answer, f.name) for f in fields(answer)}}
+
+
+def parse_hub_answer(message: Mapping[str, Any]) -> Welcome | Rejected | ProtocolError:
+    """The hub's answer read back by the agent (a ``ProtocolError`` for anything else, an empty line included)."""
+    kind = message.get("type") if isinstance(message, Mapping) else None
+    known = HUB_ANSWERS.get(kind) if isinstance(kind, str) else None
+    if known is None:
+        return ProtocolError(None, f"not a hub answer (type {str(kind)[:MAX_TYPE_LENGTH]!r})")
+    return parse_payload(known, message)
+
+
+# the keys of each handshake line besides "type" (the hello's "rank" only when known)
+HELLO_KEYS = (*(f.name for f in fields(HelloCredentials)), *(f.name for f in fields(HelloEvent) if f.name != "rank"))
+WELCOME_KEYS = tuple(f.name for f in fields(Welcome))
+REJECTED_KEYS = tuple(f.name for f in fields(Rejected))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -704,8 +749,23 @@ def _build(cls: type[Any], message: Mapping[str, Any], where: str) -> Any:
                     raise _Invalid(f"'{name}' is missing")
                 values[f.name] = None
             continue
+        if f.name in getattr(cls, "DROPS_MALFORMED", ()) and isinstance(message[f.name], list):
+            values[f.name] = _well_formed(message[f.name], hints[f.name], name)
+            continue
         values[f.name] = _value(message[f.name], hints[f.name], name)
     return cls(**values)
+
+
+def _well_formed(items: list[Any], annotation: Any, name: str) -> list[Any]:
+    """The items of a ``DROPS_MALFORMED`` list field that fit its item type; the others are left out."""
+    (item,) = get_args(_strip_none(annotation) if admits_none(annotation) else annotation)
+    kept = []
+    for index, value in enumerate(items):
+        try:
+            kept.append(_value(value, item, f"{name}[{index}]"))
+        except _Invalid:
+            continue
+    return kept
 
 
 def _value(value: Any, annotation: Any, name: str) -> Any:
@@ -893,8 +953,9 @@ class ToolFindingsParams:
     DOC: ClassVar[str] = (
         "A tool's report for Problems: the server merges it with the rules and the runs (one problem per bug)."
     )
+    DROPS_MALFORMED: ClassVar[tuple[str, ...]] = ("findings",)  # a malformed finding is left out, not the report
     tool: str = field(metadata={"doc": "'doctor', 'profile', 'shapes' or 'overfit': its earlier report is replaced"})
-    findings: list[ReportedFinding]
+    findings: list[ReportedFinding] = field(metadata={"doc": "a malformed one is dropped (not counted as accepted)"})
 
 
 @dataclass(frozen=True, kw_only=True)
