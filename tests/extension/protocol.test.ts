@@ -1,6 +1,6 @@
 /**
  * The generated run-event reader against what Python emits: tests/fixtures/run_events.json holds one event of each
- * type the editor receives, built from core/protocol.py's dataclasses and written as the server forwards them
+ * type the editor receives, built from core/protocol/'s dataclasses and written as the server forwards them
  * (tests/support/run_event_samples.py; tests/core/test_protocol.py keeps it current). parseRunEvent must accept every
  * one, the training panel's reduction must take them in, and a malformed event is refused with the field at fault.
  */

@@ -19,7 +19,7 @@ import { parsePayload, type ReportedFinding } from '../server/protocol';
 
 export type Severity = ReportedFinding['severity'];
 
-/** A finding in the shared model, as the contract declares it (core/protocol.py `ReportedFinding`). */
+/** A finding in the shared model, as the contract declares it (core/protocol/requests.py `ReportedFinding`). */
 export type Finding = ReportedFinding;
 
 /** The words a shown finding ends with, as templates (`step {0}`): the UI language's in the editor. */

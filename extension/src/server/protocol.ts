@@ -2,7 +2,7 @@
  * TensorSight's contract with pyhelpers/tensorsight: the custom LSP methods and their payloads, the run
  * event types the server forwards, the debuggee's environment and the launch options in TENSORSIGHT_OPTIONS.
  *
- * GENERATED from pyhelpers/tensorsight/core/protocol.py by scripts/generate_protocol_ts.py; do not edit by
+ * GENERATED from pyhelpers/tensorsight/core/protocol/ by scripts/generate_protocol_ts.py; do not edit by
  * hand (tests/core/test_protocol.py fails when this file is stale).
  */
 
