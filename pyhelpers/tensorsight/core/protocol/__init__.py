@@ -7,7 +7,7 @@ hands the debuggee, the editor's settings), ``events`` (agent -> server: the hub
 names here, so a name's module may change without touching them.
 
 Three processes talk (see the design's diagram): the editor starts the language server and the debuggee; the agent in
-the debuggee reports to the server's runtime hub. Everything they say to each other is declared here:
+the debuggee reports to the server's runtime hub. Everything they say to each other is declared in this package:
 - the environment the editor (or the doctor) hands to the debuggee, and the launch options inside
   ``TENSORSIGHT_OPTIONS`` with their types and defaults (``LAUNCH_OPTIONS``);
 - the hub handshake (``hello`` -> ``welcome`` | ``rejected``) and its limits;
@@ -20,7 +20,7 @@ the debuggee reports to the server's runtime hub. Everything they say to each ot
 Who imports it: the agent (``agent/runtime/events`` and every feature that sends an event, ``options``,
 ``hub_client``), the server (``server``, ``hub``, ``runtime_view``, ``run_events``) and the doctor. The TypeScript
 side cannot import Python, so ``extension/src/server/protocol.ts`` (with an interface per run event and a
-``parseRunEvent`` that applies the same rules as ``parse_event``) is generated from this module by
+``parseRunEvent`` and a ``parsePayload`` that apply the same rules) is generated from this package by
 ``scripts/generate_protocol_ts.py``; ``tests/core/test_protocol.py`` checks that the file is current, that every
 event the agent's source sends is declared and built from its dataclass, that samples of each parse on both sides,
 that the server forwards and handles what is declared, and that no other module keeps a list of event names.
