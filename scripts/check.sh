@@ -9,7 +9,7 @@ PY=.venv/bin/python
 $PY -m ruff format --check pyhelpers tests benchmarks examples scripts
 $PY -m ruff check pyhelpers tests benchmarks examples scripts
 $PY -m mypy
-$PY scripts/generate_protocol_ts.py --check  # extension/src/server/protocol.ts is generated from core/protocol.py
+$PY scripts/generate_protocol_ts.py --check  # extension/src/server/protocol.ts is generated from core/protocol/
 if has_npm_script check; then
   npm run --silent check
 fi

@@ -42,7 +42,7 @@ def render() -> str:
         " * TensorSight's contract with pyhelpers/tensorsight: the custom LSP methods and their payloads, the run",
         " * event types the server forwards, the debuggee's environment and the launch options in TENSORSIGHT_OPTIONS.",
         " *",
-        " * GENERATED from pyhelpers/tensorsight/core/protocol.py by scripts/generate_protocol_ts.py; do not edit by",
+        " * GENERATED from pyhelpers/tensorsight/core/protocol/ by scripts/generate_protocol_ts.py; do not edit by",
         " * hand (tests/core/test_protocol.py fails when this file is stale).",
         " */",
         "",
@@ -157,15 +157,21 @@ def _run_events() -> list[str]:
         "  | readonly ['list', WireType]",
         "  | readonly ['dict', WireType]",
         "  | readonly ['object', string]",
+        "  | readonly ['literal', ...string[]]",
         "  | readonly ['union', ...WireType[]];",
         "/** `required`: a missing key is an error (a field that may be null or is optional may be missing). */",
         "export type WireFields = Readonly<Record<string, { type: WireType; required: boolean }>>;",
         "",
-        "/** The fields of each run event and nested payload, by event type or payload name. */",
+        "/** The fields of each run event and payload (nested ones too), by event type or payload name. */",
         "export const WIRE_FIELDS: Readonly<Record<string, WireFields>> = {",
     ]
     tables = [(f"'{t}'" if not t.isidentifier() else t, e.payload) for t, e in sorted(protocol.RUN_EVENTS.items())]
-    tables += sorted(nested.items())
+    # the request and notification payloads too (parsePayload), with the payloads nested in them
+    payloads = dict(nested)
+    for payload in protocol.PAYLOADS:
+        payloads.setdefault(payload.__name__, payload)
+        _collect_nested(payload, payloads)
+    tables += sorted(payloads.items())
     for key, cls in tables:
         out += [f"  {key}: {{"]
         for field, annotation, optional in protocol.payload_fields(cls):
@@ -174,6 +180,12 @@ def _run_events() -> list[str]:
         out += ["  },"]
     out += ["};", ""]
     out += PARSER.splitlines()
+    out += [""]
+    out += ["/** Each request's and notification's payload interface by name, as parsePayload returns it. */"]
+    out += ["export interface Payloads {"]
+    out += [f"  {payload.__name__}: {payload.__name__};" for payload in protocol.PAYLOADS]
+    out += ["}", ""]
+    out += PAYLOAD_PARSER.splitlines()
     out += [""]
     return out
 
@@ -229,6 +241,8 @@ def _wire_type(annotation: Any) -> str:
         return f"['dict', {_wire_type(typing.get_args(annotation)[1])}]"
     if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
         return f"['object', '{annotation.__name__}']"
+    if origin is typing.Literal:
+        return "['literal', " + ", ".join(_literal(value) for value in typing.get_args(annotation)) + "]"
     return f"'{_WIRE_SCALARS[annotation]}'"
 
 
@@ -286,10 +300,18 @@ function wireTypeError(value: unknown, type: WireType, name: string): string | u
     return fits ? undefined : `'${name}' must be ${type}`;
   }
   const [kind, ...rest] = type;
+  if (kind === 'literal') {
+    return (rest as unknown[]).includes(value) ? undefined : `'${name}' must be one of ${rest.join(', ')}`;
+  }
   if (kind === 'union') {
-    return rest.some((option) => wireTypeError(value, option as WireType, name) === undefined)
-      ? undefined
-      : `'${name}' must be ${rest.map((option) => (typeof option === 'string' ? option : option[0])).join(' or ')}`;
+    const options = rest as WireType[];
+    if (options.some((option) => wireTypeError(value, option, name) === undefined)) return undefined;
+    // `list | null` given a list: say which item is wrong (as parse_payload does)
+    const others = options.filter((option) => option !== 'null');
+    const only = others.length === 1 ? others[0] : undefined;
+    if (only !== undefined && typeof only !== 'string' && value !== null) return wireTypeError(value, only, name);
+    const words = options.map((option) => (typeof option === 'string' ? option : option[0]));
+    return `'${name}' must be ${words.join(' or ')}`;
   }
   if (kind === 'list') {
     if (!Array.isArray(value)) return `'${name}' must be a list`;
@@ -310,6 +332,22 @@ function wireTypeError(value: unknown, type: WireType, name: string): string | u
 
 function isWireObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}"""
+
+
+# The reader of a request's or notification's payload (a tool's findings, a server's answer): the same table and rules
+# as parseRunEvent, and as the server's parse_payload.
+PAYLOAD_PARSER = """/** What parsePayload makes of a received value: the typed payload, or why it is not one. */
+export type ParsedPayload<K extends keyof Payloads> = { ok: true; value: Payloads[K] } | { ok: false; error: string };
+
+/**
+ * Checks a received payload (a request's answer, a finding of a tool's report) against the contract's interface
+ * `name`, with the rules of parseRunEvent (and of the server's parse_payload): keys it does not declare are ignored.
+ */
+export function parsePayload<K extends keyof Payloads>(name: K, value: unknown): ParsedPayload<K> {
+  if (!isWireObject(value)) return { ok: false, error: `${name} must be an object` };
+  const error = wireFieldsError(value, WIRE_FIELDS[name] ?? {}, '');
+  return error === undefined ? { ok: true, value: value as unknown as Payloads[K] } : { ok: false, error };
 }"""
 
 

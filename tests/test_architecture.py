@@ -203,12 +203,9 @@ def test_no_cycle_hides_behind_type_checking_in_the_agent():
     assert cycles(agent) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core.rules.facts types ModuleFacts.project with core.rules.project, which builds on facts: the link "
-    "from a module's facts back to its project is still typed by the module that owns it",
-)
 def test_no_cycle_hides_behind_type_checking_anywhere():
+    """core.rules.facts types its link back to the project with a Protocol of its own (``ProjectLinks``), which
+    core.rules.project implements: no module imports, even for types only, a module that builds on it."""
     assert cycles(package_graph(type_checking=True)) == []
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pytest
 
 from support import realistic
+from support.finding_words import repeated_fields
 
 # Each case runs the doctor (and through it the script) in a child process, via support.realistic. The first case
 # that needs the doctor's runs waits for all of them (about 36 scripts, two at a time, each bounded by the harness's
@@ -193,6 +194,16 @@ def test_the_script_runs_to_its_end_under_the_doctor(name, doctor_runs):
     else:
         assert "error" not in run.document and "partial" not in run.document, run.output[-3000:]
     assert run.returncode in (0, 1)
+
+
+@pytest.mark.parametrize("name", _cases(SCRIPTS))
+def test_no_finding_says_its_own_step_or_rank_in_words(name, doctor_runs):
+    """The step and rank are fields (the doctor's report line and the server's diagnostic add them once)."""
+    run = doctor_runs[name]
+    assert run.document is not None, run.problem
+    findings = run.document.get("findings", [])
+    repeated = [(f["message"], repeated_fields(f)) for f in findings if repeated_fields(f)]
+    assert repeated == []
 
 
 @pytest.mark.parametrize("name", _cases([s for s in SCRIPTS if s.clean]))

@@ -128,7 +128,7 @@ def test_the_agent_builds_every_event_from_its_dataclass():
 
 def test_every_emitted_event_type_is_declared_by_the_module_that_emits_it():
     for event_type, module, _ in emit_sites():
-        assert event_type in protocol.EVENT_TYPES, f"{module} emits {event_type!r}, which core/protocol.py lacks"
+        assert event_type in protocol.EVENT_TYPES, f"{module} emits {event_type!r}, which core/protocol/ lacks"
         declared = protocol.EVENTS_BY_NAME[event_type].source.split(" ")[0]
         senders = {m for t, m, _ in emit_sites() if t == event_type}
         assert declared in senders, f"{event_type!r} is declared as sent by {declared}, but sent by {senders}"
@@ -262,7 +262,7 @@ _TS_NAME_LIST = re.compile(rf"[\[{{(]\s*{_TS_NAME}\s*[,:][^\]}})]*?{_TS_NAME}", 
 def test_no_list_of_event_names_is_kept_outside_the_contract():
     """The server and the extension take event names from the contract (its registry, its dataclasses, the generated
     union): a set like ``{"finding", "nonfinite", ...}`` in the server or ``['hello', 'bye']`` in the extension would
-    drift from it. Only core/protocol.py and the generated protocol.ts may list them."""
+    drift from it. Only core/protocol/ and the generated protocol.ts may list them."""
     offenders = [
         f"{path.relative_to(ROOT)}:{line}: {names}"
         for path in python_files(PACKAGE / "server")
@@ -273,7 +273,7 @@ def test_no_list_of_event_names_is_kept_outside_the_contract():
             continue
         for match in _TS_NAME_LIST.finditer(path.read_text(encoding="utf-8")):
             offenders.append(f"{path.relative_to(ROOT)}: {match.group(0)[:80]!r}")
-    assert not offenders, "event names listed outside core/protocol.py:\n" + "\n".join(offenders)
+    assert not offenders, "event names listed outside core/protocol/:\n" + "\n".join(offenders)
 
 
 def test_the_name_list_scan_sees_a_list_in_either_language(tmp_path):

@@ -5,6 +5,7 @@ import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import {
   findingsByFile,
+  findingText,
   isMissingSubcommand,
   parseToolOutput,
   readFindings,
@@ -14,6 +15,18 @@ import {
 import { ENGLISH_LABELS } from '../../extension/src/commands/reportTables';
 import { runProcess } from '../../extension/src/common/process';
 import { PYHELPERS, REPO, VENV_PYTHON } from './support/paths';
+
+describe('findingText', () => {
+  test('the step and rank fields follow the message, in the labels given', () => {
+    const finding = { kind: 'dynamics', severity: 'warning' as const, message: 'loss diverged', file: 'a.py', line: 3 };
+    assert.equal(findingText(finding), 'loss diverged');
+    assert.equal(findingText({ ...finding, step: 7 }), 'loss diverged (step 7)');
+    assert.equal(
+      findingText({ ...finding, step: 7, rank: 0 }, { step: 'paso {0}', rank: 'rank {0}' }),
+      'loss diverged (paso 7, rank 0)',
+    );
+  });
+});
 
 describe('parseToolOutput', () => {
   test('whole-document, pretty-printed after noise, or last JSON line', () => {
@@ -26,7 +39,7 @@ describe('parseToolOutput', () => {
 });
 
 describe('readFindings', () => {
-  test('keeps valid findings, normalises severity and line', () => {
+  test('keeps the findings the contract accepts and drops the others, as the server does', () => {
     const findings = readFindings({
       findings: [
         { kind: 'nonfinite', severity: 'error', message: 'loss is NaN', file: '/w/t.py', line: 12, step: 4 },
@@ -37,8 +50,9 @@ describe('readFindings', () => {
     });
     assert.deepEqual(findings, [
       { kind: 'nonfinite', severity: 'error', message: 'loss is NaN', file: '/w/t.py', line: 12, step: 4 },
-      { kind: 'device', severity: 'info', message: 'cpu vs cuda', file: '/w/t.py', line: 1 },
     ]);
+    const kept = { kind: 'device', severity: 'info', message: 'cpu vs cuda', file: '/w/t.py', line: 1 };
+    assert.deepEqual(readFindings({ findings: [kept, { ...kept, line: 0 }, { ...kept, step: 'x' }] }), [kept]);
     assert.deepEqual(readFindings({}), []);
   });
 

@@ -60,7 +60,13 @@ describe('Add Tensor Breakpoint', () => {
         { label: 'loss is NaN', condition: 'tensorsight.nan(loss)', description: 'NaN' },
         { label: 'loss spikes', condition: 'tensorsight.spike(loss, 3)', description: '3σ' },
       ],
-      'tensorsight/validateCondition': { undefinedNames: [], message: '' },
+      'tensorsight/validateCondition': {
+        undefinedNames: [],
+        message: '',
+        syntaxError: null,
+        sideEffects: [],
+        available: true,
+      },
     });
     fake.quickPick = (items) => Promise.resolve(items[1]);
     await addTensorBreakpoint(server);
@@ -95,7 +101,13 @@ describe('Add Tensor Breakpoint', () => {
     editorAt(1, 1);
     const said = '`los` is not defined at line 2: debugpy would treat the condition as false and never stop.';
     const server = fakeServer({
-      'tensorsight/validateCondition': { undefinedNames: ['los'], message: said, syntaxError: null },
+      'tensorsight/validateCondition': {
+        undefinedNames: ['los'],
+        message: said,
+        syntaxError: null,
+        sideEffects: [],
+        available: true,
+      },
     });
     fake.quickPick = (items) => Promise.resolve(items.at(-1)); // "Type a condition…"
     fake.inputBox = () => Promise.resolve(' tensorsight.nan(los) ');
@@ -115,7 +127,13 @@ describe('Add Tensor Breakpoint', () => {
     editorAt(2, 8); // "backward" in `loss.backward()`
     const server = fakeServer({
       'tensorsight/suggestConditions': [{ label: 'NaN', condition: 'tensorsight.nan(loss)', description: '' }],
-      'tensorsight/validateCondition': { undefinedNames: [], message: '', syntaxError: null },
+      'tensorsight/validateCondition': {
+        undefinedNames: [],
+        message: '',
+        syntaxError: null,
+        sideEffects: [],
+        available: true,
+      },
     });
     await addTensorBreakpoint(server);
     assert.equal((server.calls[0]?.[1] as { name: string }).name, 'loss');

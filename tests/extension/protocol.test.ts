@@ -1,6 +1,6 @@
 /**
  * The generated run-event reader against what Python emits: tests/fixtures/run_events.json holds one event of each
- * type the editor receives, built from core/protocol.py's dataclasses and written as the server forwards them
+ * type the editor receives, built from core/protocol/'s dataclasses and written as the server forwards them
  * (tests/support/run_event_samples.py; tests/core/test_protocol.py keeps it current). parseRunEvent must accept every
  * one, the training panel's reduction must take them in, and a malformed event is refused with the field at fault.
  */
@@ -9,7 +9,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { test } from 'node:test';
 import { applyEvent, emptyRun } from '../../extension/src/panel/runStore';
-import { parseRunEvent, RUN_EVENT_TYPES, type RunEvent } from '../../extension/src/server/protocol';
+import {
+  type Payloads,
+  parsePayload,
+  parseRunEvent,
+  RUN_EVENT_TYPES,
+  type RunEvent,
+} from '../../extension/src/server/protocol';
 import { REPO } from './support/paths';
 
 const samples = JSON.parse(
@@ -69,4 +75,32 @@ test('a malformed run event is refused with the field at fault; unknown keys are
   assert.match(refused(null), /object/);
   const timer = parseRunEvent({ type: 'timer', name: 'data', seconds: 'Infinity', extra: [1], file: null });
   assert.ok(timer.ok && timer.event.type === 'timer' && timer.event.seconds === 'Infinity');
+});
+
+// tests/fixtures/payloads.json (tests/support/payload_samples.py): the requests' payloads as Python writes them, and
+// malformed ones with the field at fault; the server's parse_payload takes and refuses the same (test_payload_samples)
+const payloads = JSON.parse(fs.readFileSync(path.join(REPO, 'tests', 'fixtures', 'payloads.json'), 'utf8')) as {
+  accepted: Record<string, unknown[]>;
+  refused: Array<{ payload: keyof Payloads; value: unknown; field: string }>;
+};
+
+test('every payload Python writes parses with the generated parsePayload', () => {
+  assert.ok(Object.keys(payloads.accepted).length >= 8);
+  for (const [name, values] of Object.entries(payloads.accepted)) {
+    for (const value of values) {
+      const parsed = parsePayload(name as keyof Payloads, value);
+      assert.ok(parsed.ok, `${name}: ${parsed.ok ? '' : parsed.error}`);
+      assert.deepEqual(parsed.value, value);
+    }
+  }
+});
+
+test('a malformed payload is refused naming the field, as on the Python side', () => {
+  assert.ok(payloads.refused.length >= 5);
+  for (const { payload, value, field } of payloads.refused) {
+    const parsed = parsePayload(payload, value);
+    assert.ok(!parsed.ok, `${payload} accepted ${JSON.stringify(value)}`);
+    assert.ok(parsed.error.includes(`'${field}'`), `${payload}: ${parsed.error}`);
+  }
+  assert.equal(parsePayload('ReportedFinding', 'a finding').ok, false);
 });

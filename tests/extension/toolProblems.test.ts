@@ -66,4 +66,15 @@ describe('tool findings in Problems', () => {
       ],
     );
   });
+
+  test("a finding's step and rank are said once, after its message, from the fields", async () => {
+    const own = collection();
+    const nan: Finding = { ...RETAINED, kind: 'dynamics', message: 'loss became NaN on this rank', step: 12, rank: 1 };
+    await new ToolProblems(server(undefined), own).publish('doctor', [nan, ACCUMULATED]);
+    const shown = own.shown.get('/w/train.py') ?? [];
+    assert.deepEqual(
+      shown.map((d) => d.message),
+      ['loss became NaN on this rank (step 12, rank 1)', ACCUMULATED.message],
+    );
+  });
 });

@@ -6,6 +6,7 @@
  */
 import {
   ENGLISH_LABELS,
+  fill,
   isOverfitDocument,
   isProfileDocument,
   isShapeMapDocument,
@@ -14,19 +15,31 @@ import {
   type ReportLabels,
   shapeMapReport,
 } from './reportTables';
+import { parsePayload, type ReportedFinding } from '../server/protocol';
 
-export type Severity = 'error' | 'warning' | 'info';
+export type Severity = ReportedFinding['severity'];
 
-export interface Finding {
-  kind: string;
-  severity: Severity;
-  message: string;
-  file: string;
-  line: number;
-  step?: number;
-  rank?: number;
-  /** The rule code (`details.code`, e.g. TS104), a quick fix, ...: the server merges the same bug on them. */
-  details?: Record<string, unknown>;
+/** A finding in the shared model, as the contract declares it (core/protocol/requests.py `ReportedFinding`). */
+export type Finding = ReportedFinding;
+
+/** The words a shown finding ends with, as templates (`step {0}`): the UI language's in the editor. */
+export interface FindingLabels {
+  step: string;
+  rank: string;
+}
+
+export const ENGLISH_FINDING_LABELS: FindingLabels = { step: 'step {0}', rank: 'rank {0}' };
+
+/**
+ * A finding's message as a person reads it: the producer's words, then ` (step 12, rank 1)`. The step and the rank
+ * are fields, never words of the message; this is the extension's one place that says them (the server's diagnostics
+ * and the doctor's report do the same: pyhelpers/tensorsight/core/findings.py `finding_context`).
+ */
+export function findingText(finding: Finding, labels: FindingLabels = ENGLISH_FINDING_LABELS): string {
+  const extras: string[] = [];
+  if (finding.step != null) extras.push(fill(labels.step, finding.step));
+  if (finding.rank != null) extras.push(fill(labels.rank, finding.rank));
+  return extras.length ? `${finding.message} (${extras.join(', ')})` : finding.message;
 }
 
 export type Cell = string | number | boolean | null;
@@ -81,24 +94,18 @@ export function parseToolOutput(stdout: string): Record<string, unknown> | undef
   return undefined;
 }
 
+/**
+ * The findings of a tool's JSON document, each read with the contract's parser (`parsePayload('ReportedFinding')`,
+ * the rules the server applies to `tensorsight/toolFindings`): a malformed one (a severity outside the three, a line
+ * before 1, a missing message) is dropped, as the server drops it.
+ */
 export function readFindings(document: Record<string, unknown>): Finding[] {
   const raw = document.findings;
   if (!Array.isArray(raw)) return [];
   const findings: Finding[] = [];
   for (const item of raw) {
-    if (!isRecord(item)) continue;
-    const { kind, severity, message, file, line } = item;
-    if (typeof message !== 'string' || typeof file !== 'string') continue;
-    findings.push({
-      kind: typeof kind === 'string' ? kind : 'unknown',
-      severity: severity === 'error' || severity === 'warning' ? severity : 'info',
-      message,
-      file,
-      line: typeof line === 'number' && line >= 1 ? Math.floor(line) : 1,
-      ...(typeof item.step === 'number' ? { step: item.step } : {}),
-      ...(typeof item.rank === 'number' ? { rank: item.rank } : {}),
-      ...(isRecord(item.details) ? { details: item.details } : {}),
-    });
+    const parsed = parsePayload('ReportedFinding', item);
+    if (parsed.ok && parsed.value.line >= 1) findings.push(parsed.value);
   }
   return findings;
 }

@@ -1,10 +1,28 @@
 /**
  * Pure helpers of "Add Tensor Breakpoint…": the expression under the cursor, the conditions offered for it when the
  * language server cannot suggest any (they use the `tensorsight` builtin every debugged process has), and the
- * warning for a condition that would never stop.
+ * warning for a condition that would never stop; the server's answers read with the contract's parser.
  */
 import { l10n } from '../common/vscodeapi';
-import type { ConditionSuggestion, ValidateConditionResult } from '../server/protocol';
+import { type ConditionSuggestion, parsePayload, type ValidateConditionResult } from '../server/protocol';
+
+/**
+ * The server's `suggestConditions` answer: the suggestions the contract accepts (a malformed one is left out), or
+ * undefined when there was no answer (no server) or it is not a list, so the caller offers its built-in list.
+ */
+export function readSuggestions(answer: unknown): ConditionSuggestion[] | undefined {
+  if (!Array.isArray(answer)) return undefined;
+  return answer.flatMap((item) => {
+    const parsed = parsePayload('ConditionSuggestion', item);
+    return parsed.ok ? [parsed.value] : [];
+  });
+}
+
+/** The server's `validateCondition` answer, or undefined without one (or with one the contract refuses). */
+export function readValidation(answer: unknown): ValidateConditionResult | undefined {
+  const parsed = parsePayload('ValidateConditionResult', answer);
+  return parsed.ok ? parsed.value : undefined;
+}
 
 const IDENTIFIER_CHAR = /[A-Za-z0-9_.]/;
 const WORD_CHAR = /[A-Za-z0-9_]/;

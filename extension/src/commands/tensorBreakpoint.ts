@@ -5,9 +5,9 @@
  * debugpy swallows the NameError), and sets a standard conditional breakpoint on the cursor line.
  */
 import type { LanguageServer } from '../server/languageServer';
-import { type ConditionSuggestion, Methods, type ValidateConditionResult } from '../server/protocol';
+import { Methods, type SuggestConditionsParams, type ValidateConditionParams } from '../server/protocol';
 import { debug, l10n, Location, type QuickPickItem, SourceBreakpoint, window } from '../common/vscodeapi';
-import { conditionWarning, expressionAt, fallbackSuggestions } from './conditions';
+import { conditionWarning, expressionAt, fallbackSuggestions, readSuggestions, readValidation } from './conditions';
 
 interface ConditionItem extends QuickPickItem {
   condition?: string;
@@ -25,11 +25,13 @@ export async function addTensorBreakpoint(server: LanguageServer): Promise<void>
   const picked = expressionAt(lineText, position.character);
   // The server answers [] when the name is a module, a function or a class (no value to test).
   const suggestions = picked
-    ? ((await server.request<ConditionSuggestion[]>(Methods.suggestConditions, {
-        name: picked,
-        uri: uri.toString(),
-        line: position.line,
-      })) ?? fallbackSuggestions(picked))
+    ? (readSuggestions(
+        await server.request<unknown>(Methods.suggestConditions, {
+          name: picked,
+          uri: uri.toString(),
+          line: position.line,
+        } satisfies SuggestConditionsParams),
+      ) ?? fallbackSuggestions(picked))
     : [];
   const name = suggestions.length > 0 ? picked : undefined;
   const typeOwn: ConditionItem = { label: l10n.t('$(edit) Type a condition…'), alwaysShow: true };
@@ -60,11 +62,13 @@ export async function addTensorBreakpoint(server: LanguageServer): Promise<void>
     condition = condition.trim();
   }
 
-  const check = await server.request<ValidateConditionResult>(Methods.validateCondition, {
-    uri: editor.document.uri.toString(),
-    line: position.line,
-    condition,
-  });
+  const check = readValidation(
+    await server.request<unknown>(Methods.validateCondition, {
+      uri: editor.document.uri.toString(),
+      line: position.line,
+      condition,
+    } satisfies ValidateConditionParams),
+  );
   const warning = check ? conditionWarning(check, position.line + 1) : undefined;
   if (warning) {
     const addAnyway = l10n.t('Add Anyway');

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { readSettings } from '../common/settings';
 import { workspace } from '../common/vscodeapi';
 
-/** The launch option that makes the agent write event files (core/protocol.py's LAUNCH_OPTIONS). */
+/** The launch option that makes the agent write event files (core/protocol/options.py's LAUNCH_OPTIONS). */
 export const TENSORBOARD_OPTION = 'tensorboardDir';
 /** How many directory entries `hasEventFiles` looks at before it gives up (a huge tree must not block the host). */
 export const MAX_ENTRIES_SEARCHED = 5_000;

@@ -16,8 +16,8 @@ import {
   Uri,
 } from '../common/vscodeapi';
 import type { LanguageServer } from '../server/languageServer';
-import { Methods, type ToolFindingsResult } from '../server/protocol';
-import { type Finding, findingsByFile } from './cliResults';
+import { Methods, parsePayload, type ToolFindingsParams } from '../server/protocol';
+import { type Finding, type FindingLabels, findingsByFile, findingText } from './cliResults';
 
 export type ProblemsOwner = 'server' | 'extension';
 
@@ -29,9 +29,10 @@ export class ToolProblems {
 
   /** Publishes `tool`'s report, replacing its earlier one; says who shows it. */
   async publish(tool: string, findings: readonly Finding[]): Promise<ProblemsOwner> {
-    const answer = await this.server.request<ToolFindingsResult>(Methods.toolFindings, { tool, findings });
+    const params: ToolFindingsParams = { tool, findings: [...findings] };
+    const answer = await this.server.request<unknown>(Methods.toolFindings, params);
     this.fallback.clear(); // the server shows them now, or this report replaces every earlier one
-    if (answer !== undefined) return 'server';
+    if (parsePayload('ToolFindingsResult', answer).ok) return 'server';
     for (const [file, list] of findingsByFile(findings)) {
       this.fallback.set(Uri.file(path.resolve(file)), list.map(toDiagnostic));
     }
@@ -43,7 +44,7 @@ function toDiagnostic(finding: Finding): InstanceType<typeof DiagnosticClass> {
   const position = new PositionClass(finding.line - 1, 0);
   const diagnostic = new DiagnosticClass(
     new Range(position, position.translate(0, 1000)),
-    finding.message,
+    findingText(finding, findingLabels()),
     finding.severity === 'error'
       ? DiagnosticSeverity.Error
       : finding.severity === 'warning'
@@ -54,6 +55,11 @@ function toDiagnostic(finding: Finding): InstanceType<typeof DiagnosticClass> {
   const code = finding.details?.code;
   diagnostic.code = typeof code === 'string' ? code : kindCode(finding.kind);
   return diagnostic;
+}
+
+/** How a shown finding says its step and rank, in the display language (the results view uses them too). */
+export function findingLabels(): FindingLabels {
+  return { step: l10n.t('step {0}'), rank: l10n.t('rank {0}') };
 }
 
 /** A finding kind as Problems shows it in place of a rule code, in the display language (as the server does:

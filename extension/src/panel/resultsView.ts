@@ -4,8 +4,9 @@
  * line. One panel, reused. `reportLabels` gives cliTools.ts the tables' labels in the UI language.
  */
 import * as path from 'node:path';
-import type { ToolReport } from '../commands/cliResults';
+import { findingText, type ToolReport } from '../commands/cliResults';
 import type { ReportLabels } from '../commands/reportTables';
+import { findingLabels } from '../commands/toolProblems';
 import type { ExtensionPaths } from '../common/paths';
 import { env, l10n, Uri, ViewColumn, type WebviewPanel, window } from '../common/vscodeapi';
 import { renderPage } from './html';
@@ -16,8 +17,11 @@ export class ResultsView {
 
   constructor(private readonly paths: ExtensionPaths) {}
 
-  show(title: string, report: ToolReport): void {
-    const data = { title, report, strings: resultStrings() };
+  show(title: string, tool: ToolReport): void {
+    // each finding's step and rank (fields) said once, in the UI language, after its message
+    const labels = findingLabels();
+    const findings = tool.findings.map((finding) => ({ ...finding, message: findingText(finding, labels) }));
+    const data = { title, report: { ...tool, findings }, strings: resultStrings() };
     if (this.panel) {
       this.panel.title = title;
       void this.panel.webview.postMessage({ type: 'report', ...data });

@@ -117,7 +117,7 @@ export function emptyRun(sessionId: string): RunSnapshot {
 
 /**
  * Applies one event to the run (mutating it, for speed with many events) and returns it. The event is read with the
- * contract's parseRunEvent (its keys and their types, generated from core/protocol.py): one that does not parse, or
+ * contract's parseRunEvent (its keys and their types, generated from core/protocol/): one that does not parse, or
  * of a type the contract does not know, is only counted.
  */
 export function applyEvent(run: RunSnapshot, received: RunEvent): RunSnapshot {

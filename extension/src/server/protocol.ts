@@ -2,7 +2,7 @@
  * TensorSight's contract with pyhelpers/tensorsight: the custom LSP methods and their payloads, the run
  * event types the server forwards, the debuggee's environment and the launch options in TENSORSIGHT_OPTIONS.
  *
- * GENERATED from pyhelpers/tensorsight/core/protocol.py by scripts/generate_protocol_ts.py; do not edit by
+ * GENERATED from pyhelpers/tensorsight/core/protocol/ by scripts/generate_protocol_ts.py; do not edit by
  * hand (tests/core/test_protocol.py fails when this file is stale).
  */
 
@@ -217,6 +217,7 @@ export interface ReportedFinding {
 export interface ToolFindingsParams {
   /** 'doctor', 'profile', 'shapes' or 'overfit': its earlier report is replaced */
   tool: string;
+  /** a malformed one is dropped (not counted as accepted) */
   findings: ReportedFinding[];
 }
 
@@ -581,11 +582,12 @@ export type WireType =
   | readonly ['list', WireType]
   | readonly ['dict', WireType]
   | readonly ['object', string]
+  | readonly ['literal', ...string[]]
   | readonly ['union', ...WireType[]];
 /** `required`: a missing key is an error (a field that may be null or is optional may be missing). */
 export type WireFields = Readonly<Record<string, { type: WireType; required: boolean }>>;
 
-/** The fields of each run event and nested payload, by event type or payload name. */
+/** The fields of each run event and payload (nested ones too), by event type or payload name. */
 export const WIRE_FIELDS: Readonly<Record<string, WireFields>> = {
   bye: {
     pid: { type: ['union', 'int', 'null'], required: false },
@@ -762,10 +764,120 @@ export const WIRE_FIELDS: Readonly<Record<string, WireFields>> = {
     file: { type: ['union', 'str', 'null'], required: false },
     line: { type: ['union', 'int', 'null'], required: false },
   },
+  ConditionSuggestion: {
+    label: { type: 'str', required: true },
+    condition: { type: 'str', required: true },
+    description: { type: 'str', required: true },
+  },
+  EndSessionParams: {
+    sessionId: { type: 'str', required: true },
+  },
+  EndSessionResult: {
+    ended: { type: 'bool', required: true },
+  },
+  GpuInfo: {
+    index: { type: 'int', required: true },
+    name: { type: 'str', required: true },
+    utilization: { type: ['union', 'float', 'null'], required: false },
+    memoryUsed: { type: ['union', 'int', 'null'], required: false },
+    memoryTotal: { type: ['union', 'int', 'null'], required: false },
+    processMemoryUsed: { type: ['union', 'int', 'null'], required: false },
+  },
+  GpuParams: {
+    available: { type: 'bool', required: true },
+    gpus: { type: ['list', ['object', 'GpuInfo']], required: true },
+    message: { type: ['union', 'str', 'null'], required: false },
+  },
   NonfiniteCounts: {
     nan: { type: ['union', 'int', 'null'], required: false },
     posinf: { type: ['union', 'int', 'null'], required: false },
     neginf: { type: ['union', 'int', 'null'], required: false },
+  },
+  RankVerdict: {
+    rank: { type: 'int', required: true },
+    verdict: { type: 'str', required: true },
+    message: { type: 'str', required: true },
+    state: { type: 'str', required: true },
+    since: { type: 'float', required: true },
+    step: { type: ['union', 'int', 'null'], required: false },
+    waiting_for: { type: ['union', ['list', 'int'], 'null'], required: false },
+    file: { type: ['union', 'str', 'null'], required: false },
+    line: { type: ['union', 'int', 'null'], required: false },
+    blocked_in: { type: ['union', 'str', 'null'], required: false },
+  },
+  ReportedFinding: {
+    kind: { type: 'str', required: true },
+    severity: { type: ['literal', 'error', 'warning', 'info'], required: true },
+    message: { type: 'str', required: true },
+    file: { type: 'str', required: true },
+    line: { type: 'int', required: true },
+    step: { type: ['union', 'int', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    details: { type: ['union', ['dict', 'any'], 'null'], required: false },
+  },
+  RunEvent: {
+    type: { type: 'str', required: true },
+    pid: { type: ['union', 'int', 'null'], required: false },
+    time: { type: ['union', 'float', 'null'], required: false },
+    rank: { type: ['union', 'int', 'null'], required: false },
+    step: { type: ['union', 'int', 'null'], required: false },
+  },
+  RunEventBatch: {
+    sessionId: { type: 'str', required: true },
+    events: { type: ['list', ['object', 'RunEvent']], required: true },
+  },
+  RunEventParams: {
+    sessionId: { type: 'str', required: true },
+    event: { type: ['object', 'RunEvent'], required: true },
+  },
+  StartSessionParams: {
+    sessionId: { type: 'str', required: true },
+  },
+  StartSessionResult: {
+    address: { type: 'str', required: true },
+    token: { type: 'str', required: true },
+  },
+  StatusDetail: {
+    sessionId: { type: 'str', required: true },
+    address: { type: ['union', 'str', 'null'], required: false },
+    processes: { type: 'int', required: true },
+    connections: { type: ['union', 'int', 'null'], required: false },
+    events: { type: 'int', required: true },
+    dropped: { type: 'int', required: true },
+    rejectedConnections: { type: ['union', 'int', 'null'], required: false },
+    malformedEvents: { type: ['union', 'int', 'null'], required: false },
+    ranks: { type: ['list', ['object', 'RankVerdict']], required: true },
+  },
+  StatusParams: {
+    sessions: { type: 'int', required: true },
+    state: { type: ['literal', 'idle', 'waiting', 'connected'], required: true },
+    details: { type: ['list', ['object', 'StatusDetail']], required: true },
+  },
+  SuggestConditionsParams: {
+    name: { type: 'str', required: true },
+    uri: { type: ['union', 'str', 'null'], required: false },
+    line: { type: ['union', 'int', 'null'], required: false },
+    kindHint: { type: ['union', 'str', 'null'], required: false },
+    shape: { type: ['union', ['list', 'int'], 'null'], required: false },
+  },
+  ToolFindingsParams: {
+    tool: { type: 'str', required: true },
+    findings: { type: ['list', ['object', 'ReportedFinding']], required: true },
+  },
+  ToolFindingsResult: {
+    accepted: { type: 'int', required: true },
+  },
+  ValidateConditionParams: {
+    uri: { type: 'str', required: true },
+    line: { type: 'int', required: true },
+    condition: { type: 'str', required: true },
+  },
+  ValidateConditionResult: {
+    undefinedNames: { type: ['list', 'str'], required: true },
+    message: { type: 'str', required: true },
+    syntaxError: { type: ['union', 'str', 'null'], required: false },
+    sideEffects: { type: ['list', 'str'], required: true },
+    available: { type: 'bool', required: true },
   },
 };
 
@@ -812,10 +924,18 @@ function wireTypeError(value: unknown, type: WireType, name: string): string | u
     return fits ? undefined : `'${name}' must be ${type}`;
   }
   const [kind, ...rest] = type;
+  if (kind === 'literal') {
+    return (rest as unknown[]).includes(value) ? undefined : `'${name}' must be one of ${rest.join(', ')}`;
+  }
   if (kind === 'union') {
-    return rest.some((option) => wireTypeError(value, option as WireType, name) === undefined)
-      ? undefined
-      : `'${name}' must be ${rest.map((option) => (typeof option === 'string' ? option : option[0])).join(' or ')}`;
+    const options = rest as WireType[];
+    if (options.some((option) => wireTypeError(value, option, name) === undefined)) return undefined;
+    // `list | null` given a list: say which item is wrong (as parse_payload does)
+    const others = options.filter((option) => option !== 'null');
+    const only = others.length === 1 ? others[0] : undefined;
+    if (only !== undefined && typeof only !== 'string' && value !== null) return wireTypeError(value, only, name);
+    const words = options.map((option) => (typeof option === 'string' ? option : option[0]));
+    return `'${name}' must be ${words.join(' or ')}`;
   }
   if (kind === 'list') {
     if (!Array.isArray(value)) return `'${name}' must be a list`;
@@ -836,6 +956,42 @@ function wireTypeError(value: unknown, type: WireType, name: string): string | u
 
 function isWireObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Each request's and notification's payload interface by name, as parsePayload returns it. */
+export interface Payloads {
+  StartSessionParams: StartSessionParams;
+  StartSessionResult: StartSessionResult;
+  EndSessionParams: EndSessionParams;
+  EndSessionResult: EndSessionResult;
+  ValidateConditionParams: ValidateConditionParams;
+  ValidateConditionResult: ValidateConditionResult;
+  SuggestConditionsParams: SuggestConditionsParams;
+  ReportedFinding: ReportedFinding;
+  ToolFindingsParams: ToolFindingsParams;
+  ToolFindingsResult: ToolFindingsResult;
+  ConditionSuggestion: ConditionSuggestion;
+  RunEvent: RunEvent;
+  RunEventParams: RunEventParams;
+  RunEventBatch: RunEventBatch;
+  GpuInfo: GpuInfo;
+  GpuParams: GpuParams;
+  RankVerdict: RankVerdict;
+  StatusDetail: StatusDetail;
+  StatusParams: StatusParams;
+}
+
+/** What parsePayload makes of a received value: the typed payload, or why it is not one. */
+export type ParsedPayload<K extends keyof Payloads> = { ok: true; value: Payloads[K] } | { ok: false; error: string };
+
+/**
+ * Checks a received payload (a request's answer, a finding of a tool's report) against the contract's interface
+ * `name`, with the rules of parseRunEvent (and of the server's parse_payload): keys it does not declare are ignored.
+ */
+export function parsePayload<K extends keyof Payloads>(name: K, value: unknown): ParsedPayload<K> {
+  if (!isWireObject(value)) return { ok: false, error: `${name} must be an object` };
+  const error = wireFieldsError(value, WIRE_FIELDS[name] ?? {}, '');
+  return error === undefined ? { ok: true, value: value as unknown as Payloads[K] } : { ok: false, error };
 }
 
 /** Each request's params and answer, by method. */

@@ -263,25 +263,23 @@ def _nonfinite_loss(curves: TrainingCurves, where: Location, subject: str) -> li
                 "the stable form (F.binary_cross_entropy_with_logits, log_softmax)",
                 _origin_text(origin),
             )
-        message = t("{subject} became NaN/Inf at step {step}: {advice}", subject=subject, step=step, advice=advice)
+        message = t("{subject} became NaN/Inf: {advice}", subject=subject, advice=advice)
         # the sentinel's error at the origin is the bug; this says what it did to the curve and that the lr is not it
         return [Finding("dynamics", "info", message, *where, step=step, details=details)]
     if not _learning_rate_evidence(curves, origin):
         # no sign of divergence: the learning rate is not blamed for a NaN nobody saw grow
         details["cause"] = "not located" if origin is None else cause
         message = t(
-            "{subject} became NaN/Inf at step {step}{seen}; it did not grow before, so the learning rate is not a "
+            "{subject} became NaN/Inf{seen}; it did not grow before, so the learning rate is not a "
             "likely cause: look at the op that made it (Break on NaN/Inf stops there) and at the inputs of that step",
             subject=subject,
-            step=step,
             seen=seen,
         )
         return [Finding("dynamics", "warning", message, *where, step=step, details=details)]
     message = t(
-        "{subject} diverged to NaN/Inf at step {step}{lr}: the "
+        "{subject} diverged to NaN/Inf{lr}: the "
         "learning rate is probably too high; lower it (e.g. 10×), add gradient clipping or a warm-up",
         subject=subject,
-        step=step,
         lr=_lr_text(curves.lr),
     )
     return [Finding("dynamics", "warning", message, *where, step=step, details=details)]
@@ -691,7 +689,7 @@ def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
     if curves.first_nonfinite_grad_step is not None:
         if nonfinite_cause(curves.nonfinite_origin) in ("data", "domain"):
             return []  # the loss finding names the origin; clipping would not help
-        message = t("gradients exploded to NaN/Inf at step {0}: {1}", curves.first_nonfinite_grad_step, advice)
+        message = t("gradients exploded to NaN/Inf: {0}", advice)
         details = {"diagnosis": "exploding-gradients", "nonfinite_step": curves.first_nonfinite_grad_step}
         return [Finding("dynamics", "warning", message, *where, step=curves.first_nonfinite_grad_step, details=details)]
     finite = [(s, n) for s, n in zip(steps, norms, strict=True) if math.isfinite(n)]
@@ -710,10 +708,9 @@ def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
         return []
     scale_text = t(", {0}× the loss scale {1}", f"{peak / loss_scale:.3g}", f"{loss_scale:.3g}") if loss_scale else ""
     message = t(
-        "gradients explode: the total gradient norm reached {peak} at step {step} "
+        "gradients explode: the total gradient norm reached {peak} "
         "(median {early} at the start of the run{scale}): {advice}",
         peak=f"{peak:.3g}",
-        step=peak_step,
         early=f"{early:.3g}",
         scale=scale_text,
         advice=advice,

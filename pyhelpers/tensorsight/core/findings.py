@@ -2,6 +2,9 @@
 
 A finding is one diagnosed problem at one user source line. The wire form is the design contract:
 ``{"findings": [{"kind", "severity", "message", "file", "line", "step"?, "rank"?, "details"?}]}``.
+
+The step and the rank are fields, never words of the message: whoever shows a finding adds them with
+``finding_context`` (the server's diagnostics, the doctor's report; the extension's ``findingText`` does the same).
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from tensorsight.core.l10n import t
 
 KINDS = (
     "nonfinite",
@@ -87,13 +92,21 @@ def findings_document(findings: Iterable[Finding]) -> dict[str, Any]:
     return {"findings": [f.to_dict() for f in ordered]}
 
 
+def finding_context(step: int | None, rank: int | None) -> str:
+    """The words a shown finding ends with: `` (step 12, rank 1)`` in the display language, or "" without either."""
+    extras = [
+        text
+        for text in (t("step {0}", step) if step is not None else "", t("rank {0}", rank) if rank is not None else "")
+        if text
+    ]
+    return f" ({', '.join(extras)})" if extras else ""
+
+
+def shown_message(finding: Finding) -> str:
+    """The message as a person reads it: the producer's words, then the step and rank (``finding_context``)."""
+    return finding.message + finding_context(finding.step, finding.rank)
+
+
 def format_finding(finding: Finding) -> str:
-    """One human line for terminals: ``file:line: severity [kind] message``."""
-    where = f"{finding.file}:{finding.line}"
-    extras = []
-    if finding.step is not None:
-        extras.append(f"step {finding.step}")
-    if finding.rank is not None:
-        extras.append(f"rank {finding.rank}")
-    suffix = f" ({', '.join(extras)})" if extras else ""
-    return f"{where}: {finding.severity} [{finding.kind}] {finding.message}{suffix}"
+    """One human line for terminals: ``file:line: severity [kind] message (step N, rank R)``."""
+    return f"{finding.file}:{finding.line}: {finding.severity} [{finding.kind}] {shown_message(finding)}"

@@ -310,13 +310,10 @@ def _nonfinite_divergence(
                 kind="dynamics",
                 severity="error",
                 message=t(
-                    "rank {rank}'s {metric} became {value} at step {step} while "
-                    "{good} stayed finite: the problem starts on rank {rank} "
+                    "{metric} became {value} on this rank while {good} stayed finite: the problem starts here "
                     "(its data shard or its own computation)",
-                    rank=rank,
                     metric=metric,
                     value=_describe(series[rank][step]),
-                    step=step,
                     good=_rank_list(good),
                 ),
                 file=file,
@@ -372,13 +369,12 @@ def _drift_finding(
     others = [r for r in ranks if r != culprit]
     mine = statistics.median(series[culprit][s] for s in recent)
     theirs = statistics.median(series[r][s] for r in others for s in recent)
-    span = t("step {0}", recent[0]) if len(recent) == 1 else t("steps {0}–{1}", recent[0], recent[-1])
+    span = t(", through step {0}", recent[-1]) if recent[-1] != recent[0] else ""  # from ``step``, the field
     return Finding(
         kind="dynamics",
         severity="warning",
         message=t(
-            "rank {rank}'s {metric} diverges from the other ranks: {mine} against {theirs} ({others}) over {span}",
-            rank=culprit,
+            "{metric} on this rank diverges from the other ranks: {mine} against {theirs} ({others}){span}",
             metric=metric,
             mine=f"{mine:.4g}",
             theirs=f"{theirs:.4g}",

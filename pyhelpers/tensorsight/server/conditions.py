@@ -14,8 +14,8 @@ from typing import Any
 from pygls.exceptions import JsonRpcInvalidParams
 
 from tensorsight.core import conditions
-from tensorsight.core.protocol import ValidateConditionParams, json_safe
-from tensorsight.server.params import as_dict, non_empty, parse_params, required_str
+from tensorsight.core.protocol import SuggestConditionsParams, ValidateConditionParams, json_safe
+from tensorsight.server.params import non_empty, parse_params
 from tensorsight.server.runtime_view import RuntimeView
 
 
@@ -35,17 +35,15 @@ def suggest_conditions(params: Any, view: RuntimeView, path_of: Any, source_of: 
     the value ``core.conditions.condition_target`` finds there (``loss`` for ``loss.backward``; none, so ``[]``, for a
     module or a function), and the shape a run observed for it (when no ``shape`` is given) pre-fills the shape
     condition; ``source_of(uri)`` gives the document's text."""
-    name = required_str(params, "name")
-    given = as_dict(params)
-    kind_hint = given.get("kindHint") if isinstance(given.get("kindHint"), str) else None
-    shape = given.get("shape") if isinstance(given.get("shape"), list) else None
-    uri, line = given.get("uri"), given.get("line")
-    if source_of is not None and isinstance(uri, str) and isinstance(line, int):
+    given = parse_params(SuggestConditionsParams, params)
+    name, kind_hint, shape = non_empty(given.name, "name"), given.kindHint, given.shape
+    uri, line = given.uri, given.line
+    if source_of is not None and uri is not None and line is not None:
         target = conditions.condition_target(source_of(uri), line + 1, name)
         if target is None:
             return []
         name = target
-    if shape is None and isinstance(uri, str) and isinstance(line, int) and (path := path_of(uri)):
+    if shape is None and uri is not None and line is not None and (path := path_of(uri)):
         seen = [s for s in view.inlay_hints(path) if s.line == line + 1 and s.name == name]
         if seen and seen[-1].shape is not None:
             shape = list(seen[-1].shape)

@@ -25,7 +25,7 @@ from typing import Any
 from lsprotocol import types
 
 from tensorsight.core import rules
-from tensorsight.core.findings import Finding
+from tensorsight.core.findings import Finding, shown_message
 from tensorsight.core.l10n import mark, t
 from tensorsight.server.runtime_view import normalize_path
 
@@ -114,17 +114,7 @@ def to_diagnostic(finding: Finding, lines: Sequence[str], source: str, units: Un
         )
     else:
         range_ = line_range(lines, finding.line, units)
-    message = finding.message
-    extras = [
-        text
-        for text in (
-            t("step {0}", finding.step) if finding.step is not None else "",
-            t("rank {0}", finding.rank) if finding.rank is not None else "",
-        )
-        if text and text not in message  # the producer may have said it already
-    ]
-    if extras:
-        message += f" ({', '.join(extras)})"
+    message = shown_message(finding)  # the step and rank are fields: said here, never in the producer's words
     code = details.get("code") or finding.kind
     data: dict[str, Any] = {"code": code, "kind": finding.kind, "line": finding.line}
     if "fix" in details:

@@ -164,10 +164,13 @@ class Hub:
         hello, problem = json_lines.decode(line)
         if hello is None or hello.get("type") != protocol.HELLO:
             return self._reject(session, writer, f"first line is not a hello ({problem or 'wrong type'})")
-        token = hello.get("token")
-        if not isinstance(token, str) or not secrets.compare_digest(token.encode(), session.token.encode()):
+        given = protocol.parse_payload(protocol.HelloCredentials, hello)  # admitted on the token alone
+        if isinstance(given, protocol.ProtocolError) or not secrets.compare_digest(
+            given.token.encode(), session.token.encode()
+        ):
+            # the pid as sent (unchecked, escaped by printable): the log names who tried
             return self._reject(session, writer, f"bad token from pid {printable(hello.get('pid'))}")
-        writer.write(json_lines.encode({"type": protocol.WELCOME, "sessionId": session.session_id}))
+        writer.write(json_lines.encode(protocol.hub_answer(protocol.Welcome(sessionId=session.session_id))))
         await writer.drain()
         return hello
 
@@ -179,7 +182,7 @@ class Hub:
         elif session.rejected_connections == REJECTIONS_LOGGED_PER_SESSION + 1:
             self._log("warning", f"hub: more rejected connections to session {session.session_id}; counting only")
         try:
-            writer.write(json_lines.encode({"type": protocol.REJECTED, "reason": reason.split(" from pid")[0]}))
+            writer.write(json_lines.encode(protocol.hub_answer(protocol.Rejected(reason=reason.split(" from pid")[0]))))
         except (ConnectionError, OSError):
             pass
         return None

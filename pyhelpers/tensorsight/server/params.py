@@ -1,8 +1,8 @@
 """Checks on the params of TensorSight's custom requests (``tensorsight/*``), shared by every request handler.
 
 pygls hands a custom method's params over as namedtuples (or a dict); the handlers in ``server``, ``conditions`` and
-``sessions`` read them as the contract's dataclasses (``parse_params``, with ``core.protocol.parse_payload``) or
-through ``as_dict`` and ``required_str``, so that bad params become a JSON-RPC invalid-params error (``-32602``) for
+``sessions`` read them as the contract's dataclasses (``parse_params``, with ``core.protocol.parse_payload``; never
+key by key), so that bad params become a JSON-RPC invalid-params error (``-32602``) for
 the client, never an exception in the server.
 """
 
@@ -40,20 +40,6 @@ def non_empty(value: str, key: str) -> str:
     """A string param that must say something (its type is the contract's; an empty one is no better than none)."""
     if not value:
         raise JsonRpcInvalidParams(f"'{key}' must be a non-empty string")
-    return value
-
-
-def required_str(params: Any, key: str) -> str:
-    value = as_dict(params).get(key)
-    if not isinstance(value, str) or not value:
-        raise JsonRpcInvalidParams(f"'{key}' must be a non-empty string")
-    return value
-
-
-def zero_based_line(params: Any, key: str = "line") -> int:
-    value = as_dict(params).get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise JsonRpcInvalidParams(f"'{key}' must be a 0-based line number")
     return value
 
 

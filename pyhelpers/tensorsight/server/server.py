@@ -30,10 +30,11 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -57,7 +58,7 @@ from tensorsight.server.diagnostics import (
 )
 from tensorsight.server.gpu_monitor import GpuMonitor
 from tensorsight.server.hub import Hub, printable
-from tensorsight.server.params import as_dict, non_empty, parse_params, required_str
+from tensorsight.server.params import non_empty, parse_params
 from tensorsight.server.run_events import RunEventBatcher
 from tensorsight.server.runtime_view import RuntimeView, normalize_path
 from tensorsight.server.source_files import MAX_SOURCE_BYTES, source_lines
@@ -246,9 +247,10 @@ class TensorSightServer(LanguageServer):
         diagnostics = [to_diagnostic(p.finding, lines, source_label(p.sources), self.units) for p in one_per_bug(found)]
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
 
-    def record_report(self, tool: str, raw_findings: Sequence[Any]) -> int:
-        """A tool's report (``tensorsight/toolFindings``): kept, merged into Problems at the next refresh."""
-        findings = [f for f in (finding_from_report(r) for r in raw_findings if isinstance(r, dict)) if f is not None]
+    def record_report(self, tool: str, reported: Sequence[protocol.ReportedFinding]) -> int:
+        """A tool's report (``tensorsight/toolFindings``): kept, merged into Problems at the next refresh. A finding
+        the shared model refuses (an unknown kind, a line before 1) is dropped."""
+        findings = [f for f in (finding_from_report(asdict(r)) for r in reported) if f is not None]
         self._dirty_paths |= self.view.record_report(tool, findings)
         self._schedule_refresh()
         return len(findings)
@@ -495,10 +497,8 @@ async def end_session(ls: TensorSightServer, params: Any) -> dict[str, bool]:
 
 @server.feature(protocol.TOOL_FINDINGS)
 def tool_findings(ls: TensorSightServer, params: Any) -> dict[str, int]:
-    findings = as_dict(params).get("findings")
-    if not isinstance(findings, list):
-        raise JsonRpcInvalidParams("'findings' must be a list")
-    return {"accepted": ls.record_report(required_str(params, "tool"), findings)}
+    given = parse_params(protocol.ToolFindingsParams, params)  # a malformed finding is dropped, not the report
+    return {"accepted": ls.record_report(non_empty(given.tool, "tool"), given.findings)}
 
 
 @server.feature(protocol.VALIDATE_CONDITION)

@@ -37,7 +37,7 @@ def test_a_record_made_at_a_frame_names_its_file_line_phase_and_step():
     output = torch.full((2, 3), float("nan"))
     record = make_here(output=output, step=7, module="net (Net)")
     assert record.file == HERE and record.line == make_here.__code__.co_firstlineno + 3
-    assert record.message == f"log made 1 NaN — forward, step 7, at test_records.py:{record.line}"
+    assert record.message == f"log made 1 NaN — forward, at test_records.py:{record.line}"  # the step is a field
     assert (record.step, record.elements, record.nan, record.rank) == (7, 6, 1, identity.rank())
     assert record.details == {} and repr(record).startswith("<NaN born here: log made 1 NaN")
     event = protocol.to_wire(record.event())

@@ -53,13 +53,13 @@ def test_the_reason_ends_with_the_link_only_when_the_editor_gave_one():
     record = record_with(output=torch.full((2, 2), float("nan")))
     options.set_options({})
     try:
-        assert stop_reason(record) == record.message
+        assert stop_reason(record, record.message) == record.message
         options.set_options({"viewTensorLink": START})
-        assert stop_reason(record) == f"{record.message}\nView the tensor: {START}&tensor=output"
+        assert stop_reason(record, record.message) == f"{record.message}\nView the tensor: {START}&tensor=output"
         options.set_options({"viewTensorLink": "not a link"})
-        assert stop_reason(record) == record.message
+        assert stop_reason(record, record.message) == record.message
         options.set_options({"viewTensorLink": START})
-        assert stop_reason(record_with(output=None)) == record.message  # nothing to show: no link
+        assert stop_reason(record_with(output=None), record.message) == record.message  # nothing to show: no link
     finally:
         options.set_options({})
 

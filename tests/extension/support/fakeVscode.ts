@@ -177,7 +177,11 @@ export const fake = {
 };
 
 function format(message: string, args: Array<string | number | boolean>): string {
-  return message.replace(/\{(\d+)\}/g, (_, index: string) => String(args[Number(index)]));
+  // as VS Code's l10n.t: a placeholder without its value stays (a template filled later)
+  return message.replace(/\{(\d+)\}/g, (whole, index: string) => {
+    const value = args[Number(index)];
+    return value === undefined ? whole : String(value);
+  });
 }
 
 export const l10n = { t: (message: string, ...args: Array<string | number | boolean>) => format(message, args) };

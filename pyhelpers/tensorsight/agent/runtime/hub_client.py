@@ -182,8 +182,9 @@ class HubClient:
                 sock.close()
             report_once("hub-connect", f"runtime hub at {self.address[0]}:{self.address[1]} unreachable ({exc})")
             return None
-        if answer.get("type") == protocol.REJECTED:
-            report_once("hub-rejected", f"runtime hub refused this process: {answer.get('reason', 'no reason given')}")
+        given = protocol.parse_hub_answer(answer)
+        if isinstance(given, protocol.Rejected):
+            report_once("hub-rejected", f"runtime hub refused this process: {given.reason or 'no reason given'}")
             with self._lock:
                 self.state = "rejected"
             sock.close()

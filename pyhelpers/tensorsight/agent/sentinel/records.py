@@ -18,6 +18,7 @@ from tensorsight.agent.sentinel.reading import elements, user_frame
 from tensorsight.agent.sentinel.record import NonFiniteRecord
 from tensorsight.agent.sentinel.state import lock, sw
 from tensorsight.agent.sentinel.view_link import stop_reason
+from tensorsight.core.findings import finding_context
 from tensorsight.core.l10n import t
 from tensorsight.core.nonfinite import NonFiniteCounts
 from tensorsight.core.phase_names import phase_label
@@ -75,10 +76,8 @@ def make_record(
     rank = identity.rank()
     where = f"{os.path.basename(file)}:{line}" if file else t("unknown location")
     summary = t("{what} — {phase}", what=what, phase=phase_label(phase))
-    context = [phase_label(phase), t("step {0}", step_number)]
-    if rank is not None:
-        context.append(t("rank {0}", rank))
-    message = t("{what} — {context}, at {where}", what=what, context=", ".join(context), where=where)
+    # the step and rank are the record's fields (the finding, the event): whoever shows the message adds them
+    message = t("{what} — {context}, at {where}", what=what, context=phase_label(phase), where=where)
     details: dict[str, Any] = {"replayed": True} if replayed else {}
     count = elements([output] if is_tensor(output) else list(produced))
     return NonFiniteRecord(
@@ -116,7 +115,8 @@ def report(record: NonFiniteRecord, frame: types.FrameType | None, line_shown: i
     finding = record.finding()
     if finding is not None:
         events.emit_finding(finding)
-    reason = stop_reason(record) if sw.origin == "debugger" else record.message
+    shown = record.message + finding_context(record.step, record.rank)
+    reason = stop_reason(record, shown) if sw.origin == "debugger" else shown
     say(f"{record.title}: {reason}")
     if sw.origin != "debugger" or frame is None or not _stops_allowed() or pause.thread_held_by_debugger():
         return

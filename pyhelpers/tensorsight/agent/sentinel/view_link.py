@@ -58,11 +58,12 @@ def link_line(record: Any) -> str | None:
     return t("View the tensor: {0}", link) if link is not None else None
 
 
-def stop_reason(record: Any) -> str:
-    """The stop's reason: the record's message, then the viewer's link on a line of its own when there is one."""
+def stop_reason(record: Any, shown: str) -> str:
+    """The stop's reason: the record's message as shown (``shown``, with its step and rank), then the viewer's link on
+    a line of its own when there is one."""
     try:
         line = link_line(record)
     except Exception as exc:  # noqa: BLE001 - the stop goes ahead without its link
         report_once("view-link-error", f"the stop's viewer link failed ({type(exc).__name__}: {exc})")
         line = None
-    return f"{record.message}\n{line}" if line else str(record.message)
+    return f"{shown}\n{line}" if line else shown

@@ -13,7 +13,6 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from tensorsight.core.findings import Finding
 from tensorsight.core.l10n import t
@@ -22,6 +21,7 @@ from tensorsight.core.rules.facts import (
     FunctionSummary,
     LoopFacts,
     ModuleFacts,
+    ProjectLinks,
     backward_call,
     eval_mode_call,
     is_grad_disabling,
@@ -38,9 +38,6 @@ from tensorsight.core.rules.fixes import insert_line_before, make_fix, wrap_in_b
 from tensorsight.core.rules.flow import functions_called
 from tensorsight.core.rules.model import Fix, RuleInfo, Span
 from tensorsight.core.rules.model_classes import mode_dependent_layer
-
-if TYPE_CHECKING:
-    from tensorsight.core.rules.project import Project
 
 EVAL_WITHOUT_EVAL_MODE = RuleInfo(
     "TS102",
@@ -498,7 +495,7 @@ def _callers(
 _Registration = tuple[ModuleFacts, ast.AST, str | None]
 
 
-def _registrations(project: Project) -> dict[int, list[_Registration]]:
+def _registrations(project: ProjectLinks) -> dict[int, list[_Registration]]:
     """Functions handed by name to a project function (id(function) -> (module, that function, the parameter that
     receives it)) or to a project class's method or constructor ((module, the class, None))."""
     entry = project.entry.facts

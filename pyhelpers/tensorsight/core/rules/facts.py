@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from tensorsight.core.rules.model import Span
-
-if TYPE_CHECKING:
-    from tensorsight.core.rules.project import Project
 
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
 Loop = ast.For | ast.AsyncFor | ast.While
@@ -266,7 +263,7 @@ class ModuleFacts:
         self.assignments = Assignments(self)
         self.backward_calls: list[BackwardCall] = [b for b in map(backward_call, self.calls) if b is not None]
         # Set by ``project.load_project`` when the module is analysed with the project's other files.
-        self.project: Project | None = None
+        self.project: ProjectLinks | None = None
         # Per-analysis answers a rule asks many times (keyed by the rule's own tuple), e.g. a scope's mode switches.
         self.memo: dict[tuple[object, ...], object] = {}
 
@@ -683,3 +680,45 @@ def _bindings(node: ast.AST) -> Iterator[tuple[str, ast.expr | None]]:
         for item in node.items:
             if isinstance(item.optional_vars, ast.Name):
                 yield item.optional_vars.id, None
+
+
+# ---------------------------------------------------------------------------------------------- the project link
+# What a module's facts may ask of the project they were analysed with (``ModuleFacts.project``). ``project.Project``
+# (which builds on these facts) implements it; it is declared here so that facts need nothing of project.
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+class ProjectFile(Protocol):
+    """One file of the project (``project.ProjectModule``)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def facts(self) -> ModuleFacts: ...
+
+
+class ProjectLinks(Protocol):
+    """The project a module belongs to, as the rules ask it (``project.Project``)."""
+
+    @property
+    def modules(self) -> Mapping[str, ProjectFile]: ...
+
+    @property
+    def entry(self) -> ProjectFile: ...
+
+    def module_of(self, facts: ModuleFacts) -> ProjectFile | None: ...
+
+    def resolve_callee(self, facts: ModuleFacts, func: ast.expr) -> list[tuple[ModuleFacts, ast.AST]]: ...
+
+    def class_of_value(self, facts: ModuleFacts, value: ast.expr | None) -> tuple[ModuleFacts, ast.ClassDef] | None: ...
+
+    def methods(self, owner: ModuleFacts, cls: ast.ClassDef, name: str, depth: int = 0) -> list[Function]: ...
+
+    def summaries_called(self, facts: ModuleFacts, call: ast.Call) -> list[FunctionSummary]: ...
+
+    def functions_called(self, facts: ModuleFacts, call: ast.Call) -> list[tuple[ModuleFacts, Function]]: ...
+
+    def constructions(self, cls: ast.ClassDef) -> list[tuple[ModuleFacts, ast.Call]]: ...
+
+    def call_sites(self, fn: Function) -> list[tuple[ModuleFacts, ast.Call]]: ...
