@@ -3,9 +3,12 @@
 import os
 import subprocess
 
+import pytest
+
 from support.paths import PYHELPERS, PYTHON, REPO
 
 
+@pytest.mark.timing  # bounds a wall time: scripts/test.sh runs it with nothing beside it
 def test_demo_runs_every_tool_and_reports_each_result():
     proc = subprocess.run(
         [PYTHON, "-m", "tensorsight", "demo", "--rows", "200000"],

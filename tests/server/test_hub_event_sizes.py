@@ -63,6 +63,7 @@ async def suggest_latency(client: LanguageClient) -> float:
     return time.perf_counter() - began
 
 
+@pytest.mark.timing  # bounds a wall time: scripts/test.sh runs it with nothing beside it
 @pytest.mark.timeout(180)
 async def test_megabyte_events_are_counted_not_forwarded(client: LanguageClient):
     writer = await agent(client, "huge")

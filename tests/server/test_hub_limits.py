@@ -73,6 +73,7 @@ async def welcome(host: str, port: int, hello: dict[str, Any]) -> tuple[asyncio.
     return reader, writer
 
 
+@pytest.mark.timing  # bounds a wall time: scripts/test.sh runs it with nothing beside it
 @pytest.mark.timeout(180)
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RSS from /proc")
 async def test_500_unauthenticated_connections_holding_partial_lines_cost_little(client: LanguageClient):
@@ -133,6 +134,7 @@ async def test_a_forged_hello_writes_no_long_and_no_extra_log_line(client: Langu
         assert "\n" not in line and "\r" not in line, f"a log line with a line break: {line[:200]!r}"
 
 
+@pytest.mark.timing  # bounds a wall time: scripts/test.sh runs it with nothing beside it
 @pytest.mark.timeout(90)
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
 async def test_a_finding_naming_a_fifo_dev_zero_or_an_outside_file_leaves_the_server_responsive(
@@ -178,6 +180,7 @@ class CountingDiagnostics(dict):
         super().__setitem__(key, value)
 
 
+@pytest.mark.timing  # bounds a wall time: scripts/test.sh runs it with nothing beside it
 @pytest.mark.timeout(240)
 async def test_100000_valid_events_are_coalesced_and_requests_stay_fast(client: LanguageClient, tmp_path):
     host, port, token = await start(client, "flood")

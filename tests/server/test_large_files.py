@@ -125,6 +125,7 @@ async def answers(client: LanguageClient, small_uri: str, tmp_path: pathlib.Path
     return took
 
 
+@pytest.mark.timing  # bounds a wall time: scripts/test.sh runs it with nothing beside it
 @pytest.mark.timeout(300)
 async def test_requests_answer_in_time_while_a_60000_line_file_is_opened_and_edited(
     client: LanguageClient, tmp_path: pathlib.Path
@@ -149,6 +150,7 @@ async def test_requests_answer_in_time_while_a_60000_line_file_is_opened_and_edi
     assert skipped[0].severity == types.DiagnosticSeverity.Information and skipped[0].range.start.line == 0
 
 
+@pytest.mark.timing  # bounds a wall time: scripts/test.sh runs it with nothing beside it
 @pytest.mark.timeout(300)
 async def test_requests_answer_in_time_while_a_large_file_under_the_cap_is_analysed(
     client: LanguageClient, tmp_path: pathlib.Path

@@ -69,6 +69,7 @@ def test_the_process_and_its_workers_send_without_delay_and_workers_wait_when_a_
         assert "total 4032" in root.stdout()
 
 
+@pytest.mark.timing  # bounds a wall time: scripts/test.sh runs it with nothing beside it
 @pytest.mark.timeout(400)
 def test_with_nothing_to_stop_at_workers_run_unattached_and_every_process_ends_without_pydevds_waits(tmp_path):
     logs = tmp_path / "pydevd"

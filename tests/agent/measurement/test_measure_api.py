@@ -21,6 +21,7 @@ def published():
     unsubscribe()
 
 
+@pytest.mark.timing  # bounds a wall time: scripts/test.sh runs it with nothing beside it
 def test_timer_measures_a_block_and_publishes_it(published, capsys):
     with tensorsight.Timer("data") as timer:
         time.sleep(0.02)

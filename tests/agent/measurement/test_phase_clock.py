@@ -85,6 +85,7 @@ def _line_of(text: str) -> int:
 HELD_SECONDS = 2.0
 
 
+@pytest.mark.timing  # bounds a wall time: scripts/test.sh runs it with nothing beside it
 def test_time_held_at_a_breakpoint_counts_in_no_phase(tmp_path):
     """Held 2 s at a breakpoint in the loop body (step 4) and 2 s inside forward (step 8): every step's phases stay
     at the milliseconds the loop takes, where the pauses used to land in "other" and "forward"."""

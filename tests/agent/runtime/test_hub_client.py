@@ -79,6 +79,7 @@ def test_hello_then_events_in_order_then_bye():
     assert client.state == "closed" and client.dropped_total == 0
 
 
+@pytest.mark.timing  # bounds a wall time: scripts/test.sh runs it with nothing beside it
 def test_slow_hub_drops_with_a_count_and_never_blocks(monkeypatch):
     monkeypatch.setattr(hub_client, "QUEUE_LIMIT", 200)
     hub = Listener(read=False)  # accepts, answers the hello, then stops reading
@@ -101,6 +102,7 @@ def test_slow_hub_drops_with_a_count_and_never_blocks(monkeypatch):
     assert 0 < sum(e["count"] for e in hub.lines if e["type"] == "dropped") <= hub.lines[-1]["dropped"]
 
 
+@pytest.mark.timing  # bounds a wall time: scripts/test.sh runs it with nothing beside it
 def test_gone_hub_costs_nothing_and_flush_is_bounded():
     unused = socket.socket()
     unused.bind(("127.0.0.1", 0))
