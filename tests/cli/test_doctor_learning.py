@@ -1,6 +1,6 @@
 """The doctor on the learning families of the realistic suite (gan_two_optimizers, finetune_frozen, manual_sgd,
-eval_mode_chain): each run-time learning finding at its ``# BUG:`` line, in English and in Spanish (a real subprocess
-per script and language), and the graph-reuse error still raised by the program."""
+eval_mode_chain, pretrained_encoder): each run-time learning finding at its ``# BUG:`` line, in English and in
+Spanish (a real subprocess per script and language), and the graph-reuse error still raised by the program."""
 
 from __future__ import annotations
 
@@ -34,6 +34,10 @@ EXPECTED = {
         "Esta actualización escrita a mano aplica gradientes",
     ),
     "eval_mode_chain/bug_left_in_eval.py": ("backward-in-eval-mode", "Sequential pasó aquí a modo de evaluación"),
+    "pretrained_encoder/bug_probe_on_untrained_encoder.py": (
+        "frozen-at-initialisation",
+        "4 parámetro(s) están congelados (requires_grad=False) mientras conservan su inicialización aleatoria",
+    ),
 }
 SCRIPTS = {script.name: script for script in realistic.discover()}
 ENGLISH = frozenset("the was were not of from with and its is are which this that it by has have never".split())

@@ -390,3 +390,33 @@ def test_evaluation_inputs_on_another_scale_explain_a_rising_validation_loss():
     val = [1.0, 0.8, 0.9, 1.2, 1.5, 1.9, 2.3]
     assert diagnoses(diagnose_curves(curves(train, val=val))) == ["overfitting"]
     assert diagnose_curves(curves(train, val=val, extra={"evaluation_inputs_differ": True})) == []
+
+
+# ---- first updates far too large -----------------------------------------------------------------------------------
+def _overshot(ratios: list[float], first_losses: list[float]) -> TrainingCurves:
+    # then a calm plateau: no other loss verdict (it fell from its first value and stays flat, no swing)
+    losses = first_losses + [0.4 + 0.001 * (i % 2) for i in range(200)]
+    return TrainingCurves(
+        train_loss=losses,
+        train_steps=list(range(1, len(losses) + 1)),
+        lr=0.125,
+        optimizer_at=("train.py", 68),
+        loss_at=("train.py", 40),
+        extra={"early_update_ratios": ratios, "peak_lr": 0.5},
+    )
+
+
+def test_first_updates_far_too_large_with_an_early_loss_jump_are_found_at_the_optimizer():
+    curves = _overshot([0.30, 1.20, 0.80, 0.44, 0.28, 0.20, 0.15, 0.52, 0.30, 0.25], [2.38, 6.24, 2.06, 1.52, 14.9])
+    (finding,) = diagnose_curves(curves)
+    assert (finding.kind, finding.severity, finding.file, finding.line) == ("dynamics", "warning", "train.py", 68)
+    assert finding.details["diagnosis"] == "overshooting" and finding.details["lr"] == 0.5
+    assert finding.details["loss_early_peak"] == 14.9 and "(lr=0.5)" in finding.message
+
+
+def test_small_updates_or_no_early_jump_or_a_closure_free_hand_update_are_silent():
+    healthy = _overshot([0.006, 0.011, 0.016, 0.021, 0.023, 0.025], [2.38, 2.03, 2.37, 2.18, 1.37])
+    no_jump = _overshot([0.30, 0.40, 0.35, 0.30], [2.38, 2.03, 2.37, 2.18, 1.37])  # large steps, loss only falls
+    hand = dataclasses.replace(_overshot([0.30, 1.20, 0.80], [2.38, 6.24, 14.9]), hand_written=True)
+    too_few = _overshot([0.30, 1.20], [2.38, 6.24, 14.9])
+    assert [diagnose_curves(c) for c in (healthy, no_jump, hand, too_few)] == [[], [], [], []]

@@ -17,6 +17,9 @@ The seed lesson's list of what to look for in the curves, as ``dynamics`` findin
 - a cross-entropy sitting far above its chance level ``ln(classes)`` (worse than guessing): the logits blew up, the
   learning rate is too high (the class count comes from the model's own output or from the logits the program's
   classification loss scores, ``extra["classes"]``);
+- the first updates moving the weights by a tenth of their size per step or more (``extra["early_update_ratios"]``,
+  measured by ``agent.measurement.update_size``) while the loss jumps to 1.5 times its first value: the learning
+  rate is far too high even when the loss later settles (the overshoot may leave the model stuck, its ReLUs dead);
 - a classification loss that stays at its chance level ``ln(classes)`` from start to end: training at chance level
   (labels misaligned with their features), at the loss call (``extra["classification_at"]``); a loss that barely
   moves but sits clearly below chance learns slowly: an info finding that says how far from chance it is.
@@ -451,6 +454,51 @@ def diagnose_loss(curves: TrainingCurves) -> list[Finding]:
     return []
 
 
+OVERSHOOT_RATIO = 0.1  # median relative update size ‖Δθ‖/‖θ‖ over the first steps (stable training: well under 1%)
+OVERSHOOT_SPIKE = 1.5  # ... while the loss of those first steps jumps to this many times its first value
+OVERSHOOT_LOSSES = 20  # the first recorded losses searched for that jump
+
+
+def diagnose_overshoot(curves: TrainingCurves) -> list[Finding]:
+    """The first updates far too large for the weights they change (``extra["early_update_ratios"]``: ‖Δθ‖/‖θ‖ per
+    step over each optimizer's first steps) and the loss jumping above its first value meanwhile: the learning rate
+    is far too high, even where the loss then settles (on a plateau the overshoot left it on)."""
+    ratios = [r for r in curves.extra.get("early_update_ratios") or () if math.isfinite(r)]
+    where = _where(curves.optimizer_at, curves.loss_at)
+    if where is None or curves.adversarial or curves.hand_written or len(ratios) < 3:
+        return []
+    if curves.first_nonfinite_loss_step is not None:
+        return []  # a loss that went NaN/Inf has its own verdict
+    typical = median(ratios)
+    early = [v for v in list(curves.train_loss)[:OVERSHOOT_LOSSES] if math.isfinite(v)]
+    if typical < OVERSHOOT_RATIO or len(early) < 3 or not early[0] > 0:
+        return []
+    peak = max(early)
+    if peak < OVERSHOOT_SPIKE * early[0]:
+        return []
+    message = t(
+        "the first updates moved the weights by {typical}% of their size per step (median over the first {steps} "
+        "steps, up to {largest}%){lr}, and the loss jumped from {first} to {peak}: the learning rate is far too high "
+        "(stable training moves them by well under 1% per step); the loss may then settle on a plateau the overshoot "
+        "left it on. Lower it (e.g. 10×) or add a warm-up",
+        typical=f"{typical * 100:.3g}",
+        steps=len(ratios),
+        largest=f"{max(ratios) * 100:.3g}",
+        lr=_lr_text(curves.extra.get("peak_lr") or curves.lr),
+        first=_fmt(early[0]),
+        peak=_fmt(peak),
+    )
+    details = {
+        "diagnosis": "overshooting",
+        "update_ratio_median": round(typical, 6),
+        "update_ratio_max": round(max(ratios), 6),
+        "loss_first": round(early[0], 6),
+        "loss_early_peak": round(peak, 6),
+        "lr": curves.extra.get("peak_lr") or curves.lr,
+    }
+    return [Finding("dynamics", "warning", message, *where, details=details)]
+
+
 CHANCE_FACTOR = 10.0  # a mean cross-entropy this many times ln(classes): far worse than a uniform guess
 AT_CHANCE_TOLERANCE = 0.05  # a cross-entropy within 5% of ln(classes) from start to end: training at chance level
 
@@ -726,6 +774,9 @@ def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
     return [Finding("dynamics", "warning", message, *where, step=peak_step, details=details)]
 
 
+LR_VERDICTS = ("diverging", "oscillating", "above-chance", "overshooting")  # loss verdicts that blame the lr
+
+
 def diagnose_curves(curves: TrainingCurves) -> list[Finding]:
     """Every dynamics finding the recorded series support (none for a healthy run).
 
@@ -736,8 +787,9 @@ def diagnose_curves(curves: TrainingCurves) -> list[Finding]:
         return diagnose_overfitting(curves)
     # one loss verdict, the most specific
     loss = diagnose_chance_level(curves) or diagnose_at_chance(curves) or diagnose_loss(curves)
+    loss = loss or diagnose_overshoot(curves)
     gradients = [*diagnose_vanishing(curves), *diagnose_exploding(curves)]
-    if loss and loss[0].details.get("diagnosis") in ("diverging", "oscillating", "above-chance") and gradients:
+    if loss and loss[0].details.get("diagnosis") in LR_VERDICTS and gradients:
         symptoms = {s.details["diagnosis"]: {k: v for k, v in s.details.items() if k != "diagnosis"} for s in gradients}
         loss = [replace(loss[0], details={**loss[0].details, **symptoms})]
         gradients = []

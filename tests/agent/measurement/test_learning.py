@@ -106,11 +106,16 @@ def test_a_backbone_frozen_on_purpose_is_silent():
 
 def test_frozen_parameters_left_in_the_optimizer_and_a_short_run_are_silent():
     model = Net()
-    model.backbone.requires_grad_(False)  # frozen with requires_grad=False: deliberate, even if still in the optimizer
     clock = FakeClock(model)
+    watch, found, _ = make_watch(clock)
+    watch.install()  # sees the load below
+    try:
+        model.backbone.load_state_dict(nn.Linear(4, 8).state_dict())  # pretrained weights
+    finally:
+        watch.uninstall()
+    model.backbone.requires_grad_(False)  # loaded, then frozen: deliberate, even if still in the optimizer
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     clock.lines[id(optimizer)] = ("train.py", 30)
-    watch, found, _ = make_watch(clock)
     train_steps(watch, model, optimizer)
     short = Net(neck_under_no_grad=True)
     short_clock = FakeClock(short)
@@ -118,6 +123,53 @@ def test_frozen_parameters_left_in_the_optimizer_and_a_short_run_are_silent():
     short_clock.lines[id(short_optimizer)] = ("train.py", 40)
     watch2, found2, _ = make_watch(short_clock)
     train_steps(watch2, short, short_optimizer, steps_=2)
+    assert found == [] and found2 == []
+
+
+def test_weights_frozen_at_their_random_initialisation_are_found_at_the_freeze_line(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "model = Net()\n"
+        "for param in model.backbone.parameters():\n"
+        "    param.requires_grad = False\n"
+        "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    )
+    model = Net()
+    model.backbone.requires_grad_(False)  # nothing was loaded into it: random weights, frozen for good
+    clock = FakeClock(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    clock.lines[id(optimizer)] = (str(script), 4)
+    watch, found, _ = make_watch(clock, {id(optimizer): "optimizer"})
+    train_steps(watch, model, optimizer)
+    (finding,) = found
+    assert (finding.kind, finding.file, finding.line) == ("training-logic", str(script), 3)
+    assert finding.details["check"] == "frozen-at-initialisation"
+    assert finding.details["parameters"] == ["Net.backbone.weight", "Net.backbone.bias"]
+    assert finding.details["optimizer_line"] == 4
+
+
+def test_frozen_weights_after_torch_load_or_not_in_the_optimizer_are_silent(tmp_path):
+    model = Net()
+    model.backbone.requires_grad_(False)
+    clock = FakeClock(model)
+    watch, found, _ = make_watch(clock)
+    torch.save(model, tmp_path / "model.pt")
+    watch.install()
+    try:  # torch.load ran before training: the weights may come from a checkpoint
+        model = torch.load(tmp_path / "model.pt", weights_only=False)
+    finally:
+        watch.uninstall()
+    clock._models = [model]
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    clock.lines[id(optimizer)] = ("train.py", 30)
+    train_steps(watch, model, optimizer)
+    kept_out = Net()
+    kept_out.backbone.requires_grad_(False)
+    kept_clock = FakeClock(kept_out)
+    kept_optimizer = torch.optim.SGD([p for p in kept_out.parameters() if p.requires_grad], lr=0.1)
+    kept_clock.lines[id(kept_optimizer)] = ("train.py", 40)
+    watch2, found2, _ = make_watch(kept_clock)
+    train_steps(watch2, kept_out, kept_optimizer)
     assert found == [] and found2 == []
 
 

@@ -13,6 +13,7 @@ import os
 import sys
 import warnings
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -177,6 +178,20 @@ def test_the_same_tensor_moved_in_two_steps_is_a_device_finding(window, publishe
         monkeypatch.setattr(steps, "_step", step)
         moved = batch.to("cpu")  # noqa: F841 - a transfer that belongs before the loop
     transfers.report_transfers()
+    transfers.report_transfers()
+    (finding,) = [e["finding"] for e in published if e["type"] == "finding"]
+    assert (finding["kind"], finding["file"], finding["line"]) == ("device", HERE, line)
+
+
+def test_a_fresh_tensor_over_the_same_numpy_array_moved_twice_is_a_device_finding(window, published, monkeypatch):
+    weights = np.linspace(1.0, 2.0, 8, dtype=np.float32)  # a constant array, converted again at each step
+    buffer = np.zeros((4, 2), dtype=np.float32)  # a buffer refilled with each batch: new data at each step
+    line = sys._getframe().f_lineno + 5
+    for step in (1, 2):
+        monkeypatch.setattr(steps, "_step", step)
+        buffer[:] = step
+        batch = torch.from_numpy(buffer).to("cpu")  # noqa: F841 - a new batch each step, as it must be
+        moved = torch.from_numpy(weights).to("cpu")  # noqa: F841 - belongs before the loop
     transfers.report_transfers()
     (finding,) = [e["finding"] for e in published if e["type"] == "finding"]
     assert (finding["kind"], finding["file"], finding["line"]) == ("device", HERE, line)

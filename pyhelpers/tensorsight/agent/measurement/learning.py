@@ -8,6 +8,10 @@ doctor and the debugger's exception hook call). Each check reads what really hap
   of them hold no gradient at any of its steps while the others do (a head layer run under ``torch.no_grad()``, a
   branch cut by ``.detach()``). Deliberate fine-tuning freezes with ``requires_grad=False``: those are not counted.
   An optimizer none of whose parameters get a gradient is ``gradient_clearing``'s finding, not this one;
+- **frozen weights never trained**: an optimizer holds parameters of ``torch.nn`` layers with ``requires_grad=False``
+  that no ``load_state_dict`` filled, in a model of the user's own classes, and no ``torch.load`` ran before
+  training: they keep their random initialisation (``agent.measurement.frozen``); the finding goes to the line that
+  froze them;
 - **parameters no optimizer holds**: parameters of a trained model that receive gradients, while every optimizer
   steps on other tensors (a GAN's generator optimizer built on the discriminator's parameters): they never change.
   The finding goes to the optimizer that holds another optimizer's parameters when there is one, else to the first;
@@ -101,6 +105,9 @@ class LearningWatch:
         self._eval_backward = None
         self._eval_reported: set[int] = set()
         self._train_depth = 0
+        self._loaded: set[int] = set()  # ids of the parameters of every module a load_state_dict filled
+        self._torch_loaded = False  # torch.load ran (a whole pickled model, weights assigned by hand)
+        self._frozen: dict[int, dict[int, str]] = {}  # optimizer -> its frozen, never-loaded parameters at step 1
         self._patches = Patches("learning")
         self.finished = False
         self.explained: set[int] = set()  # optimizers whose curves the findings here explain (not judged again)
@@ -113,6 +120,8 @@ class LearningWatch:
         clock.model_input_listeners.append(self.model_pass)
         clock.backward_listeners.append(self.backward)
         self._patches.replace(self._torch.nn.Module, "train", self._observing_train)
+        self._patches.replace(self._torch.nn.Module, "load_state_dict", self._observing_load)
+        self._patches.replace(self._torch, "load", self._observing_torch_load)
 
     def uninstall(self) -> None:
         self._patches.restore()
@@ -142,6 +151,29 @@ class LearningWatch:
 
         skip_frames(train.__code__, calls_too=False)
         return train
+
+    def _observing_load(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        noted = untraced_hook(self._loaded_into)
+
+        def load_state_dict(module: Any, *args: Any, **kwargs: Any) -> Any:
+            result = original(module, *args, **kwargs)
+            noted(module)
+            return result
+
+        skip_frames(load_state_dict.__code__, calls_too=False)
+        return load_state_dict
+
+    def _observing_torch_load(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def load(*args: Any, **kwargs: Any) -> Any:
+            self._torch_loaded = True
+            return original(*args, **kwargs)
+
+        skip_frames(load.__code__, calls_too=False)
+        return load
+
+    @never_raise()
+    def _loaded_into(self, module: Any) -> None:
+        self._loaded.update(id(param) for param in module.parameters())
 
     @never_raise()
     def _mode_set(self, module: Any, mode: Any) -> None:
@@ -199,6 +231,12 @@ class LearningWatch:
                     else:
                         pending[id(param)] = weakref.ref(param)
         self._pending[id(optimizer)] = pending
+        if not self._torch_loaded:
+            from tensorsight.agent.measurement.frozen import frozen_at_start
+
+            frozen = frozen_at_start(optimizer, self._clock.models(), self._loaded)
+            if frozen:
+                self._frozen[id(optimizer)] = frozen
         return pending
 
     def _scan_outside(self) -> None:
@@ -340,6 +378,9 @@ class LearningWatch:
             if not pending or key not in self._learned or self._steps.get(key, 0) < MIN_STEPS:
                 continue
             self._never_gradient(key, [self._names.get(pid, "?") for pid in pending])
+        for key, frozen in self._frozen.items():
+            if key in self._learned and self._steps.get(key, 0) >= MIN_STEPS:
+                self._frozen_untrained(key, list(frozen.values()))
         outside = [name for pid, name in self._outside.items() if pid not in self._held]
         if outside and self._real_steps >= MIN_STEPS:
             self._not_held(outside)
@@ -360,6 +401,29 @@ class LearningWatch:
             params=_listing(params),
         )
         details = {"check": "parameters-never-learn", "optimizer": name, "parameters": params}
+        self.explained.add(key)
+        self._report(Finding("training-logic", "warning", message, where[0], where[1], details=details))
+
+    def _frozen_untrained(self, key: int, params: list[str]) -> None:
+        from tensorsight.agent.measurement.frozen import freeze_line
+
+        built, name = self._built.get(key, (None, None))
+        if built is None:
+            return
+        where = freeze_line([built[0]], params) or built
+        message = t(
+            "{count} parameter(s) are frozen (requires_grad=False) while they still hold their random "
+            "initialisation: no load_state_dict() filled them, so that part of the model never learns: {params}. "
+            "{name} holds them but never updates them ({steps} steps). Freeze only weights loaded from a trained "
+            "model, or remove the freeze",
+            count=len(params),
+            params=_listing(params),
+            name=name or "optimizer",
+            steps=self._steps.get(key, 0),
+        )
+        details: dict[str, Any] = {"check": "frozen-at-initialisation", "parameters": params}
+        if where != built:
+            details["optimizer_line"] = built[1]
         self.explained.add(key)
         self._report(Finding("training-logic", "warning", message, where[0], where[1], details=details))
 

@@ -204,6 +204,7 @@ class Measurement:
         from tensorsight.agent.measurement.phases import PhaseClock, caller_location
         from tensorsight.agent.measurement.scalars import ScalarRecorder
         from tensorsight.agent.measurement.training_log import TrainingLog, setup_logging
+        from tensorsight.agent.measurement.update_size import UpdateSizes
 
         self.torch = torch
         self.settings = settings
@@ -220,6 +221,7 @@ class Measurement:
         self.learning = LearningWatch(
             torch, self.clock, events.emit_finding, self.clearing.reported, lambda o: self._series_of(o).name
         )
+        self.updates = UpdateSizes(torch)  # relative size of each optimizer's first updates
         self.recorder = ScalarRecorder(torch, self.clock.models, settings.grad_norms_per_parameter)
         self.monitor = MemoryMonitor(torch) if settings.memory else None
         set_context(self.monitor, lambda: self.clock.in_eval_forward_with_grad)
@@ -264,6 +266,8 @@ class Measurement:
         closure = self.frameworks.ran_closure(optimizer)
         if not isinstance(optimizer, steps.HandWrittenUpdate):
             self.clearing.before_step(optimizer, self._series_of(optimizer).name, closure)
+            if not closure:  # a closure optimizer (L-BFGS) searches its step: large first moves are its way
+                self.updates.before(optimizer)
         if self._due(self.settings.scalars_every, step) and not closure:
             self.recorder.before_step(optimizer)
             norm = self.recorder.total_norm
@@ -276,6 +280,7 @@ class Measurement:
         from tensorsight.agent.measurement.scalars import learning_rate
 
         step = record.step
+        self.updates.after(record.optimizer)
         if self.settings.phases:
             self._record_phases(record)
         loss = record.loss
@@ -442,7 +447,11 @@ class Measurement:
             optimizer_at=optimizer_at,
             validation_at=clock.validation_at,
             model_at=clock.model_at,
-            extra={**self.frameworks.curve_extra(clock.output_classes), **self.data.curve_extra()},
+            extra={
+                **self.frameworks.curve_extra(clock.output_classes),
+                **self.data.curve_extra(),
+                "early_update_ratios": self.updates.ratios.get(series.key, []),
+            },
             optimizer_name=series.name if named else None,
             adversarial=adversarial,
             hand_written=series.hand_written,

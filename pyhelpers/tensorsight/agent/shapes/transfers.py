@@ -1,5 +1,7 @@
-"""Device mistakes: the same live tensor moved with ``.to()``/``.cuda()``/``.cpu()`` in two or more steps (the transfer
-belongs before the loop), and a module fed inputs on another device than its parameters. Transfers made inside
+"""Device mistakes: the same data moved with ``.to()``/``.cuda()``/``.cpu()`` in two or more steps (the transfer
+belongs before the loop), and a module fed inputs on another device than its parameters. The same data is the same
+live tensor at the same ``_version``, or a tensor made afresh each step over memory it borrows, unchanged, from
+outside torch (``torch.from_numpy(WEIGHTS)`` of one numpy array: a storage torch cannot resize). Transfers made inside
 another library, and transfers of one number, are not the user's to move.
 
 Fed by ``observers`` (each transfer call in a window, each module's first call, each step end); reads and writes
@@ -58,8 +60,31 @@ def _called_from_library(frame: FrameType | None) -> bool:
     return False
 
 
+BORROWED_CONTENT_LIMIT = 1 << 20  # bytes of borrowed memory whose content is hashed into its key
+
+
+def _borrowed_key(t: Any) -> tuple[Any, ...] | None:
+    """Identity of data a fresh tensor borrows from outside torch (a numpy array's buffer): its address, layout and
+    content, so a numpy buffer refilled with each batch is new data at each step; None for torch's own memory."""
+    try:
+        storage = t.untyped_storage()
+        if storage.resizable() or t.device.type != "cpu" or t.requires_grad:
+            return None
+        nbytes = int(storage.nbytes())
+        if nbytes > BORROWED_CONTENT_LIMIT:
+            return None
+        content = hash(bytes(t.detach().contiguous().numpy().tobytes()))
+        return ("borrowed", int(storage.data_ptr()), str(t.dtype), tuple(t.shape), tuple(t.stride()), content)
+    except Exception:  # noqa: BLE001 (a layout numpy cannot read: keyed by identity instead)
+        return None
+
+
 def _source_key(t: Any) -> tuple[Any, ...]:
-    """Identity of the data moved: the same live tensor object with the same ``_version`` is the same data."""
+    """Identity of the data moved: the same live tensor object with the same ``_version`` is the same data, and so is
+    a fresh tensor over the same unchanged borrowed memory (``_borrowed_key``)."""
+    borrowed = _borrowed_key(t)
+    if borrowed is not None:
+        return borrowed
     ref_and_gen = window_state.state.sources.get(id(t))
     if ref_and_gen is None or ref_and_gen[0]() is not t:
         window_state.state.generation += 1
