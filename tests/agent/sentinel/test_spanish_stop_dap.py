@@ -15,7 +15,7 @@ def test_the_first_nan_stop_and_the_console_speak_spanish():
         assert stop["reason"] == "exception" and stop["text"] == "Inf nace aquí"
         description = stop["description"]
         assert description.startswith("torch.log produjo") and "a partir de entradas finitas" in description
-        assert "— propagación, paso " in description and ", en nan_log_zero.py:" in description
+        assert "— propagación, en nan_log_zero.py:" in description and "(paso " in description
         frame = session.top_frame(stop)
         assert frame["line"] == marked_lines(path, "@nan")[""]
         info = session.request("exceptionInfo", {"threadId": stop["threadId"]})
