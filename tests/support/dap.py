@@ -41,6 +41,8 @@ class SessionLogs:
 
     def __init__(self) -> None:
         self.folder = tempfile.mkdtemp(prefix="tensorsight-dap-")
+        self.kept: str | None = None
+        self.closed = False
 
     def adapter_args(self, env: dict[str, str]) -> list[str]:
         """``--log-dir``: debugpy's adapter, launcher and server, and pydevd in every process, log into the folder.
@@ -54,6 +56,7 @@ class SessionLogs:
         """Move the folder under test-output/dap-logs/ and note where, with the adapter log's tail, on `error`."""
         os.makedirs(KEPT_LOGS, exist_ok=True)
         kept = tempfile.mkdtemp(prefix=time.strftime("%H%M%S-"), dir=KEPT_LOGS)
+        self.kept, self.closed = kept, True
         names = sorted(os.listdir(self.folder))
         for name in names:
             shutil.move(os.path.join(self.folder, name), kept)
@@ -68,6 +71,7 @@ class SessionLogs:
 
     def discard(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+        self.closed = True
 
 
 class DapError(AssertionError):
@@ -309,9 +313,8 @@ class DebugSession:
         try:
             self._end_adapter()
         finally:
-            if self.logs is not None:
+            if self.logs is not None and not self.logs.closed:
                 self.logs.keep(error) if error is not None else self.logs.discard()
-                self.logs = None
 
     def _end_adapter(self) -> None:
         if self.adapter.poll() is None:
