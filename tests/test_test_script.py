@@ -78,7 +78,7 @@ def test_tiers_side_by_side_are_printed_whole_and_counted_once_each(tmp_path):
     # the main tier (without the timing tests, with its durations) and the torch tiers start together ...
     started = out.index("== pytest: started")
     assert started < out.index("== pytest-torch3.12") < out.index("== pytest (ended)"), out
-    assert "[.venv] -m pytest -p no:cacheprovider -m not timing --durations=25" in out
+    assert "[.venv] -m pytest -p no:cacheprovider -m not timing -n 3 --dist loadfile --durations=25" in out
     assert re.search(r"\[torch3\.12\] -m pytest .* -m not timing tests/agent/sentinel", out), out
     # ... and each is printed whole when it ends, its log kept apart
     main_block = out[out.index("== pytest (ended)") :].split("[test] pytest took")[0]

@@ -10,6 +10,7 @@ from tensorsight.core.phases import (
     format_phase_table,
     phase_shares,
     phase_verdicts,
+    running_totals,
 )
 
 pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13 (scripts/test.sh)
@@ -75,3 +76,28 @@ def test_a_data_phase_of_a_few_milliseconds_is_no_bottleneck_even_at_half_the_st
     assert phase_verdicts(tiny, steps=10, loader=LOADER, cpu_count=2) == []
     slow = {name: seconds * 10 for name, seconds in tiny.items()}  # the same shares at 10x the time: 30 ms/step
     assert len(phase_verdicts(slow, steps=10, loader=LOADER, cpu_count=2)) == 1
+
+
+def test_time_spent_waiting_for_a_cpu_comes_off_the_phases_before_the_verdict():
+    # wall: data 6 of 9 s (67%); the training thread waited 4 s for a CPU inside the data phase and 1 s elsewhere
+    waited = {"data": 4.0, "step": 5.0}
+    running = running_totals(totals(data=6.0), waited)
+    assert running["data"] == 2.0
+    assert abs(sum(running.values()) - 4.0) < 1e-12
+    assert running["forward"] == 1.0 - 1.0 * 1.0 / 3.0  # the other second comes off in proportion to each phase
+    assert phase_verdicts(totals(data=6.0), steps=10, loader=LOADER, cpu_count=8, waited=waited) == []
+
+
+def test_a_loader_that_is_the_bottleneck_on_its_own_time_is_still_reported_on_a_loaded_machine():
+    # the machine took 30% of every phase: the shares of the program's own time are those of the wall time
+    wall = totals(data=6.0)
+    waited = {"data": 0.3 * 6.0, "step": 0.3 * sum(wall.values())}
+    (finding,) = phase_verdicts(wall, steps=10, loader=LOADER, cpu_count=8, waited=waited)
+    assert "67%" in finding.message and finding.details["cpu_wait_ms_per_step"] == 270.0
+
+
+def test_without_readings_or_with_nonsense_the_wall_times_stand():
+    assert running_totals(totals(data=6.0), None) == totals(data=6.0)
+    assert running_totals(totals(data=6.0), {}) == totals(data=6.0)
+    running = running_totals(totals(data=6.0), {"data": 60.0, "step": -5.0})
+    assert running["data"] == 0.0 and all(value >= 0.0 for value in running.values())

@@ -188,7 +188,7 @@ def test_every_event_type_has_a_sample_and_the_fixture_is_current():
         assert fixture.read() == run_event_samples.render(), "rewrite it: python tests/support/run_event_samples.py"
 
 
-@pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: f"{s.TYPE}-{id(s) % 997}")
+@pytest.mark.parametrize("sample", SAMPLES, ids=[f"{s.TYPE}-{i}" for i, s in enumerate(SAMPLES)])
 def test_what_the_agent_builds_crosses_the_hub_and_parses_unchanged(sample):
     """send(): the dataclass's wire dict, coded by the hub's codec, read back by the server's parse_event."""
     line = json_lines.encode(protocol.wire_event(sample))

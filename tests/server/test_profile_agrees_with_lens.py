@@ -100,6 +100,7 @@ def disagreement(profiles: list[Figures], lenses: list[Figures]) -> str | None:
     return None
 
 
+@pytest.mark.timing  # compares wall times of runs made one after the other: nothing may run beside it
 @pytest.mark.timeout(300)
 async def test_profile_and_the_code_lens_give_one_time_per_step_and_one_breakdown(client: LanguageClient, monkeypatch):
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # both runs: one intra-op thread, as on a busy shared machine

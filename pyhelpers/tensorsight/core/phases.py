@@ -119,6 +119,23 @@ def data_loading_advice(loader: LoaderSettings, uses_gpu: bool, cpu_count: int |
     return advice
 
 
+def running_totals(totals: Mapping[str, float], waited: Mapping[str, float] | None) -> dict[str, float]:
+    """Phase seconds less the time the training thread waited for a CPU: the data phase loses its own wait, the rest
+    of the wait comes off the other phases in proportion to their time. Unchanged without readings."""
+    running = {name: max(0.0, float(totals.get(name, 0.0))) for name in PHASES}
+    if not waited:
+        return running
+    data_wait = min(running["data"], max(0.0, float(waited.get("data", 0.0))))
+    others = sum(running[name] for name in PHASES if name != "data")
+    other_wait = min(others, max(0.0, float(waited.get("step", 0.0)) - data_wait))
+    running["data"] -= data_wait
+    if others > 0.0:
+        for name in PHASES:
+            if name != "data":
+                running[name] -= other_wait * running[name] / others
+    return running
+
+
 def phase_verdicts(
     totals: Mapping[str, float],
     steps: int,
@@ -126,15 +143,22 @@ def phase_verdicts(
     uses_gpu: bool = False,
     cpu_count: int | None = None,
     data_share_threshold: float = DATA_DOMINANT_SHARE,
+    waited: Mapping[str, float] | None = None,
 ) -> list[Finding]:
     """``performance`` findings from a run's phase totals (seconds summed over ``steps`` steps).
 
     Data loading above ``data_share_threshold`` of the step (and at least ``MIN_DATA_MS_PER_STEP``) is reported at the
     line that built the DataLoader;
     without a known DataLoader line there is nothing actionable to point at, so nothing is reported.
+
+    ``waited`` holds the seconds of those steps the training thread spent waiting for a CPU ("data": within the data
+    phase, "step": over the steps): the verdict judges the program's own time (``running_totals``), so a machine
+    loaded by other work, which stretches a Python-heavy loader more than the model, does not make a healthy loader
+    look like the bottleneck.
     """
     if steps < MIN_STEPS_FOR_VERDICT or loader is None:
         return []
+    totals = running_totals(totals, waited)
     shares = phase_shares(totals)
     if shares["data"] <= data_share_threshold:
         return []
@@ -156,6 +180,8 @@ def phase_verdicts(
         "shares": {name: round(shares[name], 4) for name in PHASES},
         "ms_per_step": {name: round(per_step_ms[name], 3) for name in PHASES},
         "steps": steps,
+        # time the training thread waited for a CPU, per step, left out of the figures above (0 where unknown)
+        "cpu_wait_ms_per_step": round(max(0.0, float((waited or {}).get("step", 0.0))) * 1000.0 / steps, 3),
         "num_workers": loader.num_workers,
         "pin_memory": loader.pin_memory,
         "persistent_workers": loader.persistent_workers,

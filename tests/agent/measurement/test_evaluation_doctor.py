@@ -63,7 +63,7 @@ def reports(tmp_path_factory) -> dict[str, dict]:
         return document
 
     with ThreadPoolExecutor(max_workers=DOCTORS_AT_ONCE) as pool:
-        documents = dict(zip(RUNS, pool.map(run, RUNS)))
+        documents = dict(zip(RUNS, pool.map(run, RUNS), strict=True))
     return documents
 
 

@@ -39,12 +39,13 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType, ModuleType
 from typing import Any, NamedTuple
 
 from tensorsight.agent.debugger.holds import program_clock
 from tensorsight.agent.measurement import frameworks
+from tensorsight.agent.measurement.runqueue import waited_seconds
 from tensorsight.agent.runtime import steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.patches import Patches
@@ -76,6 +77,9 @@ class StepRecord:
     optimizer: Any
     loop_at: Location | None
     reached: frozenset[int] = frozenset()  # ids of the parameters this step's losses reached (sampled, else empty)
+    # seconds of this step the training thread waited for a CPU (``runqueue``): "data" within the training data phase,
+    # "step" over the whole step; empty where unknown
+    waited: dict[str, float] = field(default_factory=dict)
 
     @property
     def loss(self) -> float | None:
@@ -161,6 +165,10 @@ class PhaseClock:
         self._seconds = dict.fromkeys(PHASES, 0.0)
         self._eval_seconds = 0.0
         self._pending_data = 0.0
+        self._pending_data_waited = 0.0
+        self._data_waited = 0.0  # run-queue seconds within this step's training data phase
+        self._data_waited_reads: list[float] = []  # run-queue readings at the start of data calls in progress
+        self._window_waited: float | None = None  # run-queue reading at the start of this step (owner thread)
         self._pending_loader: LoaderSettings | None = None
         self._pending_loop: Location | None = None
         self._optimizer_start: float | None = None
@@ -225,7 +233,7 @@ class PhaseClock:
         # the training loss reaches torch.autograd.backward (what Tensor.backward calls) as its first argument
         backward = _Timing(read=self._now, add=self._add_backward, looks_away_when_quiet=True)
         self._wrap(torch.autograd, "backward", self._backward_returned, backward)
-        data = _Timing(read=self._clock, add=self._add_data, looks_away_when_quiet=False)
+        data = _Timing(read=self._read_data_clock, add=self._add_data, looks_away_when_quiet=False)
         self._wrap(dataloader._BaseDataLoaderIter, "__next__", self._next_returned, data)
         self._wrap(dataloader.DataLoader, "__init__", lambda args, _kwargs, _result: self._remember_loader(args[0]))
         self._wrap(dataloader.DataLoader, "__iter__", lambda args, _kwargs, it: self._remember_iterator(args[0], it))
@@ -342,12 +350,14 @@ class PhaseClock:
         if self._pending_data:
             if split == "train":
                 self._seconds["data"] += self._pending_data
+                self._data_waited += self._pending_data_waited
                 if self._pending_loader is not None:
                     by_loader = self.data_seconds_by_loader
                     by_loader[self._pending_loader] = by_loader.get(self._pending_loader, 0.0) + self._pending_data
             else:
                 self._eval_seconds += self._pending_data
             self._pending_data = 0.0
+            self._pending_data_waited = 0.0
 
     def _remember_model(self, module: Any) -> None:
         for ref in self._models:
@@ -543,8 +553,17 @@ class PhaseClock:
             steps.hand_written_step(self._hand_update)
 
     # ------------------------------------------------------------------------------------------------------ data
+    def _read_data_clock(self) -> float:
+        """The data wrapper's clock (read at a call's start and end), with the thread's run-queue time beside it."""
+        self._data_waited_reads.append(waited_seconds())
+        return self._clock()
+
     def _add_data(self, seconds: float) -> None:
         self._pending_data += seconds
+        reads = self._data_waited_reads
+        if len(reads) >= 2:  # the end and the start of this call (a nested loader's pair comes off first)
+            end, start = reads.pop(), reads.pop()
+            self._pending_data_waited += max(0.0, end - start)
 
     def _next_returned(self, args: tuple[Any, ...], _kwargs: dict[str, Any], result: Any) -> None:
         self._after_next(args[0], result is not None)
@@ -632,8 +651,16 @@ class PhaseClock:
         seconds["other"] = max(0.0, window - known)
         loop_at = self.loop_at or self.model_at
         record = StepRecord(
-            step, seconds, self._eval_seconds, self._losses, optimizer, loop_at, frozenset(self._reached)
+            step,
+            seconds,
+            self._eval_seconds,
+            self._losses,
+            optimizer,
+            loop_at,
+            frozenset(self._reached),
+            self._step_waited(window, end - self._window_start),
         )
+        self._data_waited = 0.0
         self._reached = set()
         self._seconds = dict.fromkeys(PHASES, 0.0)
         self._eval_seconds = 0.0
@@ -647,6 +674,16 @@ class PhaseClock:
                 report_once(f"step-record-{id(listener)}", f"step listener failed: {exc!r}")
         self._refresh_sync()
         self._window_start = self._clock()
+        self._window_waited = waited_seconds()
+
+    def _step_waited(self, training: float, window: float) -> dict[str, float]:
+        """Run-queue seconds of the step that ends now: in its training data phase and over its training time (the
+        window's share of it that was training, not evaluation or our bookkeeping). Empty for a step whose start was
+        not read on the training thread (the first)."""
+        if self._window_waited is None or window <= 0.0:
+            return {}
+        over_window = max(0.0, waited_seconds() - self._window_waited)
+        return {"data": self._data_waited, "step": over_window * min(1.0, max(0.0, training) / window)}
 
     def _refresh_sync(self) -> None:
         cuda = getattr(self._torch, "cuda", None)

@@ -235,6 +235,7 @@ class Measurement:
         self.val_loss = Series()
         self.nonfinite_origin: dict[str, Any] | None = None  # the sentinel's first nonfinite finding
         self.phase_tally = PhaseTally()
+        self.waiting_tally = PhaseTally()  # run-queue seconds per step ("data", "step"), the same steps apart
         self.histograms_at: int | None = None  # the last step histograms were recorded at
         self.nonfinite_histograms = False  # the histograms of the first NaN/Inf step are recorded
         self.finished = False
@@ -332,6 +333,7 @@ class Measurement:
         if self.writer is not None:
             self.writer.scalars(record.step, {f"time/{name}_ms": seconds[name] * 1000.0 for name in PHASES})
         self.phase_tally.add(record.step, seconds)
+        self.waiting_tally.add(record.step, getattr(record, "waited", None) or {})
 
     def _series_of(self, optimizer: Any) -> OptimizerCurves:
         series = self.per_optimizer.get(id(optimizer))
@@ -498,6 +500,7 @@ class Measurement:
                     uses_gpu=self.clock.uses_cuda,
                     cpu_count=os.cpu_count(),
                     data_share_threshold=self.settings.data_share_threshold,
+                    waited=self.waiting_tally.breakdown()[0],
                 )
             )
         if self.settings.diagnose_curves:
