@@ -26,10 +26,7 @@ BY_NAME = {script.name: script for script in SCRIPTS}
 
 # What the doctor misses or says wrongly today, per script: each entry is a strict xfail, to be removed when the
 # detector that finds it lands (the case then XPASSes and fails until it is).
-KNOWN_GAPS: dict[str, str] = {
-    "churn_scaling/bug_labels_permuted_apart.py": "found at its line, but the learning check also reports the stalled "
-    "loss at the loss line (a second warning, away from the marker)",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 # Scripts whose bug makes the program raise (the doctor explains the error and lets it propagate): they must stop with
 # this text in their error instead of running to their end.
