@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 
+from support.doctor_report import observed
 from support.paths import PYHELPERS, PYTHON, REPO, program
 
 MY_KINDS = {"shape", "leakage", "device", "memory"}
@@ -39,7 +40,7 @@ def bugs(name: str) -> list[tuple[int, str]]:
 
 def runtime(document: dict, kinds: set[str] = MY_KINDS) -> list[dict]:
     """Findings of those kinds made while the script ran (static rules carry a rule code)."""
-    return [f for f in document["findings"] if f["kind"] in kinds and "code" not in f.get("details", {})]
+    return [f for f in document["findings"] if f["kind"] in kinds and observed(f)]
 
 
 def test_loss_accumulated_in_a_per_epoch_function_is_memory_growth_at_the_accumulating_line():

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 
+from support.doctor_report import observed
 from support.paths import PYHELPERS, PYTHON, REPO, example, program
 
 
@@ -37,7 +38,7 @@ def doctor_on(tmp_path, path: str, *args: str) -> tuple[dict, str]:
 
 def runtime(document: dict, kind: str) -> list[dict]:
     """Findings of ``kind`` made while the script ran (static rules carry a rule code)."""
-    return [f for f in document["findings"] if f["kind"] == kind and "code" not in f.get("details", {})]
+    return [f for f in document["findings"] if f["kind"] == kind and observed(f)]
 
 
 def warnings_and_errors(document: dict) -> list[dict]:

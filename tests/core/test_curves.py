@@ -380,17 +380,6 @@ def test_a_model_that_learns_slowly_below_chance_gets_an_info_saying_how_far_fro
     assert diagnoses(diagnose_curves(curves(train))) == ["not-decreasing"]  # a warning without the class count
 
 
-def test_a_flat_loss_explained_by_labels_apart_from_their_inputs_gets_no_second_verdict():
-    at_chance = noisy([2.31 - 0.06 * i / 150 for i in range(150)], 0.02)
-    classified = {"extra": {"classes": 10, "classification_at": LOSS_CALL_AT}}
-    explained = {"loss_flat_explained_by": "separate-permutations"}
-    assert diagnose_curves(curves(at_chance, **classified, **explained)) == []
-    assert diagnose_curves(curves(noisy([0.64 - 0.02 * i / 150 for i in range(150)], 0.02), **explained)) == []
-    # what the labels do not explain is still judged: a loss that explodes, a model that overfits
-    rising = [5.0 * 1.2**i for i in range(40)]
-    assert diagnoses(diagnose_curves(curves(rising, **explained))) == ["diverging"]
-
-
 def test_a_classifier_that_learns_from_chance_is_silent():
     train = noisy([2.3 * math.exp(-i / 40) + 0.1 for i in range(150)], 0.1)
     assert diagnose_curves(curves(train, extra={"classes": 10, "classification_at": LOSS_CALL_AT})) == []

@@ -1,7 +1,9 @@
 """core.problems: one problem per bug across the rule, the doctor and a debug run."""
 
+from dataclasses import replace
+
 from tensorsight.core.findings import Finding
-from tensorsight.core.problems import one_per_bug, sourced
+from tensorsight.core.problems import fold_symptoms, one_per_bug, sourced
 from tensorsight.core.rules import analyze
 
 SCRIPT = "/project/train.py"
@@ -72,3 +74,99 @@ def test_two_runtime_findings_of_one_kind_at_one_line_stay_two_bugs_when_they_me
     assert sorted(p.finding.details["metric"] for p in problems) == ["grad_norm", "loss"]
     (loss,) = [p for p in problems if p.finding.details["metric"] == "loss"]
     assert loss.sources == ("doctor", "run")
+
+
+NO_ZERO_GRAD = """import torch
+model = torch.nn.Linear(2, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    loss = model(torch.ones(1, 2)).sum()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_the_never_cleared_rule_and_the_check_that_sees_it_are_one_bug_and_another_check_stays_apart():
+    (rule,) = [f for f in analyze(NO_ZERO_GRAD, SCRIPT) if f.details["code"] == "TS101"]
+    seen = Finding("training-logic", "warning", "never cleared since its previous step", SCRIPT, rule.line, 2)
+    seen = replace(seen, details={"check": "gradients-never-cleared", "steps": 2})
+    other = Finding(
+        "training-logic", "warning", "no gradient reached", SCRIPT, rule.line, 3, None, {"check": "no-gradient"}
+    )
+    problems = one_per_bug(sourced("rule", [rule]) + sourced("doctor", [seen, other]))
+    assert [(p.sources, p.finding.details.get("check")) for p in problems] == [
+        (("rule", "doctor"), "gradients-never-cleared"),
+        (("doctor",), "no-gradient"),
+    ]
+    assert problems[0].finding.details["code"] == "TS101" and problems[0].finding.message == seen.message
+
+
+def flat(diagnosis: str = "not-decreasing", line: int = 30) -> Finding:
+    return Finding(
+        "dynamics", "warning", f"training loss is {diagnosis}", SCRIPT, line, None, None, {"diagnosis": diagnosis}
+    )
+
+
+def test_a_flat_loss_folds_into_the_finding_that_names_its_cause():
+    permuted = Finding(
+        "training-logic",
+        "warning",
+        "labels reordered apart",
+        SCRIPT,
+        12,
+        None,
+        None,
+        {"check": "separate-permutations"},
+    )
+    folded = fold_symptoms([permuted, flat()])
+    assert [f.details.get("check") for f in folded] == ["separate-permutations"]
+    assert folded[0].details["symptom"] == {"diagnosis": "not-decreasing", "message": "training loss is not-decreasing"}
+    for cause in (
+        Finding(
+            "shape",
+            "warning",
+            "silent broadcasting in mse_loss",
+            SCRIPT,
+            51,
+            0,
+            None,
+            {"op": "mse_loss", "result": [128, 128]},
+        ),
+        Finding("training-logic", "warning", "softmax into cross_entropy", SCRIPT, 26, None, None, {"code": "TS105"}),
+        Finding(
+            "training-logic",
+            "warning",
+            "embedding in no optimizer",
+            SCRIPT,
+            9,
+            None,
+            None,
+            {"check": "parameters-in-no-optimizer"},
+        ),
+    ):
+        symptom = {"diagnosis": "at-chance", "message": "training loss is at-chance"}
+        assert fold_symptoms([flat("at-chance"), cause]) == [
+            replace(cause, details={**cause.details, "symptom": symptom})
+        ]
+    # a cause in another file of the run: the verdict of this file is dropped, nothing to annotate here
+    assert fold_symptoms([flat()], causes=[permuted]) == []
+
+
+def test_a_flat_loss_without_a_named_cause_and_other_verdicts_stay():
+    info_only = Finding("training-logic", "info", "a hint", SCRIPT, 12, None, None, {"check": "separate-permutations"})
+    eval_mode = Finding(
+        "training-logic", "warning", "left in eval()", SCRIPT, 34, None, None, {"check": "backward-in-eval-mode"}
+    )
+    diverging = flat("diverging")
+    assert fold_symptoms([flat(), info_only, eval_mode]) == [flat(), info_only, eval_mode]
+    permuted = Finding(
+        "training-logic",
+        "warning",
+        "labels reordered apart",
+        SCRIPT,
+        12,
+        None,
+        None,
+        {"check": "separate-permutations"},
+    )
+    assert [f.details.get("diagnosis") for f in fold_symptoms([diverging, permuted])] == ["diverging", None]

@@ -11,6 +11,7 @@ import math
 import os
 from typing import Any
 
+from support.doctor_report import observed
 from support.paths import PYHELPERS, PYTHON, marked_lines, program
 
 DOCTOR_OPTIONS = {"breakOnNonFinite": True, "measure": True, "observeShapes": True, "checkLeakage": True}
@@ -52,9 +53,7 @@ def line(name: str, mark: str) -> int:
 
 def runtime(document: dict[str, Any], kind: str | None = None) -> list[dict[str, Any]]:
     """Findings made while the script ran (static rules carry a rule code), of ``kind`` if given."""
-    return [
-        f for f in document["findings"] if (kind is None or f["kind"] == kind) and "code" not in f.get("details", {})
-    ]
+    return [f for f in document["findings"] if (kind is None or f["kind"] == kind) and observed(f)]
 
 
 def loud(document: dict[str, Any], but: tuple[str, ...] = ()) -> list[dict[str, Any]]:

@@ -72,9 +72,11 @@ async def test_the_rule_the_doctor_and_the_run_show_one_problem(client: Language
     assert merged.source == "TensorSight (rule + run)" and str(merged.code) == "TS104"
     assert "keeps the autograd graph" in merged.message  # what the run observed, with its step count
 
-    # the doctor's report (its rule finding and its own memory finding) joins the same problem
+    # the doctor's report (its rule finding and its own memory finding, one finding already) joins the same problem
     findings = await doctor_report()
-    assert sorted(f["kind"] for f in findings if f["line"] == line + 1) == ["memory", "training-logic"]
+    (reported,) = [f for f in findings if f["line"] == line + 1]
+    assert reported["kind"] == "memory" and reported["details"]["code"] == "TS104"
+    assert reported["details"]["sources"] == ["rule", "doctor"]
     answer = await client.protocol.send_request_async(
         "tensorsight/toolFindings", {"tool": "doctor", "findings": findings}
     )

@@ -27,6 +27,7 @@ import os
 import signal
 import stat
 import sys
+from dataclasses import replace
 from typing import IO, Any
 
 from tensorsight.agent.runtime import script_runner
@@ -150,10 +151,20 @@ def build_document(
     static: list[Finding], doctored: DoctoredRun | None, outcome: ScriptOutcome | None, limits: Limits
 ) -> dict[str, Any]:
     """The report: ``{findings, shapeMap?, error?, partial?}`` (see the module docstring)."""
-    findings = list(static)
+    from tensorsight.core.problems import fold_symptoms, one_per_bug, sourced
+
+    found = sourced("rule", static)
     if doctored is not None and outcome is not None:
-        findings.extend(doctored.finish(outcome))
-    document = findings_document(findings)
+        found += sourced("doctor", doctored.finish(outcome))
+    # what the editor's Problems shows: one finding per bug, a flat loss folded into the bug that explains it
+    # (a rule's finding that the run observed too says so: ``details.sources``)
+    merged = [
+        replace(p.finding, details={**p.finding.details, "sources": list(p.sources)})
+        if len(p.sources) > 1
+        else p.finding
+        for p in one_per_bug(found)
+    ]
+    document = findings_document(fold_symptoms(merged))
     if doctored is not None and doctored.shape_map is not None:
         document["shapeMap"] = doctored.shape_map
     if outcome is not None and outcome.error:

@@ -130,9 +130,6 @@ class TrainingCurves:
     hand_written: bool = False  # the steps were parameter updates written by hand (no optimizer, lr unknown)
     # its gradients were never cleared (a training-logic finding says so): the curves show that bug, not the lr
     gradients_uncleared: bool = False
-    # a training-logic finding says why the loss cannot fall (labels no longer match their inputs: the ``check`` of
-    # that finding): a flat loss is its symptom, not a second bug
-    loss_flat_explained_by: str | None = None
     nonfinite_origin: dict[str, Any] | None = None  # the sentinel's first ``nonfinite`` finding (wire dict)
     # the losses of the whole run, for an optimizer stepped on a loss backpropagated for another (encoder/decoder
     # optimizers after one backward): its gradient norms are judged against that loss's scale
@@ -778,10 +775,6 @@ def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
 
 
 LR_VERDICTS = ("diverging", "oscillating", "above-chance", "overshooting")  # loss verdicts that blame the lr
-FLAT_LOSS_VERDICTS = ("not-decreasing", "at-chance", "learning-slowly")  # verdicts on a loss that barely falls
-# training-logic checks whose bug keeps a loss from falling however the model learns: each label sits beside another
-# sample's input, so there is nothing to learn
-CHECKS_THAT_FLATTEN_THE_LOSS = frozenset({"separate-permutations"})
 
 
 def diagnose_curves(curves: TrainingCurves) -> list[Finding]:
@@ -789,16 +782,12 @@ def diagnose_curves(curves: TrainingCurves) -> list[Finding]:
 
     A loss diverging or oscillating from a learning rate too high drags the gradients with it (huge norms, saturated
     early layers): one finding says so, with the gradient evidence in its details, instead of three. Gradients never
-    cleared make the same symptoms: that optimizer's curves are not judged. A loss that stays flat because the labels
-    no longer match their inputs (``loss_flat_explained_by``) gets no flat-loss verdict: the training-logic finding
-    names the cause at its line."""
+    cleared make the same symptoms: that optimizer's curves are not judged."""
     if curves.gradients_uncleared:  # growing sums of stale gradients: the training-logic finding explains them
         return diagnose_overfitting(curves)
     # one loss verdict, the most specific
     loss = diagnose_chance_level(curves) or diagnose_at_chance(curves) or diagnose_loss(curves)
     loss = loss or diagnose_overshoot(curves)
-    if curves.loss_flat_explained_by is not None:
-        loss = [f for f in loss if f.details.get("diagnosis") not in FLAT_LOSS_VERDICTS]
     gradients = [*diagnose_vanishing(curves), *diagnose_exploding(curves)]
     if loss and loss[0].details.get("diagnosis") in LR_VERDICTS and gradients:
         symptoms = {s.details["diagnosis"]: {k: v for k, v in s.details.items() if k != "diagnosis"} for s in gradients}

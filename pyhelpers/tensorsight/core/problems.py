@@ -6,7 +6,14 @@ agent of a debug run. Findings merge when they are at the same file, line and ra
 same rule code, or the same runtime kind, or a rule and the runtime kind it is seen as (``RuleInfo.seen_at_runtime_as``:
 TS104's accumulated loss is the agent's ``memory`` finding at that line). The merged problem keeps the most
 informative message (what a run observed over what a rule infers; then the longer one), the highest severity, the
-rule's code, range and quick fix, and names every source. Pure.
+rule's code, range and quick fix, and names every source.
+
+A symptom is not a second bug either. A loss that barely falls (the curves' "not decreasing", "at chance" and
+"learning slowly" verdicts) is what several bugs look like from the loss curve: labels reordered apart from their
+inputs, an activation applied before a loss that applies it again, a prediction broadcast against a target of another
+shape, parameters no optimizer updates. When a finding of the same program names such a cause, ``fold_symptoms``
+drops the verdict and keeps its evidence in the cause's details (``symptom``), so the doctor and the editor show one
+warning, at the line to fix. Pure.
 """
 
 from __future__ import annotations
@@ -20,6 +27,18 @@ from tensorsight.core.findings import Finding
 from tensorsight.core.rules import RULES
 
 SOURCES = ("rule", "doctor", "run")  # the order a merged problem names them in
+FLAT_LOSS_VERDICTS = frozenset({"not-decreasing", "at-chance", "learning-slowly"})  # ``core.curves`` diagnoses
+# runtime checks (``details["check"]``) and rules (``details["code"]``) whose bug leaves nothing, or little, to learn
+FLAT_LOSS_CHECKS = frozenset(
+    {
+        "separate-permutations",  # each label beside another sample's input
+        "parameters-in-no-optimizer",  # part of the model is never updated
+        "parameters-never-learn",
+        "frozen-at-initialisation",
+        "no-gradient",
+    }
+)
+FLAT_LOSS_RULES = frozenset({"TS105", "TS113"})  # probabilities into a loss that squashes them again
 _RULES_BY_CODE = {rule.code: rule for rule in RULES}
 _SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
@@ -42,7 +61,8 @@ def one_per_bug(sourced: Iterable[tuple[str, Finding]]) -> list[Problem]:
     for key, members in groups.items():
         rule = _rule_of(members[0][1])
         if rule is not None and rule.seen_at_runtime_as is not None:
-            by_prediction.setdefault(("observed", *key[1:4], rule.seen_at_runtime_as, None), key)
+            observed = ("observed", *key[1:4], rule.seen_at_runtime_as, rule.seen_at_runtime_check)
+            by_prediction.setdefault(observed, key)
     merged: dict[tuple[Any, ...], list[tuple[str, Finding]]] = {}
     for key, members in groups.items():
         target = by_prediction.get(key, key) if key[0] == "observed" else key
@@ -61,9 +81,13 @@ def _bug_key(finding: Finding) -> tuple[Any, ...]:
     if rule is not None:
         return ("rule", *where, rule.code)
     # two runtime findings of one kind at one line are different bugs when they measure different things (a rank's
-    # diverging loss and its NaN grad norm); the doctor and a run report the same bug with the same metric
-    metric = (finding.details or {}).get("metric")
-    return ("observed", *where, finding.kind, metric if isinstance(metric, str) else None)
+    # diverging loss and its NaN grad norm) or come from different checks; the doctor and a run report the same bug
+    # with the same metric or check
+    details = finding.details or {}
+    metric = details.get("metric")
+    check = details.get("check")
+    measure = metric if isinstance(metric, str) else check if isinstance(check, str) else None
+    return ("observed", *where, finding.kind, measure)
 
 
 def _merge(members: list[tuple[str, Finding]]) -> Problem:
@@ -89,6 +113,40 @@ def _merge(members: list[tuple[str, Finding]]) -> Problem:
         ),
         sources,
     )
+
+
+def is_flat_loss_verdict(finding: Finding) -> bool:
+    """A curve verdict on a loss that barely falls (``FLAT_LOSS_VERDICTS``)."""
+    return finding.kind == "dynamics" and (finding.details or {}).get("diagnosis") in FLAT_LOSS_VERDICTS
+
+
+def keeps_the_loss_flat(finding: Finding) -> bool:
+    """A warning or error whose bug keeps a loss from falling however long the model trains."""
+    if finding.severity not in ("warning", "error"):
+        return False
+    details = finding.details or {}
+    if finding.kind == "shape":
+        return isinstance(details.get("op"), str) and isinstance(details.get("result"), list)  # a silent broadcast
+    return details.get("check") in FLAT_LOSS_CHECKS or details.get("code") in FLAT_LOSS_RULES
+
+
+def fold_symptoms(findings: Iterable[Finding], causes: Iterable[Finding] = ()) -> list[Finding]:
+    """``findings`` without the flat-loss verdicts that a cause among them (or among ``causes``, the rest of the
+    program's findings) explains. The first cause in ``findings`` keeps each dropped verdict's diagnosis and message in
+    its details, under ``symptom``."""
+    found = list(findings)
+    explaining = [f for f in found if keeps_the_loss_flat(f)]
+    if not explaining and not any(keeps_the_loss_flat(f) for f in causes):
+        return found
+    symptoms = [f for f in found if is_flat_loss_verdict(f)]
+    if not symptoms:
+        return found
+    kept = [f for f in found if not is_flat_loss_verdict(f)]
+    if explaining:
+        first = explaining[0]
+        symptom = {"diagnosis": symptoms[0].details.get("diagnosis"), "message": symptoms[0].message}
+        kept = [replace(f, details={**f.details, "symptom": symptom}) if f is first else f for f in kept]
+    return kept
 
 
 def sourced(source: str, findings: Iterable[Finding]) -> list[tuple[str, Finding]]:

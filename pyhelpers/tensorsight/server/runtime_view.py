@@ -383,6 +383,11 @@ class RuntimeView:
     def diagnostics(self, path: str) -> list[Finding]:
         return sorted(self._findings.get(normalize_path(path), {}).values(), key=lambda f: (f.line, f.kind))
 
+    def every_finding(self) -> list[Finding]:
+        """The runs' and the tools' findings in every file (what may explain a symptom seen in another one)."""
+        found = [f for per_file in self._findings.values() for f in per_file.values()]
+        return found + [f for per_path in self._reports.values() for kept in per_path.values() for f in kept]
+
     def hover(self, path: str, line: int, word: str | None) -> str | None:
         """Markdown for a hover at (1-based) ``line``: the last observed tensor, and a NaN origin there."""
         key = normalize_path(path)

@@ -41,7 +41,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from tensorsight import __version__
 from tensorsight.core import l10n, protocol
 from tensorsight.core.findings import Finding
-from tensorsight.core.problems import finding_from_report, one_per_bug, sourced
+from tensorsight.core.problems import finding_from_report, fold_symptoms, one_per_bug, sourced
 from tensorsight.core.protocol import json_safe
 from tensorsight.server import code_lens as code_lens_feature
 from tensorsight.server import conditions
@@ -243,7 +243,9 @@ class TensorSightServer(LanguageServer):
         else:
             lines = file_lines or self.static.lines_of(path) or []
             found += sourced("rule", self.static.findings_for(path))
-        found += self.view.reported(path) + sourced("run", self.view.diagnostics(path))
+        # a flat loss whose cause a finding names (in any file of the run, or a rule here) is not a second problem
+        causes = [*self.view.every_finding(), *(f for _, f in found)]
+        found += self.view.reported(path) + sourced("run", fold_symptoms(self.view.diagnostics(path), causes))
         diagnostics = [to_diagnostic(p.finding, lines, source_label(p.sources), self.units) for p in one_per_bug(found)]
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
 

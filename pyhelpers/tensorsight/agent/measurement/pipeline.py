@@ -56,7 +56,7 @@ from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
 from tensorsight.core import protocol
-from tensorsight.core.curves import CHECKS_THAT_FLATTEN_THE_LOSS, Series, TrainingCurves, diagnose_curves
+from tensorsight.core.curves import Series, TrainingCurves, diagnose_curves
 from tensorsight.core.phases import DATA_DOMINANT_SHARE, PHASES, PhaseTally, phase_verdicts
 from tensorsight.core.protocol import option_default
 
@@ -234,7 +234,6 @@ class Measurement:
         self.per_optimizer: dict[int, OptimizerCurves] = {}
         self.val_loss = Series()
         self.nonfinite_origin: dict[str, Any] | None = None  # the sentinel's first nonfinite finding
-        self.loss_flat_explained_by: str | None = None  # the check of a finding that keeps the loss from falling
         self.phase_tally = PhaseTally()
         self.waiting_tally = PhaseTally()  # run-queue seconds per step ("data", "step"), the same steps apart
         self.histograms_at: int | None = None  # the last step histograms were recorded at
@@ -461,22 +460,16 @@ class Measurement:
             # a training-logic finding explains this optimizer's curves (stale gradients, parameters that never learn)
             gradients_uncleared=series.key in self.clearing.reported or series.key in self.learning.explained,
             nonfinite_origin=self.nonfinite_origin,
-            loss_flat_explained_by=self.loss_flat_explained_by,
         )
 
     @never_raise()
     def note_event(self, event: dict[str, Any]) -> None:
-        """Keep the sentinel's first NaN/Inf origin (the curve advice depends on where it came from) and the first
-        training-logic finding that explains a loss which cannot fall (``CHECKS_THAT_FLATTEN_THE_LOSS``)."""
-        finding = event.get("finding") if event.get("type") == "finding" else None
-        if not isinstance(finding, dict):
+        """Keep the sentinel's first NaN/Inf origin (the curve advice depends on where it came from)."""
+        if event.get("type") != "finding" or self.nonfinite_origin is not None:
             return
-        if finding.get("kind") == "nonfinite" and self.nonfinite_origin is None:
+        finding = event.get("finding")
+        if isinstance(finding, dict) and finding.get("kind") == "nonfinite":
             self.nonfinite_origin = finding
-        details = finding.get("details")
-        check = details.get("check") if isinstance(details, dict) else None
-        if finding.get("kind") == "training-logic" and check in CHECKS_THAT_FLATTEN_THE_LOSS:
-            self.loss_flat_explained_by = self.loss_flat_explained_by or check
 
     def phase_totals(self) -> tuple[dict[str, float], int]:
         """Phase seconds of the run and the steps they cover (``PhaseTally.breakdown``: the first step apart)."""

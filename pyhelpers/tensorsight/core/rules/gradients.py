@@ -36,6 +36,8 @@ GRADIENTS_NEVER_CLEARED = RuleInfo(
     "warning",
     "gradients are never cleared in this loop: backward() adds into .grad, so each step applies the sum of every "
     "earlier step's gradients; call optimizer.zero_grad() once per step",
+    seen_at_runtime_as="training-logic",
+    seen_at_runtime_check="gradients-never-cleared",
 )
 STEP_BEFORE_BACKWARD = RuleInfo(
     "TS108",

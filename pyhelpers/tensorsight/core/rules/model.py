@@ -76,6 +76,8 @@ class RuleInfo:
 
     ``seen_at_runtime_as``: the kind of the runtime finding that reports the same bug at the same line, when a run can
     observe it (TS104's accumulated graph is the agent's ``memory`` finding): Problems shows the two as one.
+    ``seen_at_runtime_check``: the ``check`` in that runtime finding's details, when its kind alone names several
+    bugs (``training-logic``).
     """
 
     code: str
@@ -85,6 +87,7 @@ class RuleInfo:
     why: str
     extra: dict[str, Any] = field(default_factory=dict)
     seen_at_runtime_as: str | None = None
+    seen_at_runtime_check: str | None = None
 
     def finding(
         self, path: str, span: Span, message: str | None = None, fix: Fix | None = None, severity: str | None = None
