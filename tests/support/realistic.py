@@ -14,7 +14,8 @@ Markers: a trailing comment ``# BUG: <kind>[|<kind>...] <free text>`` on the lin
 The kinds are finding kinds (tensorsight.core.findings.KINDS); several separated by ``|`` are alternatives (any one
 of them finds the bug). A bug script's markers are those in the script and in the sibling modules it imports
 (transitively), so a bug may live in a helper module of its own (``trainer_without_zero_grad.py``); a clean script
-and everything it imports carry none.
+and everything it imports carry none. A value that is wrong is marked where it is written: a learning rate taken
+from ``add_argument("--lr", default=...)`` and used unchanged is marked on that line, as the held-out suite marks it.
 
 Scoring, per script:
 - a marker is *found* when a warning or error finding of one of its kinds is at its file and exact line; a marker

@@ -121,6 +121,9 @@ class TrainingCurves:
     # user source lines: backward() call, optimizer construction, validation loss, model call
     loss_at: Location | None = None
     optimizer_at: Location | None = None
+    # the ``add_argument`` line whose default gave the optimizer its learning rate (``core.argparse_defaults``): a
+    # verdict that blames the learning rate is reported there, where the number is written
+    lr_at: Location | None = None
     validation_at: Location | None = None
     model_at: Location | None = None
     # several optimizers: the variable that holds this one (named in messages), and whether its loss is one side of
@@ -793,4 +796,24 @@ def diagnose_curves(curves: TrainingCurves) -> list[Finding]:
         symptoms = {s.details["diagnosis"]: {k: v for k, v in s.details.items() if k != "diagnosis"} for s in gradients}
         loss = [replace(loss[0], details={**loss[0].details, **symptoms})]
         gradients = []
-    return [*loss, *diagnose_overfitting(curves), *gradients]
+    return [*(_at_the_written_lr(f, curves) for f in loss), *diagnose_overfitting(curves), *gradients]
+
+
+LR_CAUSES = (None, "overflow", "unknown")  # ``details["cause"]`` of a verdict that may blame the learning rate
+
+
+def _at_the_written_lr(finding: Finding, curves: TrainingCurves) -> Finding:
+    """A verdict that blames the learning rate, moved from the optimizer's line to the line that wrote the value
+    (``lr_at``); the optimizer's line stays in its details."""
+    details = finding.details
+    if curves.lr_at is None or curves.optimizer_at is None or details.get("diagnosis") not in LR_VERDICTS:
+        return finding
+    if details.get("cause") not in LR_CAUSES or (finding.file, finding.line) != curves.optimizer_at:
+        return finding
+    moved = {**details, "optimizer_line": curves.optimizer_at[1]}
+    said = t(
+        "{0}. This default is the learning rate of the optimizer built at line {1}",
+        finding.message.rstrip("."),
+        curves.optimizer_at[1],
+    )
+    return replace(finding, message=said, file=curves.lr_at[0], line=curves.lr_at[1], details=moved)

@@ -146,8 +146,30 @@ class OptimizerCurves:
     late_grad: Series = field(default_factory=Series)
     layers: tuple[str | None, str | None] = (None, None)
     last_lr: float | None = None
+    written_lr: float | None = None  # the learning rate it was built with (a scheduler's ``initial_lr``)
     lr_at_nonfinite: float | None = None  # the learning rate of the step whose loss was first NaN/Inf
     reached: set[int] = field(default_factory=set)  # parameters its losses reached (sampled)
+
+
+def _built_lr(optimizer: Any) -> float | None:
+    """The learning rate of the optimizer's first group as it was built (before any scheduler changed it)."""
+    try:
+        group = optimizer.param_groups[0]
+        lr = group.get("initial_lr", group.get("lr"))
+    except Exception:  # noqa: BLE001 - a custom optimizer without param groups
+        return None
+    return float(lr) if isinstance(lr, (int, float)) and not isinstance(lr, bool) else None
+
+
+def _lr_default_at(optimizer_at: tuple[str, int] | None, lr: float | None) -> tuple[str, int] | None:
+    """The ``add_argument`` line whose default gave the optimizer its learning rate (``core.argparse_defaults``)."""
+    from tensorsight.core.argparse_defaults import default_written_at
+
+    if optimizer_at is None or lr is None:
+        return None
+    source = "".join(linecache.getlines(optimizer_at[0]))
+    line = default_written_at(source, optimizer_at[1], "lr", lr) if source else None
+    return (optimizer_at[0], line) if line is not None else None
 
 
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(?::[^=]+)?=[^=]")
@@ -345,6 +367,7 @@ class Measurement:
             hand_written = isinstance(optimizer, steps.HandWrittenUpdate)
             at = None if hand_written else self.clock.optimizer_at(optimizer)
             series = OptimizerCurves(id(optimizer), params, at, hand_written, assigned_name(at))
+            series.written_lr = _built_lr(optimizer)
             self.per_optimizer[id(optimizer)] = series
         return series
 
@@ -447,6 +470,7 @@ class Measurement:
             first_nonfinite_grad_step=series.grad_norm.first_nonfinite_step,
             loss_at=clock.loss_at,
             optimizer_at=optimizer_at,
+            lr_at=_lr_default_at(optimizer_at, series.written_lr),
             validation_at=clock.validation_at,
             model_at=clock.model_at,
             extra={

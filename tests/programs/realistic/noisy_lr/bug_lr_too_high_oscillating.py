@@ -51,7 +51,7 @@ def accuracy(model, features, labels):
 
 def main():
     parser = argparse.ArgumentParser(description="noisy minibatch training of a record scorer")
-    parser.add_argument("--lr", type=float, default=0.3)
+    parser.add_argument("--lr", type=float, default=0.3)  # BUG: dynamics lr far too high
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=5)
@@ -62,7 +62,7 @@ def main():
     x_test, y_test = synthetic_records(400, seed=2)
     loader = DataLoader(TensorDataset(x_train, y_train), batch_size=args.batch_size, shuffle=True)
     model = Scorer()
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)  # BUG: dynamics lr far too high
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     fit(model, loader, optimizer, nn.BCEWithLogitsLoss(), args.epochs, log_every=25)
     print(f"test accuracy {accuracy(model, x_test, y_test):.3f}")
 
