@@ -125,6 +125,28 @@ def test_silent_broadcasting_of_a_prediction_is_a_finding_at_the_line_once(windo
     assert finding["message"].startswith("silent broadcasting in sub:")
 
 
+def hand_written_bce(logits, targets):
+    return -(targets * nn.functional.logsigmoid(logits) + (1 - targets) * nn.functional.logsigmoid(-logits)).mean()
+
+
+def squared_error(prediction, target):
+    return ((prediction - target.view(-1, 1)) ** 2).mean()  # the mismatch is made here, not by the caller
+
+
+def test_a_broadcast_between_what_a_function_received_is_a_finding_at_the_call_that_passed_it(window, published):
+    model = nn.Linear(3, 1)
+    logits, labels = model(torch.ones(6, 3)).squeeze(-1), torch.ones(6)
+    line = sys._getframe().f_lineno + 1
+    loss = hand_written_bce(logits, labels.view(-1, 1))  # noqa: F841 - [6, 1] against [6] -> [6, 6]
+    made_inside = squared_error(logits, labels)  # noqa: F841 - [6] against [6, 1], made in the function
+    found = [e["finding"] for e in published if e["type"] == "finding"]
+    assert [(f["file"], f["details"]["shapes"]) for f in found] == [(HERE, [[6, 1], [6]]), (HERE, [[6], [6, 1]])]
+    passed, inside = found
+    assert passed["line"] == line and passed["details"]["inside"]["function"] == "hand_written_bce"
+    assert "in mul inside hand_written_bce() at line" in passed["message"]
+    assert inside["line"] == squared_error.__code__.co_firstlineno + 1 and "inside" not in inside["details"]
+
+
 def test_a_reduction_that_dropped_a_dim_is_a_finding_wherever_it_is_broadcast_back(window, published):
     counts = torch.ones(5, 5)
     line = sys._getframe().f_lineno + 1

@@ -25,6 +25,7 @@ only references kept are weak ones. Every listener is guarded so nothing escapes
 
 from __future__ import annotations
 
+import linecache
 import math
 import sys
 import weakref
@@ -178,16 +179,26 @@ class DataWatch:
             self._emit(self._targets_finding(inputs, self._targets_at))
 
     def _targets_finding(self, inputs: Any, where: Location) -> Finding:
+        # reported where the targets are made, which is where the shift goes, when that is not the loss's line
+        written = _target_written_at(where)
+        subject = (
+            t("the targets of this loss") if written is None else t("these targets (the loss at line {0})", where[1])
+        )
         message = t(
-            "the targets of this loss are the model's inputs, token for token ({checks} of {checks} training steps "
+            "{subject} are the model's inputs, token for token ({checks} of {checks} training steps "
             "checked, {count} ids each): the model learns to copy its input, so the loss falls towards zero without "
             "learning anything; a language model predicts the next token: targets = tokens[:, 1:] for inputs = "
             "tokens[:, :-1] (the shift was dropped)",
+            subject=subject,
             checks=self._targets_equal,
             count=int(inputs.numel()),
         )
         details = {"check": "targets-equal-inputs", "steps_checked": self._targets_equal, "ids": int(inputs.numel())}
-        return Finding("training-logic", "warning", message, *where, details=details)
+        if written is None:
+            return Finding("training-logic", "warning", message, *where, details=details)
+        return Finding(
+            "training-logic", "warning", message, where[0], written, details={**details, "loss_line": where[1]}
+        )
 
     @never_raise()
     def _on_backward(self, tensors: Any) -> None:
@@ -275,3 +286,12 @@ class DataWatch:
             "mean_shift_in_train_stds": shift,
         }
         return (Finding("training-logic", "warning", message, *val.at, details=details),)
+
+
+def _target_written_at(where: Location) -> int | None:
+    """The line that computed the loss call's target argument (``core.written_at``), when it is not the call's."""
+    from tensorsight.core.written_at import argument_written_at
+
+    source = "".join(linecache.getlines(where[0]))
+    line = argument_written_at(source, where[1], 1, "target") if source else None
+    return line if line is not None and line != where[1] else None

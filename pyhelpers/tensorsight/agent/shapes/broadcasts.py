@@ -13,6 +13,7 @@ import weakref
 from types import FrameType
 from typing import Any
 
+from tensorsight.agent.runtime.user_code import is_user_file
 from tensorsight.agent.shapes import window_state
 from tensorsight.agent.shapes.shape_map import tensors_in
 from tensorsight.agent.shapes.window_state import Origin, report
@@ -156,10 +157,26 @@ def note_predictions(output: Any) -> None:
             origin.prediction = True
 
 
+def passed_in_by_caller(frame: FrameType, first: tuple[int, ...], second: tuple[int, ...]) -> FrameType:
+    """The frame to report a broadcast at: the user's caller when both operand shapes are shapes of tensors the
+    function received (``def bce(logits, targets)`` called as ``bce(logits, labels.view(-1, 1))``: the call passed
+    the mismatch, so its line is the one to fix), else ``frame``."""
+    torch = window_state.state.torch
+    caller = frame.f_back
+    if torch is None or caller is None or not is_user_file(caller.f_code.co_filename):
+        return frame
+    code = frame.f_code
+    names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    received = frame.f_locals
+    shapes = {tuple(v.shape) for v in (received.get(n) for n in names) if isinstance(v, torch.Tensor)}
+    return caller if first != second and first in shapes and second in shapes else frame
+
+
 def report_broadcast(frame: FrameType, op: str, problem: Any) -> None:
-    report(
-        "shape",
-        frame,
-        l10n.t("silent broadcasting in {0}: {1}", op.strip("_"), problem.message),
-        {"op": op, "shapes": [list(problem.first), list(problem.second)], "result": list(problem.result)},
-    )
+    details = {"op": op, "shapes": [list(problem.first), list(problem.second)], "result": list(problem.result)}
+    where = passed_in_by_caller(frame, tuple(problem.first), tuple(problem.second))
+    name = op.strip("_")
+    if where is not frame:  # said at the call that passed the shapes: name the function and line where they meet
+        details["inside"] = {"function": frame.f_code.co_name, "line": frame.f_lineno}
+        name = l10n.t("{0} inside {1}() at line {2}", name, frame.f_code.co_name, frame.f_lineno)
+    report("shape", where, l10n.t("silent broadcasting in {0}: {1}", name, problem.message), details)
