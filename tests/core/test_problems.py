@@ -170,3 +170,12 @@ def test_a_flat_loss_without_a_named_cause_and_other_verdicts_stay():
         {"check": "separate-permutations"},
     )
     assert [f.details.get("diagnosis") for f in fold_symptoms([diverging, permuted])] == ["diverging", None]
+
+
+def test_two_curve_verdicts_at_one_line_stay_two_problems():
+    at_chance = flat("at-chance", line=27)
+    vanishing = Finding(
+        "dynamics", "warning", "vanishing gradients", SCRIPT, 27, None, None, {"diagnosis": "vanishing-gradients"}
+    )
+    problems = one_per_bug(sourced("doctor", [at_chance, vanishing]))
+    assert [p.finding.details["diagnosis"] for p in problems] == ["at-chance", "vanishing-gradients"]

@@ -81,12 +81,10 @@ def _bug_key(finding: Finding) -> tuple[Any, ...]:
     if rule is not None:
         return ("rule", *where, rule.code)
     # two runtime findings of one kind at one line are different bugs when they measure different things (a rank's
-    # diverging loss and its NaN grad norm) or come from different checks; the doctor and a run report the same bug
-    # with the same metric or check
+    # diverging loss and its NaN grad norm) or come from different checks or diagnoses (a loss at chance level and
+    # vanishing gradients, both at the loss line); the doctor and a run report the same bug with the same measure
     details = finding.details or {}
-    metric = details.get("metric")
-    check = details.get("check")
-    measure = metric if isinstance(metric, str) else check if isinstance(check, str) else None
+    measure = next((v for v in (details.get(k) for k in ("metric", "check", "diagnosis")) if isinstance(v, str)), None)
     return ("observed", *where, finding.kind, measure)
 
 

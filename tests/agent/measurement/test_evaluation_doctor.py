@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from support.doctor_report import observed
 from support.paths import PYHELPERS, PYTHON, REPO
 
 PROGRAMS = os.path.join(REPO, "tests", "programs", "evaluation")
@@ -69,7 +70,7 @@ def reports(tmp_path_factory) -> dict[str, dict]:
 
 def runtime(document: dict, kind: str) -> list[dict]:
     """Findings made while the script ran (the static rules' carry a rule id)."""
-    return [f for f in document["findings"] if f["kind"] == kind and "rule" not in f.get("details", {})]
+    return [f for f in document["findings"] if f["kind"] == kind and observed(f)]
 
 
 def train_mode_evaluations(document: dict) -> list[dict]:

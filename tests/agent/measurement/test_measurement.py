@@ -14,6 +14,7 @@ import textwrap
 import pytest
 
 from support.dap import DebugSession
+from support.doctor_report import observed
 from support.paths import PYHELPERS, PYTHON, REPO, example
 
 THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}  # a shared 2-core machine: no thread oversubscription
@@ -45,7 +46,7 @@ def doctor(script: str, *settings: str, script_args: tuple[str, ...] = ()) -> tu
 
 def ours(document: dict, kind: str) -> list[dict]:
     """Runtime findings of ``kind`` (the static rules may add their own at the same lines; they carry a rule id)."""
-    return [f for f in document["findings"] if f["kind"] == kind and "rule" not in f.get("details", {})]
+    return [f for f in document["findings"] if f["kind"] == kind and observed(f)]
 
 
 def dynamics(document: dict) -> list[dict]:
