@@ -173,7 +173,11 @@ def passed_in_by_caller(frame: FrameType, first: tuple[int, ...], second: tuple[
 
 
 def report_broadcast(frame: FrameType, op: str, problem: Any) -> None:
-    details = {"op": op, "shapes": [list(problem.first), list(problem.second)], "result": list(problem.result)}
+    details: dict[str, Any] = {
+        "op": op,
+        "shapes": [list(problem.first), list(problem.second)],
+        "result": list(problem.result),
+    }
     where = passed_in_by_caller(frame, tuple(problem.first), tuple(problem.second))
     name = op.strip("_")
     if where is not frame:  # said at the call that passed the shapes: name the function and line where they meet
