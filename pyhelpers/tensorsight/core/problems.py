@@ -1,10 +1,12 @@
 """One problem per bug: the findings of every source (static rules, the doctor, debug runs) merged for Problems.
 
-The language server calls ``one_per_bug`` when it publishes a file's diagnostics. The same bug can come from several
+The language server calls ``one_per_bug`` and ``fold_symptoms`` when it publishes a file's diagnostics, and the doctor
+(``cli/doctor.py``) when it writes its report, so both show the same problems. The same bug can come from several
 places: the rule on the open document, the doctor's report (which runs the rules too and observes the run), and the
 agent of a debug run. Findings merge when they are at the same file, line and rank and are about the same bug: the
-same rule code, or the same runtime kind, or a rule and the runtime kind it is seen as (``RuleInfo.seen_at_runtime_as``:
-TS104's accumulated loss is the agent's ``memory`` finding at that line). The merged problem keeps the most
+same rule code, or the same runtime kind and measure (the ``metric``, ``check`` or ``diagnosis`` of its details), or a
+rule and the runtime finding it is seen as (``RuleInfo.seen_at_runtime_as`` and ``seen_at_runtime_check``: TS104's
+accumulated loss is the agent's ``memory`` finding at that line). The merged problem keeps the most
 informative message (what a run observed over what a rule infers; then the longer one), the highest severity, the
 rule's code, range and quick fix, and names every source.
 
@@ -130,8 +132,8 @@ def keeps_the_loss_flat(finding: Finding) -> bool:
 
 def fold_symptoms(findings: Iterable[Finding], causes: Iterable[Finding] = ()) -> list[Finding]:
     """``findings`` without the flat-loss verdicts that a cause among them (or among ``causes``, the rest of the
-    program's findings) explains. The first cause in ``findings`` keeps each dropped verdict's diagnosis and message in
-    its details, under ``symptom``."""
+    program's findings) explains. The first cause in ``findings`` keeps the first dropped verdict's diagnosis and
+    message in its details, under ``symptom``."""
     found = list(findings)
     explaining = [f for f in found if keeps_the_loss_flat(f)]
     if not explaining and not any(keeps_the_loss_flat(f) for f in causes):
