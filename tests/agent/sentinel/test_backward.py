@@ -42,6 +42,29 @@ def test_a_gradient_born_inside_a_module_is_located_by_a_backward_replay(armed):
     assert not model.fc.weight.isfinite().any() and weight.isfinite().all()  # the step ran as it would without us
 
 
+class Regressor(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 1)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def test_nan_a_linear_backward_makes_of_an_infinite_gradient_says_what_the_gradient_held(armed):
+    model = Regressor()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    features = torch.tensor([[1.0, 0.0, 2.0], [3.0, 0.0, 1.0]])  # a feature that is 0 in every row
+    targets = torch.tensor([[0.5], [-float("inf")]])  # log(0) of an unsold house: data the program loaded
+    loss = nn.functional.mse_loss(model(features), targets)
+    loss.backward()  # the loss's gradient is +Inf; the weight's gradient of the zero feature is 0 * Inf = NaN
+    optimizer.step()
+    record = sw.last
+    assert record is not None and (record.phase, record.node) == ("backward", "AddmmBackward0"), record
+    assert "from gradients holding" in record.message and "+Inf" in record.message, record.message
+    assert "from finite gradients" not in record.message
+
+
 def test_a_gradient_born_outside_modules_is_reported_when_backward_returns(armed):
     leaf = torch.zeros(3, requires_grad=True)
     nn.Identity()(leaf)  # the program's first module call: our mode joins

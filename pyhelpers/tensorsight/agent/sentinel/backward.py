@@ -101,13 +101,7 @@ def _watch_node(func: Any, where: Any, node_name: str, produced: Any, incoming: 
         file=file,
         line=line,
         node=node_name,
-        what=t(
-            "the backward of {0} ({1}) made {2} (of {3} values) from finite gradients",
-            op,
-            node_name,
-            counts_text(counts),
-            elements(produced_tensors),
-        ),
+        what=backward_made_text(op, node_name, counts, elements(produced_tensors), carried),
         incoming=tuple(incoming_tensors),
         produced=tuple(produced_tensors),
         title=title_of(counts, born=True),
@@ -115,6 +109,35 @@ def _watch_node(func: Any, where: Any, node_name: str, produced: Any, incoming: 
     with lock:
         if sw.pending is None:
             sw.pending = (record, where)
+
+
+def backward_made_text(
+    op: str, node: str, made: NonFiniteCounts, values: int, carried: NonFiniteCounts, module: str | None = None
+) -> str:
+    """What a backward node made and from what: finite gradients, or gradients that already held Inf which the node
+    turned into NaN (``inf * 0`` in a linear layer's backward, after a loss that was Inf)."""
+    if carried:
+        said = t(
+            "the backward of {0} ({1}) made {2} (of {3} values) from gradients holding {4}",
+            op,
+            node,
+            counts_text(made),
+            values,
+            counts_text(carried),
+        )
+        return said if module is None else t("{0} in {1}", said, module)
+    if module is not None:
+        return t(
+            "the backward of {0} ({1}) made {2} (of {3} values) from finite gradients in {4}",
+            op,
+            node,
+            counts_text(made),
+            values,
+            module,
+        )
+    return t(
+        "the backward of {0} ({1}) made {2} (of {3} values) from finite gradients", op, node, counts_text(made), values
+    )
 
 
 def flush_pending() -> None:
@@ -254,14 +277,7 @@ def _replay_backward(call: Call) -> NonFiniteRecord | str | None:
         line=where[1],
         module=module,
         node=node_name,
-        what=t(
-            "the backward of {0} ({1}) made {2} (of {3} values) from finite gradients in {4}",
-            op,
-            node_name,
-            counts_text(counts),
-            elements(produced),
-            module,
-        )
+        what=backward_made_text(op, node_name, counts, elements(produced), exact_counts(list(incoming)), module)
         + approx,
         incoming=tuple(incoming),
         produced=tuple(produced),
