@@ -231,8 +231,12 @@ def nonfinite_cause(origin: dict[str, Any] | None) -> str:
 
 
 def _origin_text(origin: dict[str, Any]) -> str:
-    op = (origin.get("details") or {}).get("op")
+    details = origin.get("details") or {}
+    op = details.get("op")
     where = f"{os.path.basename(str(origin.get('file')))}:{origin.get('line')}"
+    converted = details.get("converted_at")  # data numpy made at ``where``, turned into a tensor at ``converted``
+    if converted and op and not str(op).startswith("("):
+        return t("made at {0}, `{1}` at {2}", where, op, converted)
     # "(not replayed)", "(loss)": the sentinel's placeholder where it names no op, not code the user wrote
     return t("`{0}` at {1}", op, where) if op and not str(op).startswith("(") else where
 

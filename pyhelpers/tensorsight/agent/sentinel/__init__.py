@@ -31,6 +31,9 @@ empty mode alone 1.7× on tiny ops). Two tiers, one section each:
   the line the mode saw make such a node in an observed step (``sites``), and stopped at in the frame still running
   that line, or, when the function that ran it has returned, in a replay of that call on private copies of its
   arguments (``call_replay``).
+- ``numpy_warnings``: data that came in already holding NaN/Inf (a ``torch.from_numpy`` or ``torch.as_tensor`` of an
+  array, a model input) is reported where numpy made those values when numpy warned there ("divide by zero
+  encountered in log" at the user's line), with the line that built the tensor beside it.
 - ``records``: the report (``NonFiniteRecord``), its event and finding, and the stop.
 
 How it stops: ``agent.debugger.pause.stop_in_frame`` presents the stop as an exception in the user's frame ("NaN
@@ -61,6 +64,7 @@ from tensorsight.agent.debugger import pause
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
+from tensorsight.agent.sentinel import numpy_warnings
 from tensorsight.agent.sentinel.boundaries import install
 from tensorsight.agent.sentinel.budget import budget
 from tensorsight.agent.sentinel.records import NonFiniteRecord, say
@@ -91,6 +95,7 @@ def break_on_nonfinite(enable: bool = True) -> bool:
         if enable:
             sw.first_reported = False
     if enable:
+        numpy_warnings.install()
         when_imported("torch", install)
     say(t("break on NaN/Inf: armed") if enable else t("break on NaN/Inf: off"))
     return sw.enabled
@@ -108,6 +113,7 @@ def arm(origin: str = "debugger") -> None:
         return
     if raw:
         sw.enabled = True
+        numpy_warnings.install()
         when_imported("torch", install)
         if origin == "doctor":
             when_imported("torch", _watch_from_the_first_op)

@@ -35,13 +35,16 @@ from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.op_calls import shielded
 from tensorsight.agent.runtime.patches import Patches
 from tensorsight.agent.runtime.tensor_walk import exact_counts, optimizer_parameters, suspects
+from tensorsight.agent.runtime.transforming import skip_frames
 from tensorsight.agent.runtime.untraced_hooks import untraced_hook
 from tensorsight.agent.sentinel.backward import flush_pending, locate_backward_birth
 from tensorsight.agent.sentinel.call_replay import replay_call
 from tensorsight.agent.sentinel.graph_search import GraphBirth, locate
+from tensorsight.agent.sentinel.numpy_warnings import with_origin
 from tensorsight.agent.sentinel.ops import inherited
 from tensorsight.agent.sentinel.outside import (
     budget,
+    check_conversion,
     leave_forked_child,
     make_outside_mode,
     sync_mode,
@@ -101,6 +104,7 @@ def install(torch: types.ModuleType) -> None:
     check = _timed(_before_backward)
     for name, at in (("backward", "tensors"), ("grad", "outputs")):
         sw.patches.replace(torch.autograd, name, lambda original, at=at: _backward_boundary(original, at, check))
+    sw.patches.replace(torch, "from_numpy", lambda original: _conversion_boundary(original, _timed(check_conversion)))
     steps.arm()
     if sw.origin == "debugger":
         pause.hide_agent_files()
@@ -236,6 +240,7 @@ def _explain_outermost_output(module: Any, call: Call, output: Any, outputs: lis
         )
         if not st.observing:
             what += budget.note()
+        what, where = with_origin(what, incoming, frame)
         publish(
             "data",
             "(model input)",
@@ -243,6 +248,7 @@ def _explain_outermost_output(module: Any, call: Call, output: Any, outputs: lis
             frame,
             module=name,
             what=what,
+            **where,
             inputs=tuple(inputs),
             output=output,
             title=title_of(incoming, born=False),
@@ -345,6 +351,20 @@ def _backward_boundary(original: Callable[..., Any], roots_at: str, check: Calla
         return original(*args, **kwargs)
 
     return backward
+
+
+def _conversion_boundary(original: Callable[..., Any], check: Callable[..., None]) -> Callable[..., Any]:
+    """``torch.from_numpy``, which shares the array's memory and so never reaches a TorchFunctionMode: the tensor it
+    returns is checked as the outside-modules mode checks ``torch.as_tensor`` (``outside.check_conversion``)."""
+
+    def from_numpy(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        if st.mode_on and sw.enabled and not sw.first_reported and not st.busy:
+            check(original, args, kwargs, result)
+        return result
+
+    skip_frames(from_numpy.__code__, calls_too=False)  # the program's call inside is Dynamo's to compile
+    return from_numpy
 
 
 def _before_backward(roots: Any) -> None:

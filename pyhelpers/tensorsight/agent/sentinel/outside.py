@@ -35,6 +35,7 @@ from tensorsight.agent.runtime.untraced_hooks import untraced_torch_function
 from tensorsight.agent.runtime.user_code import is_agent_file
 from tensorsight.agent.sentinel.backward import flush_pending, watch_backward
 from tensorsight.agent.sentinel.budget import budget
+from tensorsight.agent.sentinel.numpy_warnings import with_origin
 from tensorsight.agent.sentinel.ops import (
     BACKWARD,
     BACKWARD_FUNCS,
@@ -255,6 +256,20 @@ def _after_outside_op(func: Any, args: Any, kwargs: Any, result: Any, was_clean:
 _UNSHIELDED = contextlib.nullcontext()
 
 
+@never_raise()
+def check_conversion(func: Any, args: Any, kwargs: Any, result: Any) -> None:
+    """A tensor built from outside data by a function no mode sees (``torch.from_numpy``), checked as the mode checks
+    ``torch.as_tensor``: a NaN/Inf the array held came in with the data, at the caller's line. Only while the mode
+    would be checking this thread's ops (an observed stretch outside modules), so it costs what the mode costs."""
+    if not st.mode_on or st.passthrough or not st.observing or st.depth or st.in_step or st.replay is not None:
+        return
+    if not isinstance(result, sw.tensor_type) or not result.is_floating_point() or silenced():
+        return
+    bad = fast_suspects([result])
+    if bad:
+        _explain_outputs(func, args, kwargs, result, [result], bad, None)
+
+
 def _explain_outputs(
     func: Any, args: Any, kwargs: Any, result: Any, outputs: list[Any], bad: list[int], was_clean: bool | None
 ) -> None:
@@ -271,6 +286,7 @@ def _explain_outputs(
         frame = user_frame()
         phase, source, carried = verdict
         what = made_text(op_name(func), counts, elements(outputs), carried)
+        where: dict[str, Any] = {}
         if phase == "data":
             what = t(
                 "{0} built a tensor with {1} (of {2} values) from {3}: the value came in with the data",
@@ -279,12 +295,14 @@ def _explain_outputs(
                 elements(outputs),
                 source,
             )
+            what, where = with_origin(what, counts, frame)
         publish(
             phase,
             op_name(func),
             counts,
             frame,
             what=what,
+            **where,
             inputs=tuple(tensors_in((args, kwargs), shallow=True)),
             output=result if was_clean is None else args[0],
             title=title_of(counts, born=phase != "data"),

@@ -67,6 +67,7 @@ def make_record(
     produced: tuple[Any, ...] = (),
     step: int | None = None,
     replayed: bool = False,
+    details: dict[str, Any] | None = None,
 ) -> NonFiniteRecord:
     if file is None and frame is not None:
         file, line = os.path.abspath(frame.f_code.co_filename), frame.f_lineno
@@ -78,7 +79,7 @@ def make_record(
     summary = t("{what} — {phase}", what=what, phase=phase_label(phase))
     # the step and rank are the record's fields (the finding, the event): whoever shows the message adds them
     message = t("{what} — {context}, at {where}", what=what, context=phase_label(phase), where=where)
-    details: dict[str, Any] = {"replayed": True} if replayed else {}
+    details = {**({"replayed": True} if replayed else {}), **(details or {})}
     count = elements([output] if is_tensor(output) else list(produced))
     return NonFiniteRecord(
         phase=phase,
