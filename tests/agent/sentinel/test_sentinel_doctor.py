@@ -187,22 +187,59 @@ if __name__ == "__main__":
 """
 
 
-def test_a_nan_made_from_an_inf_the_data_brought_names_that_inf(tmp_path):
-    """A -Inf made in a DataLoader worker reaches the model, whose linear layer turns it into NaN: the finding is
-    at the model call in the parent (the worker is not watched op by op) and says what the inputs held, never
-    "from finite inputs"."""
+def test_an_inf_made_in_a_dataloader_worker_is_reported_when_the_batch_arrives(tmp_path):
+    """A -Inf made in a DataLoader worker (not watched op by op) is found when the parent receives the batch: at the
+    ``for`` line, as data that came in, naming the dataset code that made it; not later, as a NaN "born" in the
+    linear layer it reaches."""
     path = tmp_path / "inf_from_workers.py"
     path.write_text(INF_FROM_WORKERS)
     completed = doctor(str(path))
     findings = nonfinite_findings(completed)
     assert len(findings) == 1, completed.stdout + completed.stderr
-    finding = findings[0]
-    assert (
-        finding["line"]
-        == INF_FROM_WORKERS.splitlines().index(
-            "        loss = torch.nn.functional.cross_entropy(model(features), labels)"
-        )
-        + 1
-    )
+    (finding,) = findings
+    lines = INF_FROM_WORKERS.splitlines()
+    loop = next(i for i, text in enumerate(lines, start=1) if text.lstrip().startswith("for features, labels in"))
+    getitem = next(i for i, text in enumerate(lines, start=1) if "def __getitem__" in text)
+    assert finding["line"] == loop
+    assert finding["details"]["phase"] == "data" and finding["details"]["op"] == "(DataLoader batch)"
+    assert finding["details"]["neginf"] == 4 and finding["details"]["nan"] == 0
+    assert f"made by Rows.__getitem__ at inf_from_workers.py:{getitem}, in 2 worker processes" in finding["message"]
+    assert finding["message"].startswith("Inf came in here") and "from finite inputs" not in finding["message"]
+
+
+INF_WRITTEN_INTO_FEATURES = r"""
+import torch
+
+
+def main():
+    torch.manual_seed(0)
+    features = torch.randn(256, 4)
+    features[200] = float("-inf")  # a sentinel value for "missing", written in
+    labels = torch.randint(0, 2, (256,))
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for start in range(0, 256, 32):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(features[start : start + 32]), labels[start : start + 32])
+        loss.backward()
+        optimizer.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_nan_made_from_an_inf_written_into_the_data_names_that_inf(tmp_path):
+    """A -Inf written into the features reaches the model, whose linear layer turns it into NaN: the finding is at
+    the model call and says what the inputs held, never "from finite inputs"."""
+    path = tmp_path / "inf_written_in.py"
+    path.write_text(INF_WRITTEN_INTO_FEATURES)
+    completed = doctor(str(path))
+    findings = nonfinite_findings(completed)
+    assert len(findings) == 1, completed.stdout + completed.stderr
+    (finding,) = findings
+    lines = INF_WRITTEN_INTO_FEATURES.splitlines()
+    assert finding["line"] == next(i for i, text in enumerate(lines, start=1) if "loss = " in text)
     assert "from inputs holding 4 -Inf" in finding["message"], finding["message"]
     assert "from finite inputs" not in finding["message"]

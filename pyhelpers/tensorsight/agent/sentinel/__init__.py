@@ -31,6 +31,9 @@ empty mode alone 1.7× on tiny ops). Two tiers, one section each:
   the line the mode saw make such a node in an observed step (``sites``), and stopped at in the frame still running
   that line, or, when the function that ran it has returned, in a replay of that call on private copies of its
   arguments (``call_replay``).
+- ``batches``: a DataLoader's batch is checked once when it is handed over (one sum per floating-point tensor): a
+  NaN/Inf made in a worker, in a fetch not checked op by op (past the first few, fetches run without the mode), or
+  before training is reported at the ``for`` line as data that came in, naming the dataset's ``__getitem__``.
 - ``numpy_warnings``: data that came in already holding NaN/Inf (a ``torch.from_numpy`` or ``torch.as_tensor`` of an
   array, a model input) is reported where numpy made those values when numpy warned there ("divide by zero
   encountered in log" at the user's line), with the line that built the tensor beside it.

@@ -38,6 +38,7 @@ from tensorsight.agent.runtime.tensor_walk import exact_counts, optimizer_parame
 from tensorsight.agent.runtime.transforming import skip_frames
 from tensorsight.agent.runtime.untraced_hooks import untraced_hook
 from tensorsight.agent.sentinel.backward import flush_pending, locate_backward_birth
+from tensorsight.agent.sentinel.batches import check_batch, fetch_boundary
 from tensorsight.agent.sentinel.call_replay import replay_call
 from tensorsight.agent.sentinel.graph_search import GraphBirth, locate
 from tensorsight.agent.sentinel.numpy_warnings import with_origin
@@ -46,6 +47,7 @@ from tensorsight.agent.sentinel.outside import (
     budget,
     check_conversion,
     leave_forked_child,
+    library_boundary,
     make_outside_mode,
     sync_mode,
 )
@@ -105,6 +107,12 @@ def install(torch: types.ModuleType) -> None:
     for name, at in (("backward", "tensors"), ("grad", "outputs")):
         sw.patches.replace(torch.autograd, name, lambda original, at=at: _backward_boundary(original, at, check))
     sw.patches.replace(torch, "from_numpy", lambda original: _conversion_boundary(original, _timed(check_conversion)))
+    import torch.utils.data.dataloader as dataloader
+
+    for owner in (torch.optim.Optimizer, torch.nn.Module):
+        sw.patches.replace(owner, "zero_grad", library_boundary)
+    fetched = _timed(check_batch)
+    sw.patches.replace(dataloader._BaseDataLoaderIter, "__next__", lambda original: fetch_boundary(original, fetched))
     steps.arm()
     if sw.origin == "debugger":
         pause.hide_agent_files()

@@ -31,6 +31,7 @@ from tensorsight.agent.runtime import op_calls
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.op_calls import shielded
 from tensorsight.agent.runtime.tensor_walk import exact_counts, is_tensor
+from tensorsight.agent.runtime.transforming import skip_frames
 from tensorsight.agent.runtime.untraced_hooks import untraced_torch_function
 from tensorsight.agent.runtime.user_code import is_agent_file
 from tensorsight.agent.sentinel.backward import flush_pending, watch_backward
@@ -61,7 +62,8 @@ from tensorsight.core.l10n import t
 
 def sync_mode() -> None:
     """Put our outside-modules mode on this thread's stack exactly when it should be there: armed, after the first
-    module call, no module forward, no optimizer step, no replay, an observed step.
+    module call, no module forward, no optimizer step, no replay, no torch code whose ops are not the program's
+    (``st.library``: a DataLoader fetch past the first ones, ``zero_grad``), an observed step.
 
     Our mode always sits at the bottom of the stack: other modes (the program's ``with torch.device(...)``, a
     profiler, the shape observers) keep their order and stay above it, so their ``__exit__``, which pops the top of
@@ -70,6 +72,7 @@ def sync_mode() -> None:
     if sw.mode is None or st.busy:
         return
     want = sw.enabled and st.started and st.observing and st.depth == 0 and st.in_step == 0 and st.replay is None
+    want = want and st.library == 0
     if want == st.mode_on:  # four times a step, mostly with nothing to change
         return
     torch = sys.modules.get("torch")
@@ -80,6 +83,31 @@ def sync_mode() -> None:
         st.mode_on = True
     elif not want and st.mode_on:
         _take_off(torch)
+
+
+def with_mode_off(function: Any, *args: Any) -> Any:
+    """``function(*args)`` with our mode off this thread's stack (torch code that is not the program's, our own reads
+    outside a hook that took it off): its ops pay no dispatch into the mode."""
+    st.library += 1
+    sync_mode()
+    try:
+        return function(*args)
+    finally:
+        st.library -= 1
+        sync_mode()
+
+
+def library_boundary(original: Any) -> Any:
+    """A torch method whose ops are torch's own (``Optimizer.zero_grad``, ``Module.zero_grad``: thousands of
+    ``p.grad`` reads and writes a step), run with our mode off: the program's call, unchanged."""
+
+    def library_call(*args: Any, **kwargs: Any) -> Any:
+        if not st.mode_on:
+            return original(*args, **kwargs)
+        return with_mode_off(lambda: original(*args, **kwargs))
+
+    skip_frames(library_call.__code__, calls_too=False)  # the program's call inside is Dynamo's to compile
+    return library_call
 
 
 @never_raise()

@@ -43,6 +43,8 @@ class ThreadState(threading.local):
     def __init__(self) -> None:
         self.depth = 0  # nesting of module calls (outside replays)
         self.in_step = 0  # inside optimizer.step()
+        self.library = 0  # inside torch code whose ops are not the program's: a DataLoader fetch past the first ones
+        # (``batches``), ``zero_grad``; the outside-modules mode stays off the stack
         self.mode_on = False  # our outside-modules mode is on this thread's stack
         self.busy = False  # inside our own checking, replay or stop: hooks stand aside
         self.replay: object | None = None  # the ReplayMode running on this thread (sentinel.replay), if any
