@@ -101,6 +101,44 @@ def test_the_never_cleared_rule_and_the_check_that_sees_it_are_one_bug_and_anoth
     assert problems[0].finding.details["code"] == "TS101" and problems[0].finding.message == seen.message
 
 
+EVAL_IN_HELPER = """import torch
+model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.5))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def evaluate(net):
+    net.eval()
+    with torch.no_grad():
+        return net(torch.ones(4, 2)).sum().item()
+
+
+for epoch in range(3):
+    optimizer.zero_grad()
+    model(torch.ones(4, 2)).sum().backward()
+    optimizer.step()
+    print(evaluate(model))
+"""
+
+
+def test_an_evaluation_helper_left_in_eval_is_one_problem_where_the_run_sees_it():
+    """TS103 reports the helper's call in the loop; the run sees the bug at the helper's ``eval()``: one problem,
+    shown where it was observed, with the rule's code but not its range (another line)."""
+    (rule,) = [f for f in analyze(EVAL_IN_HELPER, SCRIPT) if f.details["code"] == "TS103"]
+    assert rule.line == 16 and rule.details["observed_at"] == {"file": SCRIPT, "line": 7}
+    seen = Finding(
+        "training-logic", "warning", "Sequential was switched to evaluation mode here and never back", SCRIPT, 7, 2
+    )
+    seen = replace(seen, details={"check": "backward-in-eval-mode", "model": "Sequential"})
+    elsewhere = replace(seen, line=9)  # the same check at another line: another problem
+    (problem, other) = one_per_bug(sourced("rule", [rule]) + sourced("doctor", [seen, elsewhere]))
+    assert problem.sources == ("rule", "doctor") and other.sources == ("doctor",)
+    assert (problem.finding.line, problem.finding.message) == (7, seen.message)
+    assert problem.finding.details["code"] == "TS103" and problem.finding.details["check"] == "backward-in-eval-mode"
+    assert "range" not in problem.finding.details and "observed_at" not in problem.finding.details
+    (alone,) = one_per_bug(sourced("rule", [rule]))  # without a run: the rule as it is, at the call
+    assert alone.finding is rule
+
+
 def flat(diagnosis: str = "not-decreasing", line: int = 30) -> Finding:
     return Finding(
         "dynamics", "warning", f"training loss is {diagnosis}", SCRIPT, line, None, None, {"diagnosis": diagnosis}

@@ -15,7 +15,9 @@ The kinds are finding kinds (tensorsight.core.findings.KINDS); several separated
 of them finds the bug). A bug script's markers are those in the script and in the sibling modules it imports
 (transitively), so a bug may live in a helper module of its own (``trainer_without_zero_grad.py``); a clean script
 and everything it imports carry none. A value that is wrong is marked where it is written: a learning rate taken
-from ``add_argument("--lr", default=...)`` and used unchanged is marked on that line, as the held-out suite marks it.
+from ``add_argument("--lr", default=...)`` and used unchanged is marked on that line, as the held-out suite marks it;
+a model left in eval mode is marked once, at the ``eval()`` that leaves it there, however deep the helper or callback
+that calls it.
 
 Scoring, per script:
 - a marker is *found* when a warning or error finding of one of its kinds is at its file and exact line; a marker

