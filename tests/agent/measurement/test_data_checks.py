@@ -2,8 +2,10 @@
 
 Each check on a bug shape and its clean twin: a language model whose targets are its inputs (found at the loss call)
 against one with the shift; the classes a classification loss scores (only when that loss is what is
-backpropagated); evaluation inputs left unnormalised (found at the evaluation forward) against normalised ones. The
-watched run's parameters and RNG state are those of an unwatched run.
+backpropagated); evaluation inputs left unnormalised (found at the evaluation forward) against normalised ones;
+training targets that copy the inputs while evaluation scores other targets (found where the training pairs are
+made) against a denoising model and a plain autoencoder. The watched run's parameters and RNG state are those of an
+unwatched run.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.data import DataLoader, Dataset
 
 from tensorsight.agent.measurement.data_checks import DataWatch
 from tensorsight.agent.measurement.evaluation import EvaluationWatch
@@ -161,3 +164,61 @@ def test_evaluation_inputs_normalised_like_training_inputs_get_nothing():
         fit_and_evaluate(normalize_eval=True)
     assert watched.data.normalization_findings() == ()
     assert "evaluation_inputs_differ" not in watched.data.curve_extra()
+
+
+class Reconstruction(Dataset):
+    """(input, target) rows the way a denoising or a plain autoencoder's dataset serves them."""
+
+    def __init__(self, inputs: torch.Tensor, targets: torch.Tensor) -> None:
+        self.inputs, self.targets = inputs, targets
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+    def __getitem__(self, index: int):
+        return self.inputs[index], self.targets[index]
+
+
+def fit_autoencoder(kind: str) -> None:
+    """``kind``: "denoising" (noisy in, clean out), "copy" (the bug: noisy in, noisy out, evaluated against clean)
+    or "plain" (an autoencoder: its input in, its input out, in both splits)."""
+    torch.manual_seed(0)
+    clean = torch.sin(torch.linspace(0, 6.28, 16)).repeat(96, 1) * torch.rand(96, 1)
+    noisy = clean + 0.3 * torch.randn_like(clean)
+    model = nn.Sequential(nn.Linear(16, 4), nn.ReLU(), nn.Linear(4, 16))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    targets = {"denoising": clean, "copy": noisy, "plain": noisy}[kind]
+    pairs = Reconstruction(noisy[:64], targets[:64])  # @pairs
+    loader = DataLoader(pairs, batch_size=16, shuffle=True)
+    criterion = nn.MSELoss()
+    for _ in range(2):
+        for inputs, wanted in loader:
+            optimizer.zero_grad()
+            criterion(model(inputs), wanted).backward()
+            optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            reference = noisy[64:] if kind == "plain" else clean[64:]
+            F.mse_loss(model(noisy[64:]), reference)  # @evaluate
+        model.train()
+
+
+def test_training_targets_that_copy_the_inputs_while_evaluation_scores_others_are_found_where_the_pairs_are_made():
+    with Watched() as watched:
+        fit_autoencoder("copy")
+    (finding,) = [f.to_dict() for f in watched.data.copy_target_findings()]
+    assert (finding["kind"], finding["file"], finding["line"]) == (
+        "training-logic",
+        HERE,
+        line_of(fit_autoencoder, "pairs"),
+    )
+    assert finding["details"]["check"] == "targets-copy-inputs" and finding["details"]["steps_checked"] == 8
+    assert finding["details"]["evaluation"] == {"file": HERE, "line": line_of(fit_autoencoder, "evaluate")}
+    assert f"the loss at line {line_of(fit_autoencoder, 'evaluate')}" in finding["message"]
+
+
+def test_a_denoising_model_and_a_plain_autoencoder_get_nothing():
+    for kind in ("denoising", "plain"):
+        with Watched() as watched:
+            fit_autoencoder(kind)
+        assert watched.data.copy_target_findings() == (), kind

@@ -4,7 +4,7 @@ targets are its inputs, and whether evaluation inputs look like training inputs.
 Armed by ``measurement.pipeline`` (``Measurement.start``) next to the phase clock and the evaluation watch, whose
 listeners it uses: the functional-loss relays (``EvaluationWatch.loss_call_listeners``: ``nn.CrossEntropyLoss`` calls
 ``F.cross_entropy``, so loss modules are seen too), the top-level model passes (``PhaseClock.model_input_listeners``)
-and the backward calls (``PhaseClock.backward_listeners``). Three checks:
+and the backward calls (``PhaseClock.backward_listeners``). Four checks:
 
 - **Classes scored.** A training ``cross_entropy``/``nll_loss`` (mean reduction) over logits of ``C`` classes (their
   dimension 1, the class dimension), or a ``binary_cross_entropy[_with_logits]`` on 0/1 targets (``C = 2``), whose
@@ -13,6 +13,14 @@ and the backward calls (``PhaseClock.backward_listeners``). Three checks:
 - **Targets equal to inputs.** The integer targets of a training ``cross_entropy``/``nll_loss`` equal, token for
   token, the integer inputs of the model pass it scores (a language model whose shift to the next token was
   dropped): a ``training-logic`` finding at the loss call. Checked on the first ``TARGET_CHECKS`` calls only.
+- **Targets that copy the inputs in training only.** The float targets of a regression loss (``mse_loss``,
+  ``l1_loss``, ``smooth_l1_loss``, ``huber_loss``) are compared, value for value, with the float input of the model
+  pass they score, over the first ``COPY_CHECKS`` calls of each split. Equal in every training call checked (at
+  least ``COPY_MIN_TRAIN``) while every evaluation call scores other targets is a ``training-logic`` finding: the
+  model is trained to reproduce its input and evaluated on something else (a denoising model given
+  ``(noisy, noisy)`` pairs). A plain autoencoder, equal in both splits, gets none. Reported where the training
+  pairs are made: the dataset argument of the DataLoader that served the training batches (``core.written_at``),
+  else that DataLoader, else the training loss call.
 - **Inputs per split.** Mean and std of the first floating-point tensor a trained model receives, over its first
   ``STAT_BATCHES`` training passes and first ``STAT_BATCHES`` evaluation passes (eval mode or no gradients): an std
   ``NORMALIZATION_STD_RATIO`` times apart, or means ``NORMALIZATION_MEAN_SHIFT`` training stds apart, is a
@@ -20,13 +28,16 @@ and the backward calls (``PhaseClock.backward_listeners``). Three checks:
 
 Good guest: every read is of detached tensors under ``torch.no_grad()`` (new tensors, no in-place write, no
 ``_version`` bump, no graph, no RNG), bounded to a few batches so the cost is a handful of reductions per run; the
-only references kept are weak ones. Every listener is guarded so nothing escapes into the program.
+references kept are weak ones, except the model's float input in the first ``COPY_PASSES`` passes of a split, held
+from the model call to the loss that scores it (or the next pass). Every listener is guarded so nothing escapes into
+the program.
 """
 
 from __future__ import annotations
 
 import linecache
 import math
+import os
 import sys
 import weakref
 from collections.abc import Callable
@@ -38,6 +49,7 @@ from tensorsight.agent.measurement.phases import caller_location
 from tensorsight.agent.runtime.guard import never_raise
 from tensorsight.core.findings import Finding
 from tensorsight.core.l10n import t
+from tensorsight.core.phases import LoaderSettings
 
 Location = tuple[str, int]
 
@@ -47,6 +59,10 @@ TARGET_CHECKS = 8  # training loss calls whose targets are compared with the mod
 TARGETS_EQUAL_MIN = 3  # that many equal comparisons (and no unequal one) make the finding
 BINARY_TARGET_CHECKS = 4  # binary losses whose targets are checked to be 0/1
 CLASSIFICATION_SHARE = 0.8  # of the training backwards: the loss backpropagated is the classification loss itself
+REGRESSION_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")
+COPY_CHECKS = 8  # regression loss calls per split whose targets are compared with the model's input
+COPY_PASSES = 2 * COPY_CHECKS  # model passes per split whose input is held for that comparison (passes with no loss)
+COPY_MIN_TRAIN = 3  # equal training comparisons (and no unequal one) before the training targets count as copies
 STAT_BATCHES = 8  # model passes per split whose inputs are summarised
 MIN_STAT_BATCHES = 2
 NORMALIZATION_STD_RATIO = 3.0
@@ -79,6 +95,17 @@ class _Moments:
 
 
 @dataclass
+class _Copies:
+    """One split's regression targets compared with the model's input: how many were equal, how many not, and where
+    the first compared loss was called."""
+
+    equal: int = 0
+    differ: int = 0
+    at: Location | None = None
+    passes: int = 0  # model passes of the split seen
+
+
+@dataclass
 class _Classification:
     classes: dict[int, int] = field(default_factory=dict)  # class count -> backwards of a loss over that many
     other: int = 0  # training backwards of anything else
@@ -105,6 +132,9 @@ class DataWatch:
         self._reported_targets = False
         self._model: weakref.ReferenceType[Any] | None = None
         self._moments = {"train": _Moments(), "val": _Moments()}
+        self._float_inputs: dict[str, Any] = {"train": None, "val": None}  # the model's input, until its loss
+        self._copies = {"train": _Copies(), "val": _Copies()}
+        self._copy_loader: LoaderSettings | None = None  # the loader of the first training batch compared
 
     def install(self) -> None:
         self._evaluation.loss_call_listeners.append(self._on_loss_call)
@@ -123,6 +153,8 @@ class DataWatch:
     # ------------------------------------------------------------------------------------------------ loss calls
     @never_raise()
     def _on_loss_call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        if name in REGRESSION_LOSSES:
+            self._compare_copy(args, kwargs)
         if not self._clock.scores_training():
             return
         torch = self._torch
@@ -141,6 +173,66 @@ class DataWatch:
         self._pending = (weakref.ref(result), classes, where)
         if compares:
             self._compare_targets(target, where)
+
+    def _compare_copy(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Regression targets against the model's input, in the split the loss scores (module docstring)."""
+        split = "train" if self._clock.scores_training() else self._clock.pass_split()
+        record = self._copies.get(split)
+        inputs = self._float_inputs.get(split)
+        if record is None or inputs is None or record.equal + record.differ >= COPY_CHECKS:
+            return
+        self._float_inputs[split] = None  # compared once, then let go
+        target = args[1] if len(args) > 1 else kwargs.get("target")
+        torch = self._torch
+        if not isinstance(inputs, torch.Tensor) or not isinstance(target, torch.Tensor):
+            return
+        if not target.is_floating_point() or target.shape != inputs.shape or target.device != inputs.device:
+            return
+        if target.numel() < 2:
+            return
+        with torch.no_grad():
+            same = target is inputs or bool(torch.equal(target.detach(), inputs.detach()))
+        if same:
+            record.equal += 1
+        else:
+            record.differ += 1
+        if record.at is None:
+            record.at = caller_location(sys._getframe(2))
+            if split == "train":
+                self._copy_loader = self._clock.pass_loader()
+
+    @never_raise(fallback=())
+    def copy_target_findings(self) -> tuple[Finding, ...]:
+        """Training targets equal to the model's inputs while evaluation targets differ (see the module docstring)."""
+        train, val = self._copies["train"], self._copies["val"]
+        if train.equal < COPY_MIN_TRAIN or train.differ or not val.differ or val.equal or train.at is None:
+            return ()
+        message = t(
+            "the training targets are the model's own inputs, value for value ({checks} of {checks} training steps "
+            "checked), while evaluation scores it against other targets (the loss at {evaluated}): the model learns to "
+            "reproduce its input, not what it is evaluated on; pair each training input with its own target, as the "
+            "evaluation pairs are (for a denoising model: the noisy input with the clean signal)",
+            checks=train.equal,
+            evaluated=_place_text(val.at, train.at),
+        )
+        details: dict[str, Any] = {"check": "targets-copy-inputs", "steps_checked": train.equal}
+        details["loss_line"] = train.at[1]
+        if val.at is not None:
+            details["evaluation"] = {"file": val.at[0], "line": val.at[1]}
+        return (Finding("training-logic", "warning", message, *self._pairs_made_at(train.at), details=details),)
+
+    def _pairs_made_at(self, loss_at: Location) -> Location:
+        """Where the training pairs are made: the dataset given to the training DataLoader, else that loader, else
+        the line that made the loss's target, else the loss call."""
+        loader = self._copy_loader
+        if loader is not None:
+            from tensorsight.core.written_at import argument_written_at
+
+            source = "".join(linecache.getlines(loader.file))
+            line = argument_written_at(source, loader.line, 0, "dataset") if source else None
+            return loader.file, line if line is not None else loader.line
+        written = _target_written_at(loss_at)
+        return (loss_at[0], written) if written is not None else loss_at
 
     def _compares_targets(self) -> bool:
         return self._input is not None and self._target_checks < TARGET_CHECKS and not self._reported_targets
@@ -240,6 +332,10 @@ class DataWatch:
             self._input = None if first.is_floating_point() else weakref.ref(first)
         elif self._model is None or self._model() is not model:
             return
+        copies = self._copies[split]
+        copies.passes += 1
+        held = copies.equal + copies.differ < COPY_CHECKS and copies.passes <= COPY_PASSES and first.is_floating_point()
+        self._float_inputs[split] = first if held else None  # until the loss that scores this pass, or the next pass
         moments = self._moments[split]
         if moments.batches >= STAT_BATCHES or not first.is_floating_point() or first.dim() < 2 or first.numel() < 2:
             return
@@ -286,6 +382,12 @@ class DataWatch:
             "mean_shift_in_train_stds": shift,
         }
         return (Finding("training-logic", "warning", message, *val.at, details=details),)
+
+
+def _place_text(at: Location | None, beside: Location) -> str:
+    if at is None:
+        return "?"
+    return t("line {0}", at[1]) if at[0] == beside[0] else f"{os.path.basename(at[0])}:{at[1]}"
 
 
 def _target_written_at(where: Location) -> int | None:

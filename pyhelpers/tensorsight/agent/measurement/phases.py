@@ -425,6 +425,14 @@ class PhaseClock:
         if self.validation_at is None:
             self.validation_at = caller_location(sys._getframe(1))
 
+    def pass_split(self) -> str:
+        """The split of the last top-level model pass: "train" or "val"."""
+        return self._last_model_split
+
+    def pass_loader(self) -> LoaderSettings | None:
+        """The DataLoader whose batch the last top-level model pass received, when it received a fresh one."""
+        return self._pass_loader
+
     def scores_training(self) -> bool:
         """True when a loss computed now scores a training pass (gradients on, the last model pass in training)."""
         return self._last_model_split == "train" and self._grad_enabled()

@@ -509,7 +509,7 @@ class Measurement:
         self.clock.finish()
         self.evaluation.finish(failed=bool(error))
         self.learning.finish()
-        findings = list(self.data.normalization_findings())
+        findings = [*self.data.normalization_findings(), *self.data.copy_target_findings()]
         if self.settings.phases:
             totals, steps_measured = self.phase_totals()
             if steps_measured:
