@@ -6,6 +6,7 @@ true positive, on an idle machine and on a busy one.
 """
 
 import argparse
+import itertools
 import random
 
 import torch
@@ -18,11 +19,11 @@ def window_features(window):
     mean = sum(window) / n
     spread = (sum((v - mean) ** 2 for v in window) / n) ** 0.5
     rolling = [sum(window[i : i + 8]) / 8 for i in range(n - 8)]
-    crossings = sum(1 for a, b in zip(rolling, rolling[1:]) if (a - mean) * (b - mean) < 0)
+    crossings = sum(1 for a, b in itertools.pairwise(rolling) if (a - mean) * (b - mean) < 0)
     xs = range(n)
     x_mean = (n - 1) / 2
-    slope = sum((x - x_mean) * (v - mean) for x, v in zip(xs, window)) / sum((x - x_mean) ** 2 for x in xs)
-    peaks = sum(1 for a, b, c in zip(window, window[1:], window[2:]) if b > a and b > c)
+    slope = sum((x - x_mean) * (v - mean) for x, v in zip(xs, window, strict=True)) / sum((x - x_mean) ** 2 for x in xs)
+    peaks = sum(1 for a, b, c in zip(window, window[1:], window[2:], strict=False) if b > a and b > c)
     return [mean, spread, crossings / n, slope, peaks / n, max(window) - min(window)]
 
 
