@@ -145,8 +145,8 @@ def flat(diagnosis: str = "not-decreasing", line: int = 30) -> Finding:
     )
 
 
-def test_a_flat_loss_folds_into_the_finding_that_names_its_cause():
-    permuted = Finding(
+def labels_permuted() -> Finding:
+    return Finding(
         "training-logic",
         "warning",
         "labels reordered apart",
@@ -156,6 +156,10 @@ def test_a_flat_loss_folds_into_the_finding_that_names_its_cause():
         None,
         {"check": "separate-permutations"},
     )
+
+
+def test_a_flat_loss_folds_into_the_finding_that_names_its_cause():
+    permuted = labels_permuted()
     folded = fold_symptoms([permuted, flat()])
     assert [f.details.get("check") for f in folded] == ["separate-permutations"]
     assert folded[0].details["symptom"] == {"diagnosis": "not-decreasing", "message": "training loss is not-decreasing"}
@@ -197,16 +201,7 @@ def test_a_flat_loss_without_a_named_cause_and_other_verdicts_stay():
     )
     diverging = flat("diverging")
     assert fold_symptoms([flat(), info_only, eval_mode]) == [flat(), info_only, eval_mode]
-    permuted = Finding(
-        "training-logic",
-        "warning",
-        "labels reordered apart",
-        SCRIPT,
-        12,
-        None,
-        None,
-        {"check": "separate-permutations"},
-    )
+    permuted = labels_permuted()
     assert [f.details.get("diagnosis") for f in fold_symptoms([diverging, permuted])] == ["diverging", None]
 
 

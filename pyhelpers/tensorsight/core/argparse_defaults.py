@@ -14,17 +14,14 @@ from __future__ import annotations
 import ast
 import math
 
-MAX_SOURCE_CHARS = 1_000_000  # a larger file is not searched
+from tensorsight.core.written_at import parsed
 
 
 def default_written_at(source: str, call_line: int, keyword: str, value: float) -> int | None:
     """The line of the ``add_argument`` whose default ``value`` the call spanning ``call_line`` passed as
     ``keyword``, or None when the value did not come from such a default."""
-    if len(source) > MAX_SOURCE_CHARS:
-        return None
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = parsed(source)
+    if tree is None:
         return None
     attribute = _keyword_attribute(tree, call_line, keyword)
     if attribute is None:

@@ -21,11 +21,8 @@ Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
 
 def argument_written_at(source: str, call_line: int, position: int, keyword: str | None = None) -> int | None:
     """The line that computed argument ``position`` (or ``keyword=``) of the outermost call on ``call_line``."""
-    if len(source) > MAX_SOURCE_CHARS:
-        return None
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
+    tree = parsed(source)
+    if tree is None:
         return None
     call = _outermost_call(tree, call_line, position, keyword)
     if call is None:
@@ -36,6 +33,16 @@ def argument_written_at(source: str, call_line: int, position: int, keyword: str
     if not isinstance(given, ast.Name):
         return None
     return _name_written_at(tree, _scope_of(tree, call.lineno), given.id, call.lineno, MAX_HOPS)
+
+
+def parsed(source: str) -> ast.Module | None:
+    """The module's syntax tree, or None for a file too large to search (``MAX_SOURCE_CHARS``) or not Python."""
+    if len(source) > MAX_SOURCE_CHARS:
+        return None
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _outermost_call(tree: ast.AST, line: int, position: int, keyword: str | None) -> ast.Call | None:

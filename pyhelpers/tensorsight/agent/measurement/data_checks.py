@@ -226,12 +226,9 @@ class DataWatch:
         the line that made the loss's target, else the loss call."""
         loader = self._copy_loader
         if loader is not None:
-            from tensorsight.core.written_at import argument_written_at
-
-            source = "".join(linecache.getlines(loader.file))
-            line = argument_written_at(source, loader.line, 0, "dataset") if source else None
+            line = _argument_written_at((loader.file, loader.line), 0, "dataset")
             return loader.file, line if line is not None else loader.line
-        written = _target_written_at(loss_at)
+        written = _argument_written_at(loss_at, 1, "target")
         return (loss_at[0], written) if written is not None else loss_at
 
     def _compares_targets(self) -> bool:
@@ -272,7 +269,7 @@ class DataWatch:
 
     def _targets_finding(self, inputs: Any, where: Location) -> Finding:
         # reported where the targets are made, which is where the shift goes, when that is not the loss's line
-        written = _target_written_at(where)
+        written = _argument_written_at(where, 1, "target")
         subject = (
             t("the targets of this loss") if written is None else t("these targets (the loss at line {0})", where[1])
         )
@@ -390,10 +387,11 @@ def _place_text(at: Location | None, beside: Location) -> str:
     return t("line {0}", at[1]) if at[0] == beside[0] else f"{os.path.basename(at[0])}:{at[1]}"
 
 
-def _target_written_at(where: Location) -> int | None:
-    """The line that computed the loss call's target argument (``core.written_at``), when it is not the call's."""
+def _argument_written_at(where: Location, position: int, keyword: str) -> int | None:
+    """The line that computed argument ``position`` (or ``keyword=``) of the call at ``where`` (``core.written_at``:
+    the loss's target, a DataLoader's dataset), when it is not the call's own line."""
     from tensorsight.core.written_at import argument_written_at
 
     source = "".join(linecache.getlines(where[0]))
-    line = argument_written_at(source, where[1], 1, "target") if source else None
+    line = argument_written_at(source, where[1], position, keyword) if source else None
     return line if line is not None and line != where[1] else None
