@@ -145,6 +145,19 @@ def test_huge_growing_or_nonfinite_gradient_norms_are_exploding_at_the_backward_
     assert diagnoses(nonfinite) == ["exploding-gradients"] and nonfinite[0].step == 7
 
 
+def test_norms_that_grew_only_up_to_the_programs_own_clipping_threshold_are_information():
+    """clip_grad_norm_(max_norm=5) already bounds every update: norms read after it that grew from 0.01 to 5 are how far
+    clipping works, not the explosion the warning's advice (add clipping) is about."""
+    grown = [min(0.01 * 1.08**i, 5.0) for i in range(100)]
+    extra = {"clip_norm": 5.0, "grad_norm_before_clipping": 4e3}
+    (clipped,) = diagnose_curves(curves(healthy_train(), grad=grown, extra=extra))
+    assert (clipped.severity, clipped.details["diagnosis"]) == ("info", "clipped-gradients")
+    assert "clipping threshold 5" in clipped.message and "4e+03 before clipping" in clipped.message
+    above = diagnose_curves(curves(healthy_train(), grad=[g * 2 for g in grown], extra={"clip_norm": 5.0}))
+    assert diagnoses(above) == ["exploding-gradients"]  # above the threshold: not the norms clipping bounds
+    assert above[0].severity == "warning"
+
+
 def test_without_any_user_line_nothing_is_reported():
     blank = TrainingCurves(train_loss=[5.0] * 50, train_steps=list(range(50)), grad_norm=[1e6] * 50)
     assert diagnose_curves(blank) == []

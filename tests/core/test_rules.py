@@ -509,8 +509,13 @@ def _gpt_findings(tail: str, restore: str) -> set[tuple[str, int, str]]:
 
 
 def test_softmax_assigned_before_return_reaches_the_loss_of_a_trainer_in_another_file_through_a_view():
-    found = _gpt_findings("probs = F.softmax(logits, dim=-1)\n        return probs", "model.train()")
-    assert found == {("trainer.py", 28, "TS105")}
+    tail = "probs = F.softmax(logits, dim=-1)\n        return probs"
+    found = _gpt_findings(tail, "model.train()")
+    assert found == {("model.py", 16, "TS105")}  # where the probabilities are written, for every caller
+    files = {"/gpt/model.py": GPT_MODEL.format(tail=tail), "/gpt/trainer.py": GPT_TRAINER}
+    (finding,) = analyze_project(GPT_SCRIPT.format(restore="model.train()"), "/gpt/train.py", project_reader(files))
+    assert "trainer.py:28" in finding.message  # the loss call it reaches
+    assert (finding.details["loss_file"], finding.details["loss_line"]) == ("/gpt/trainer.py", 28)
     assert _gpt_findings("return logits", "model.train()") == set()
     # log_softmax into the same loss is only wasted work: information, not a warning
     found = analyze_project(
@@ -564,8 +569,8 @@ def test_sigmoid_into_bce_with_logits_through_a_model_in_another_file():
     )
     with_sigmoid = project_reader({"/b/models.py": model.format(out="torch.sigmoid(self.fc(x))")})
     found = analyze_project(script, "/b/train.py", with_sigmoid, strict=True)
-    assert [(f.line, f.details["code"]) for f in found] == [(10, "TS113")]
-    assert "models.py:9" in found[0].message
+    assert [(os.path.basename(f.file), f.line, f.details["code"]) for f in found] == [("models.py", 9, "TS113")]
+    assert "train.py:10" in found[0].message
     logits = project_reader({"/b/models.py": model.format(out="self.fc(x)")})
     assert analyze_project(script, "/b/train.py", logits, strict=True) == []
 
@@ -592,9 +597,10 @@ def test_call_chains_are_walked_once_per_function_so_a_wide_call_graph_stays_fas
     assert {f.details["code"] for f in found} == {"TS103"}
 
 
-def test_softmax_reaching_the_loss_by_many_paths_is_found_once_per_loss():
+def test_softmax_reaching_the_loss_by_many_paths_is_found_once():
     """Helpers calling helpers (a diamond-shaped call graph): the probabilities reach the loss's parameter through
-    every call site, each traced once; a path that brings logits makes the loss clean."""
+    every call site, each traced once, and are reported once, where softmax is applied (not once per loss); a path
+    that brings logits makes the loss clean."""
     lines = ["import torch", "import torch.nn.functional as F", "model = torch.nn.Linear(2, 2)"]
     layers, width = 3, 4
     for layer in range(layers):
@@ -607,8 +613,7 @@ def test_softmax_reaching_the_loss_by_many_paths_is_found_once_per_loss():
                 lines.append("    return a0")
     calls = [f"g0_{k}(F.softmax(model(torch.ones(1, 2)), 1), torch.zeros(1).long())" for k in range(width)]
     found = analyze("\n".join([*lines, *calls]) + "\n", "paths.py", strict=True)
-    assert [(f.line, f.details["code"]) for f in found] == [
-        (n + 1, "TS105") for n, line in enumerate(lines) if "cross_entropy" in line
-    ]
+    assert [(f.line, f.details["code"]) for f in found] == [(len(lines) + 1, "TS105")]
+    assert found[0].details["loss_line"] in [n + 1 for n, line in enumerate(lines) if "cross_entropy" in line]
     calls[-1] = "g0_3(model(torch.ones(1, 2)), torch.zeros(1).long())"
     assert analyze("\n".join([*lines, *calls]) + "\n", "paths.py", strict=True) == []

@@ -16,6 +16,7 @@ of them finds the bug). A bug script's markers are those in the script and in th
 (transitively), so a bug may live in a helper module of its own (``trainer_without_zero_grad.py``); a clean script
 and everything it imports carry none. A value that is wrong is marked where it is written: a learning rate taken
 from ``add_argument("--lr", default=...)`` and used unchanged is marked on that line, as the held-out suite marks it;
+probabilities a loss takes for logits are marked at the softmax or sigmoid that made them (in the model's file);
 a model left in eval mode is marked once, at the ``eval()`` that leaves it there, however deep the helper or callback
 that calls it.
 

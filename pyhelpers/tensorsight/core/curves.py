@@ -57,6 +57,7 @@ EXPLODING_GROWTH = 100.0  # or it grew this much from the start of the run
 # or it is both above EXPLODING_NORM and this many times the loss scale (median |loss|): a summed VAE loss of 2.5e4
 # has healthy gradient norms of 1.6e4 (0.6×), an amplifying deep net reaches 20-40× its (already inflated) loss
 EXPLODING_LOSS_RATIO = 10.0
+CLIP_TOLERANCE = 1.001  # a gradient norm read after clip_grad_norm_(max_norm=c) is at most c (and float noise)
 CLIMBED_FROM_FIRST = 2.0  # the loss settled this many times above its first value: the first updates overshot
 DECREASED_FROM_FIRST = 2.0  # the first loss was this many times the end: the run did learn (fast convergence)
 # ops whose NaN/Inf from finite inputs comes from their domain (log of 0, division by 0, sqrt of a negative), not from
@@ -761,6 +762,9 @@ def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
         huge = peak > EXPLODING_NORM
     if not huge and not grew:
         return []
+    clip = curves.extra.get("clip_norm")
+    if isinstance(clip, (int, float)) and peak <= clip * CLIP_TOLERANCE:
+        return _clipped_explosion(curves, where, peak_step, early, float(clip))
     scale_text = t(", {0}× the loss scale {1}", f"{peak / loss_scale:.3g}", f"{loss_scale:.3g}") if loss_scale else ""
     message = t(
         "gradients explode: the total gradient norm reached {peak} "
@@ -779,6 +783,23 @@ def diagnose_exploding(curves: TrainingCurves) -> list[Finding]:
         "growth": peak / early if early > 0 else None,
     }
     return [Finding("dynamics", "warning", message, *where, step=peak_step, details=details)]
+
+
+def _clipped_explosion(
+    curves: TrainingCurves, where: Location, peak_step: int, early: float, clip: float
+) -> list[Finding]:
+    """Norms that grew up to the program's own ``clip_grad_norm_`` threshold: the clipping the advice would add is
+    there and bounds every update, so it is information (how far they grew before clipping), not a warning."""
+    before = curves.extra.get("grad_norm_before_clipping")
+    message = t(
+        "gradient norms grew from {early} to the clipping threshold {clip} (up to {before} before clipping): "
+        "clip_grad_norm_ bounds each update",
+        early=f"{early:.3g}",
+        clip=f"{clip:.3g}",
+        before=f"{before:.3g}" if isinstance(before, (int, float)) else "?",
+    )
+    details = {"diagnosis": "clipped-gradients", "clip_norm": clip, "grad_norm_before_clipping": before}
+    return [Finding("dynamics", "info", message, *where, step=peak_step, details=details)]
 
 
 LR_VERDICTS = ("diverging", "oscillating", "above-chance", "overshooting")  # loss verdicts that blame the lr

@@ -6,11 +6,13 @@ gradients shrink, so training stalls without any error (a warning). Feeding it l
 (log_softmax is idempotent), only wasted work (information). TS113: sigmoid fed into BCEWithLogitsLoss /
 F.binary_cross_entropy_with_logits, which applies sigmoid itself (the same double squashing, a warning).
 
-Found wherever the loss's input comes from: the activation written inside the loss call (with a quick fix), or
-reached through the data flow ``flow.trace`` follows: a variable, ``.view()``/``.reshape()``, a subscript
-(``output[mask]``), a ``forward`` that assigns it before ``return``, a model built in another file and called in a
-trainer there. The loss object is recognised as built (``criterion = nn.CrossEntropyLoss()``, or passed to a
-trainer's ``__init__``). Log-softmax into ``nll_loss`` and sigmoid used only for metrics are what they should be.
+Found wherever the loss's input comes from: the activation written inside the loss call (reported there, with a
+quick fix), or reached through the data flow ``flow.trace`` follows: a variable, ``.view()``/``.reshape()``, a
+subscript (``output[mask]``), a ``forward`` that assigns it before ``return``, a model built in another file and
+called in a trainer there. A reached activation is reported where it is applied (the line that wrote the wrong
+value, in its own file), naming the loss call it reaches; an activation feeding several losses is reported once.
+The loss object is recognised as built (``criterion = nn.CrossEntropyLoss()``, or passed to a trainer's
+``__init__``). Log-softmax into ``nll_loss`` and sigmoid used only for metrics are what they should be.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import ast
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tensorsight.core.findings import Finding
 from tensorsight.core.l10n import t
@@ -86,6 +88,7 @@ _LOSS_OBJECT_NAME = re.compile(r"loss|crit|objective", re.IGNORECASE)
 
 def _activation_into_loss(facts: ModuleFacts, path: str, family: _LossFamily) -> Iterator[Finding]:
     criteria = _loss_objects(facts, family)
+    placed: set[tuple[str, int, int]] = set()  # an activation feeding several losses (training and validation): once
     for node in facts.calls:
         scope = facts.scope_of.get(node)
         if scope is None or not _is_loss_call(facts, node, scope, family, criteria):
@@ -99,7 +102,11 @@ def _activation_into_loss(facts: ModuleFacts, path: str, family: _LossFamily) ->
             continue
         origin = trace(facts, given, scope, position(node), lambda o: _kind(o, family) is not None)
         if origin is not None:
-            yield _via_flow(facts, path, given, origin, family)
+            finding = _via_flow(facts, path, given, origin, family)
+            place = (finding.file, finding.line, int(finding.details["range"]["column"]))
+            if place not in placed:
+                placed.add(place)
+                yield finding
 
 
 def _kind(origin: Origin, family: _LossFamily) -> str | None:
@@ -187,15 +194,25 @@ def _direct(facts: ModuleFacts, path: str, given: ast.Call, kind: str, family: _
 
 
 def _via_flow(facts: ModuleFacts, path: str, given: ast.expr, origin: Origin, family: _LossFamily) -> Finding:
-    """The activation reached through assignments, views, subscripts, returns and calls (maybe in another file)."""
+    """The activation reached through assignments, views, subscripts, returns and calls (maybe in another file),
+    reported where it is applied: that line wrote the probabilities the loss takes for logits (a ``forward`` that
+    ends in softmax is fixed there, for every caller). The loss call is named in the message and the details."""
     kind = _kind(origin, family) or ""
-    line = origin.node.lineno
-    if origin.facts is facts:
-        where = t("line {0}", line)
-    else:
-        module = facts.project.module_of(origin.facts) if facts.project is not None else None
-        where = f"{os.path.basename(module.path) if module is not None else '?'}:{line}"
-    message, severity = _message(kind, t("{0} holds {1} output ({2}):", _short(given), kind, where))
+    module = facts.project.module_of(origin.facts) if facts.project is not None and origin.facts is not facts else None
+    if origin.facts is not facts and module is None:
+        return _at_loss(facts, path, given, kind, family, origin.node.lineno)
+    loss_line = position(given)[0]
+    loss_where = t("line {0}", loss_line) if module is None else f"{os.path.basename(path)}:{loss_line}"
+    message, severity = _message(kind, t("{0} output reaches the loss as {1} ({2}):", kind, _short(given), loss_where))
+    finding = family.rule.finding(
+        module.path if module is not None else path, origin.facts.span(origin.node), message, None, severity
+    )
+    return replace(finding, details={**finding.details, "loss_file": path, "loss_line": loss_line})
+
+
+def _at_loss(facts: ModuleFacts, path: str, given: ast.expr, kind: str, family: _LossFamily, line: int) -> Finding:
+    """The activation's file is unknown (no project): reported at the loss, naming the activation's line."""
+    message, severity = _message(kind, t("{0} holds {1} output ({2}):", _short(given), kind, t("line {0}", line)))
     return family.rule.finding(path, facts.span(given), message, None, severity)
 
 

@@ -18,7 +18,7 @@ class TabularNet(nn.Module):
 
     def forward(self, x):
         h = self.body(x)
-        probs = torch.sigmoid(self.head(h))
+        probs = torch.sigmoid(self.head(h))  # BUG: training-logic sigmoid before BCEWithLogitsLoss
         return probs.squeeze(1)
 
 
@@ -35,7 +35,7 @@ def train_epoch(model, loader, criterion, optimizer):
     for xb, yb in loader:
         optimizer.zero_grad()
         output = model(xb)
-        loss = criterion(output, yb)  # BUG: training-logic sigmoid before BCEWithLogitsLoss
+        loss = criterion(output, yb)
         loss.backward()
         optimizer.step()
         total += loss.item() * len(xb)

@@ -67,11 +67,11 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x)
         logits = self.lm_head(self.ln_f(x))
-        probs = F.softmax(logits, dim=-1)
+        probs = F.softmax(logits, dim=-1)  # BUG: training-logic softmax before cross_entropy
         loss = None
         if targets is not None:
             flat = probs.view(-1, probs.size(-1))
-            loss = F.cross_entropy(flat, targets.view(-1))  # BUG: training-logic softmax before cross_entropy
+            loss = F.cross_entropy(flat, targets.view(-1))
         return probs, loss
 
     @torch.no_grad()
