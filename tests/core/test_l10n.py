@@ -153,11 +153,11 @@ def test_translating_never_raises():
 def test_the_rules_speak_spanish_and_english_is_untouched(spanish):
     source = "import torch\nfor x in data:\n    loss = model(x)\n    loss.backward()\n    optimizer.step()\n"
     (finding,) = rules.analyze(source, "/project/train.py")
-    assert finding.message.startswith("optimizer.step() aplica gradientes que nada en este bucle pone a cero")
-    assert finding.details["fix"]["title"] == "Poner a cero los gradientes tras cada paso: optimizer.zero_grad()"
+    assert finding.message.startswith("backward() suma en .grad y nada en este bucle lo pone a cero")
+    assert finding.details["fix"]["title"] == "Poner a cero los gradientes antes de backward(): optimizer.zero_grad()"
     l10n.set_language(None)
     (finding,) = rules.analyze(source, "/project/train.py")
-    assert finding.message.startswith("optimizer.step() applies gradients that nothing in this loop clears")
+    assert finding.message.startswith("backward() adds into .grad and nothing in this loop clears it")
 
 
 def test_a_process_takes_its_language_from_the_environment():

@@ -247,10 +247,10 @@ def test_a_trainer_class_in_another_module_is_analysed_at_its_own_lines():
     asked: list[str] = []
     found = analyze_project(TRAIN_SCRIPT, "/project/train.py", project_reader(files, asked), strict=True)
     where = {(f.file, f.line, f.details["code"]) for f in found}
-    assert ("/project/trainer.py", 12, "TS101") in where
+    assert ("/project/trainer.py", 11, "TS101") in where  # the lone backward() its zero_grad() belongs above
     # the evaluate() method runs under no_grad, but self.model is a models.Net, which has dropout: eval() is needed
     assert ("/project/trainer.py", 17, "TS102") in where
-    assert where <= {("/project/trainer.py", 12, "TS101"), ("/project/trainer.py", 17, "TS102")}
+    assert where <= {("/project/trainer.py", 11, "TS101"), ("/project/trainer.py", 17, "TS102")}
     # parsed from the reader only; torch and numpy are never looked up (a local os.py would shadow the stdlib's)
     assert not any(os.path.basename(p).startswith(("numpy", "torch")) for p in asked)
     assert "/project/os.py" in asked
@@ -259,7 +259,7 @@ def test_a_trainer_class_in_another_module_is_analysed_at_its_own_lines():
 def test_without_dropout_or_batch_norm_no_grad_alone_is_enough():
     files = {"/project/trainer.py": TRAINER, "/project/models.py": MODELS.replace("nn.Dropout(0.2), ", "")}
     found = analyze_project(TRAIN_SCRIPT, "/project/train.py", project_reader(files), strict=True)
-    assert {(f.line, f.details["code"]) for f in found} == {(12, "TS101")}
+    assert {(f.line, f.details["code"]) for f in found} == {(11, "TS101")}
 
 
 def test_an_imported_evaluate_is_protected_by_its_callers_eval_and_no_grad():
@@ -357,8 +357,10 @@ def test_a_step_method_in_another_module_called_per_batch_without_clearing():
     )
     read = project_reader({"/t/trainer.py": trainer})
     (finding,) = analyze_project(script.format(clear=""), "/t/train.py", read, strict=True)
-    assert (finding.file, finding.line, finding.details["code"]) == ("/t/trainer.py", 9, "TS101")
-    assert "train.py:6" in finding.message  # where the loop calls it
+    # at the step method's one backward(), naming the step it feeds and the loop that calls the method
+    assert (finding.file, finding.line, finding.details["code"]) == ("/t/trainer.py", 8, "TS101")
+    assert finding.details["step_line"] == 9
+    assert "train.py:6" in finding.message and "(line 9)" in finding.message
     cleared = script.format(clear="    trainer.optimizer.zero_grad()\n")
     assert analyze_project(cleared, "/t/train.py", read, strict=True) == []
     # called once, not from a loop: not a training loop at all

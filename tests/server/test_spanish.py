@@ -21,7 +21,7 @@ from tensorsight.core import protocol
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 NEVER_CLEARED = os.path.join(REPO, "tests", "fixtures", "rules", "ts101_gradients_never_cleared.py")
-SPANISH_TS101 = "aplica gradientes que nada en este bucle pone a cero"
+SPANISH_TS101 = "suma en .grad y nada en este bucle lo pone a cero"
 SPANISH_LENS = "TensorSight · bucle de entrenamiento — ejecútelo con «Depurar entrenamiento»"
 
 
@@ -68,7 +68,8 @@ async def test_initialized_in_spanish_the_diagnostics_fixes_and_code_lenses_are_
     (diagnostic,) = spanish_client.diagnostics[uri]
     assert str(diagnostic.code) == "TS101"
     assert (
-        SPANISH_TS101 in diagnostic.message and "llame a optimizer.zero_grad() una vez por paso" in diagnostic.message
+        SPANISH_TS101 in diagnostic.message
+        and "llame a optimizer.zero_grad() justo antes de backward()" in diagnostic.message
     )
     actions = await spanish_client.text_document_code_action_async(
         types.CodeActionParams(
@@ -78,7 +79,7 @@ async def test_initialized_in_spanish_the_diagnostics_fixes_and_code_lenses_are_
         )
     )
     titles = [action.title for action in actions or []]
-    assert "Poner a cero los gradientes tras cada paso: optimizer.zero_grad() (TS101)" in titles
+    assert "Poner a cero los gradientes antes de backward(): optimizer.zero_grad() (TS101)" in titles
     (lens,) = await lens_titles(spanish_client, uri)
     assert lens.startswith(SPANISH_LENS), lens
     # a tensor breakpoint's condition that names an undefined variable is explained in Spanish too
@@ -104,7 +105,7 @@ async def test_the_environment_alone_makes_the_server_spanish(environment_client
 async def test_an_english_editor_gets_the_english_messages(english_client: LanguageClient):
     uri = await open_and_wait(english_client, NEVER_CLEARED)
     (diagnostic,) = english_client.diagnostics[uri]
-    assert "applies gradients that nothing in this loop clears" in diagnostic.message
+    assert "adds into .grad and nothing in this loop clears it" in diagnostic.message
     titles = await lens_titles(english_client, uri)
     assert titles and titles[0].startswith("TensorSight · training loop — run it with Debug Training")
     close(english_client, uri)

@@ -1,5 +1,6 @@
 """agent.measurement.gradient_clearing in-process: an optimizer whose parameters get no gradient, twice in a row after
-a backward, is one finding where the graph is cut; a closure step and a frozen model are not judged."""
+a backward, is one finding where the graph is cut; a closure step and a frozen model are not judged; gradients never
+cleared are reported at the one backward() a step applies, at the step when it applies several."""
 
 from __future__ import annotations
 
@@ -59,3 +60,38 @@ def test_a_closure_step_and_a_frozen_model_are_not_judged():
     frozen = torch.nn.Linear(2, 2).requires_grad_(False)
     run_steps(watch, torch.optim.SGD(frozen.parameters(), lr=0.1), backwards)
     assert found == []
+
+
+def uncleared_steps(backwards_per_step: int, closure: bool = False) -> list:
+    """Three steps of a model whose gradients nothing clears, each after ``backwards_per_step`` real backward() calls
+    (reported by the clock's listener at train.py:20, 21...); the step is at train.py:30."""
+    found: list = []
+    line = [30]
+    counted = [0]
+    watch = ClearingWatch(torch, lambda: counted[0], lambda: ("train.py", line[0]), found.append)
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        for index in range(backwards_per_step):
+            model(torch.ones(1, 2)).sum().backward()
+            counted[0] += 1
+            line[0] = 20 + index
+            watch.backward_seen(None)
+        line[0] = 30
+        watch.before_step(optimizer, "optimizer", closure)
+        optimizer.step()
+    return found
+
+
+def test_gradients_never_cleared_are_reported_at_the_one_backward_each_step_applies():
+    (finding,) = uncleared_steps(1)
+    assert (finding.file, finding.line) == ("train.py", 20)
+    assert finding.details["check"] == "gradients-never-cleared"
+    assert (finding.details["step_file"], finding.details["step_line"]) == ("train.py", 30)
+    assert "(line 30)" in finding.message and "right before backward()" in finding.message
+
+
+def test_several_backwards_per_step_keep_the_finding_at_the_step():
+    (finding,) = uncleared_steps(2)  # accumulation without clearing: the windows meet at the step
+    assert (finding.file, finding.line) == ("train.py", 30)
+    assert "step_line" not in finding.details and "once per step" in finding.message

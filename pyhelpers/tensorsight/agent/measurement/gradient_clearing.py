@@ -11,7 +11,10 @@ only D's parameters, however close it sits to G's step. The static rule cannot t
   (``zero_grad(set_to_none=True)``, ``p.grad = None``), or an in-place write beyond what the backward passes and
   gradient clippings since then account for (``p.grad.zero_()``: the gradient's ``_version`` moved more than once
   per backward and per ``clip_grad_norm_``/``clip_grad_value_`` call, also observed through thin wrappers);
-- a step with none of them, twice in a row, is a ``training-logic`` finding at that step's line.
+- a step with none of them, twice in a row, is a ``training-logic`` finding. It is placed where the clearing belongs:
+  at the ``backward()`` call (the user's line, recorded by ``backward_seen``) when exactly one backward ran since the
+  optimizer's previous step, as the static rule TS101 places it; at the step's line otherwise (several backwards
+  per step, a closure step).
 
 Deliberate gradient accumulation (a step every N batches, then ``zero_grad()``) clears once per step: no finding.
 
@@ -29,6 +32,7 @@ Read-only: ``_version``, object identity and weak references; no tensor is touch
 from __future__ import annotations
 
 import linecache
+import os
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,6 +79,7 @@ class ClearingWatch:
         self._report = report
         self._probes: dict[int, _Probe] = {}
         self._clippings = 0  # clip_grad_norm_ / clip_grad_value_ calls: each writes every gradient in place once
+        self._last_backward: tuple[str, int] | None = None  # the user line of the latest backward() call
         self._names: dict[int, str] = {}
         self.reported: set[int] = set()  # ids of the optimizers found stepping on uncleared gradients
         self._gradless: dict[int, tuple[int, int]] = {}  # optimizer id -> (steps in a row with no gradient, backwards)
@@ -107,6 +112,11 @@ class ClearingWatch:
             return observing
 
         self._patches.replace(owners, name, make)
+
+    @never_raise()
+    def backward_seen(self, _tensors: Any) -> None:
+        """A backward() returned (a ``PhaseClock.backward_listeners`` entry): remember the user line that called it."""
+        self._last_backward = self._where()
 
     # --------------------------------------------------------------------------------------------------- clearing
     def _clipped(self, _parameters: Any) -> None:
@@ -155,7 +165,8 @@ class ClearingWatch:
             probe.uncleared_steps = probe.uncleared_steps + 1 if accumulated else 0
             if probe.uncleared_steps >= UNCLEARED_STEPS and not probe.reported:
                 probe.reported = True
-                self._found(optimizer)
+                lone = backwards - probe.backwards == 1 and not closure
+                self._found(optimizer, self._last_backward if lone else None)
         else:
             probe = _Probe(weakref.ref(param), None, 0, backwards)
             self._probes[id(optimizer)] = probe
@@ -166,7 +177,9 @@ class ClearingWatch:
         probe.clippings = self._clippings
         probe.cleared = False
 
-    def _found(self, optimizer: Any) -> None:
+    def _found(self, optimizer: Any, backward: tuple[str, int] | None) -> None:
+        """Report ``optimizer`` stepping on uncleared gradients: at ``backward`` (the one backward() call its steps
+        apply) when given, else at the step."""
         self.reported.add(id(optimizer))
         where = self._where()
         if where is None:
@@ -174,15 +187,29 @@ class ClearingWatch:
         name = self._names.get(id(optimizer)) or "optimizer"
         others = [n for key, n in self._names.items() if key != id(optimizer)]
         other_text = t(" (clearing the gradients of {0} does not clear these)", ", ".join(others)) if others else ""
-        message = t(
-            "{name}.step() applies gradients that were never cleared since its previous step{others}: backward() "
-            "adds into .grad, so each step uses the sum of every earlier step's gradients; call {name}.zero_grad() "
-            "(or zero_grad() on its model) once per step",
-            name=name,
-            others=other_text,
-        )
-        details = {"check": "gradients-never-cleared", "optimizer": name, "steps": UNCLEARED_STEPS}
-        self._report(Finding("training-logic", "warning", message, where[0], where[1], details=details))
+        details: dict[str, Any] = {"check": "gradients-never-cleared", "optimizer": name, "steps": UNCLEARED_STEPS}
+        if backward is not None:
+            at = backward
+            details["step_file"], details["step_line"] = where
+            step_where = t("line {0}", where[1]) if where[0] == at[0] else f"{os.path.basename(where[0])}:{where[1]}"
+            message = t(
+                "backward() adds into .grad, and nothing cleared the gradients since {name}'s previous step{others}: "
+                "each {name}.step() ({step}) applies the sum of every earlier step's gradients; call "
+                "{name}.zero_grad() (or zero_grad() on its model) right before backward()",
+                name=name,
+                others=other_text,
+                step=step_where,
+            )
+        else:
+            at = where
+            message = t(
+                "{name}.step() applies gradients that were never cleared since its previous step{others}: "
+                "backward() adds into .grad, so each step uses the sum of every earlier step's gradients; call "
+                "{name}.zero_grad() (or zero_grad() on its model) once per step",
+                name=name,
+                others=other_text,
+            )
+        self._report(Finding("training-logic", "warning", message, at[0], at[1], details=details))
 
     def _no_gradient(self, optimizer: Any, backwards: int) -> None:
         """A step on which no trainable parameter of ``optimizer`` holds a gradient (see the module docstring)."""

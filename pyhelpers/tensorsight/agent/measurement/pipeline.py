@@ -239,6 +239,7 @@ class Measurement:
         self.clearing = ClearingWatch(
             torch, lambda: self.clock.backwards, lambda: caller_location(sys._getframe()), events.emit_finding
         )
+        self.clock.backward_listeners.append(self.clearing.backward_seen)
         # parameters that never learn, backward in eval mode, hand-written updates on uncleared gradients
         self.learning = LearningWatch(
             torch, self.clock, events.emit_finding, self.clearing.reported, lambda o: self._series_of(o).name

@@ -3,6 +3,11 @@
 ``backward()`` adds into ``.grad``; ``step()`` applies whatever is there. The three silent bugs: gradients never
 cleared (every step applies the sum of all earlier gradients), the step taken before the backward that should feed it,
 and the gradients cleared between backward and step (the step applies nothing).
+
+Gradients never cleared are reported where the clearing belongs: at the ``backward()`` when a step applies exactly
+one backward's gradients (its fix inserts ``zero_grad()`` right above it), at the step otherwise (accumulation, a
+closure, several backwards per step). The run-time check (``agent/measurement/gradient_clearing.py``) places its
+finding the same way, so the two merge into one problem.
 """
 
 from __future__ import annotations
@@ -10,10 +15,12 @@ from __future__ import annotations
 import ast
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 
 from tensorsight.core.findings import Finding
 from tensorsight.core.l10n import t
 from tensorsight.core.rules.facts import (
+    BackwardCall,
     LoopFacts,
     ModuleFacts,
     StepCall,
@@ -26,7 +33,7 @@ from tensorsight.core.rules.facts import (
     root_name,
     text_of,
 )
-from tensorsight.core.rules.fixes import insert_line_after, make_fix, move_statement_after
+from tensorsight.core.rules.fixes import insert_line_after, insert_line_before, make_fix, move_statement_after
 from tensorsight.core.rules.model import RuleInfo
 
 GRADIENTS_NEVER_CLEARED = RuleInfo(
@@ -90,7 +97,7 @@ def _one_sided_branch(
     """The ``if`` that every clearing sits in one branch of, while the steps run outside it and its other branch
     clears nothing (``if epoch % 2 == 0: opt.zero_grad()`` before an unconditional ``opt.step()``), else None.
     A clearing under the same condition as its step (gradient accumulation) or in both branches is a clearing."""
-    if any(_conditional(facts, loop, step) for step in steps):
+    if any(_conditional(facts, loop.node, step) for step in steps):
         return None  # a conditional step (gradient accumulation, an AMP branch): the pairing is not judged
     found: ast.If | None = None
     for clearing in clearings:
@@ -101,9 +108,10 @@ def _one_sided_branch(
     return found
 
 
-def _conditional(facts: ModuleFacts, loop: LoopFacts, node: ast.AST) -> bool:
+def _conditional(facts: ModuleFacts, container: ast.AST, node: ast.AST) -> bool:
+    """Whether ``node`` runs only on some passes through ``container`` (a loop or a function): under an if/try."""
     for parent in facts.ancestors(node):
-        if parent is loop.node:
+        if parent is container:
             return False
         if isinstance(parent, (ast.If, ast.Try, ast.IfExp)):
             return True
@@ -154,6 +162,16 @@ def _never_cleared(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[F
         block, index = located
         if index + 1 < len(block) and _is_scaler_update(block[index + 1]):
             anchor = block[index + 1]
+    backward = _lone_backward(facts, loop.node, loop.backwards, loop.steps)
+    if backward is not None:
+        message = t(
+            "backward() adds into .grad and nothing in this loop clears it: each {optimizer}.step() (line {line}) "
+            "applies the sum of every earlier step's gradients; call {optimizer}.zero_grad() right before backward()",
+            optimizer=step.optimizer,
+            line=step.call.lineno,
+        )
+        yield _at_backward(facts, path, backward, step, message)
+        return
     fix = None
     if isinstance(stmt, ast.Expr) and stmt.value is step.call:
         fix = make_fix(
@@ -166,6 +184,35 @@ def _never_cleared(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[F
         optimizer=step.optimizer,
     )
     yield GRADIENTS_NEVER_CLEARED.finding(path, facts.span(step.call), message, fix)
+
+
+def _lone_backward(
+    facts: ModuleFacts, container: ast.AST, backwards: list[BackwardCall], steps: list[StepCall]
+) -> BackwardCall | None:
+    """The one ``backward()`` that feeds every step of ``container`` (a loop or a step function), else None.
+
+    Where a step applies exactly one backward's gradients (the plain ``zero_grad, backward, step`` loop with its
+    ``zero_grad`` lost), the uncleared gradients are written by that backward, and the clearing belongs right above
+    it: the finding goes there, as the run-time check places it (one backward between two steps). Accumulation (a
+    conditional step, several backwards per step) keeps the finding at the step, which is where the windows meet."""
+    if len(backwards) != 1 or not steps:
+        return None
+    backward = backwards[0]
+    if _conditional(facts, container, backward.call) or any(_conditional(facts, container, s.call) for s in steps):
+        return None
+    if any(position(s.call) < position(backward.call) for s in steps):
+        return None
+    return backward
+
+
+def _at_backward(facts: ModuleFacts, path: str, backward: BackwardCall, step: StepCall, message: str) -> Finding:
+    """TS101 at the lone backward() whose gradients ``step`` applies uncleared, with its fix right above it."""
+    fix = make_fix(
+        t("Clear gradients before backward(): {0}.zero_grad()", step.optimizer),
+        [insert_line_before(facts, facts.statement_of(backward.call), f"{step.optimizer}.zero_grad()")],
+    )
+    finding = GRADIENTS_NEVER_CLEARED.finding(path, facts.span(backward.call), message, fix)
+    return replace(finding, details={**finding.details, "step_line": step.call.lineno})
 
 
 def _optimizers_never_cleared(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[Finding]:
@@ -238,6 +285,21 @@ def _step_helpers_never_cleared(facts: ModuleFacts, path: str) -> Iterator[Findi
             continue
         caller, call, _ = looped[0]
         step = steps[0]
+        where = t("line {0}", call.lineno) if caller is facts else f"{_file_name(caller)}:{call.lineno}"
+        backwards = [b for b in (backward_call(c) for c in calls) if b is not None]
+        backward = _lone_backward(facts, function, backwards, steps)
+        if backward is not None:
+            message = t(
+                "backward() adds into .grad and nothing clears it: {function}() runs once per iteration of the loop "
+                "at {where}, and each {optimizer}.step() (line {line}) applies the sum of every earlier step's "
+                "gradients; call {optimizer}.zero_grad() right before backward()",
+                function=function.name,
+                where=where,
+                optimizer=step.optimizer,
+                line=step.call.lineno,
+            )
+            yield _at_backward(facts, path, backward, step, message)
+            continue
         stmt = facts.statement_of(step.call)
         fix = None
         if isinstance(stmt, ast.Expr) and stmt.value is step.call:
@@ -245,7 +307,6 @@ def _step_helpers_never_cleared(facts: ModuleFacts, path: str) -> Iterator[Findi
                 t("Clear gradients after each step: {0}.zero_grad()", step.optimizer),
                 [insert_line_after(facts, stmt, f"{step.optimizer}.zero_grad()")],
             )
-        where = t("line {0}", call.lineno) if caller is facts else f"{_file_name(caller)}:{call.lineno}"
         message = t(
             "{optimizer}.step() in {function}() applies gradients that nothing clears: {function}() "
             "is called once per iteration of the loop at {where}, and backward() adds into .grad, so each step "

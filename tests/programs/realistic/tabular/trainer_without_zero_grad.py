@@ -21,8 +21,8 @@ class Trainer:
         features, labels = features.to(self.device), labels.to(self.device)
         logits = self.model(features)
         loss = F.cross_entropy(logits, labels)
-        loss.backward()
-        self.optimizer.step()  # BUG: training-logic (nothing clears the gradients between steps)
+        loss.backward()  # BUG: training-logic (nothing clears the gradients between steps)
+        self.optimizer.step()
         self.global_step += 1
         return loss.item()
 
