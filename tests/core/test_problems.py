@@ -139,6 +139,39 @@ def test_an_evaluation_helper_left_in_eval_is_one_problem_where_the_run_sees_it(
     assert alone.finding is rule
 
 
+HIDDEN_CARRIED = """import torch
+rnn = torch.nn.GRU(4, 8)
+optimizer = torch.optim.SGD(rnn.parameters(), lr=0.1)
+hidden = torch.zeros(1, 2, 8)
+for chunk in torch.randn(5, 3, 2, 4):
+    optimizer.zero_grad()
+    output, hidden = rnn(chunk, hidden)
+    loss = output.pow(2).mean()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_carried_state_and_the_error_it_raises_at_the_backward_are_one_problem_at_the_line_to_fix():
+    """TS107 reports the call that feeds the state back; the run explains the error raised at the backward() two
+    lines down: one problem, shown at the rule's line with its fix, naming the line that raised, as an error."""
+    (rule,) = [f for f in analyze(HIDDEN_CARRIED, SCRIPT) if f.details["code"] == "TS107"]
+    assert rule.line == 7 and rule.details["raised_at"] == {"file": SCRIPT, "line": 9}
+    raised = Finding("training-logic", "error", "backward() walks a freed graph", SCRIPT, 9, None, None)
+    raised = replace(raised, details={"check": "graph-reused", "tensor": None})
+    elsewhere = replace(raised, line=8)  # an error raised at another line: another problem
+    problem, other = one_per_bug(sourced("rule", [rule]) + sourced("doctor", [raised, elsewhere]))
+    assert problem.sources == ("rule", "doctor") and other.sources == ("doctor",)
+    assert (problem.finding.line, problem.finding.severity) == (7, "error")
+    assert problem.finding.message == rule.message + ". A run raised that error at line 9"
+    assert problem.finding.details["code"] == "TS107" and "fix" in problem.finding.details
+    # merged again with the run's report (the editor merges the doctor's problems with a debug run's): said once
+    (again,) = one_per_bug(sourced("doctor", [problem.finding]) + sourced("run", [raised]))
+    assert again.finding.message == problem.finding.message
+    (alone,) = one_per_bug(sourced("rule", [rule]))
+    assert alone.finding is rule
+
+
 def flat(diagnosis: str = "not-decreasing", line: int = 30) -> Finding:
     return Finding(
         "dynamics", "warning", f"training loss is {diagnosis}", SCRIPT, line, None, None, {"diagnosis": diagnosis}

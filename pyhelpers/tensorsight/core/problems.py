@@ -10,7 +10,9 @@ accumulated loss is the agent's ``memory`` finding at that line), also where the
 another line (``details.observed_at``: TS103 at an evaluation helper's call, observed at its ``eval()``). The merged
 problem keeps the most informative message (what a run observed over what a rule infers; then the longer one), at its
 place, the highest severity, the rule's code, range and quick fix (a range only at the same line, a fix only in the
-same file), and names every source.
+same file), and names every source. A rule whose bug makes the program raise at another line (``details.raised_at``:
+TS107's carried hidden state, raising at the loop's ``backward()``) and the run's explanation of that error are one
+problem too, shown at the rule's line, where the fix goes, with the error's line added to its message.
 
 A symptom is not a second bug either. A loss that barely falls (the curves' "not decreasing", "at chance" and
 "learning slowly" verdicts) is what several bugs look like from the loss curve: labels reordered apart from their
@@ -28,6 +30,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tensorsight.core.findings import Finding
+from tensorsight.core.l10n import t
 from tensorsight.core.rules import RULES
 
 SOURCES = ("rule", "doctor", "run")  # the order a merged problem names them in
@@ -68,6 +71,9 @@ def one_per_bug(sourced: Iterable[tuple[str, Finding]]) -> list[Problem]:
             for where in (key[1:4], *_observed_at(members[0][1])):
                 observed = ("observed", *where, rule.seen_at_runtime_as, rule.seen_at_runtime_check)
                 by_prediction.setdefault(observed, key)
+        if rule is not None and rule.raised_at_runtime_check is not None:
+            for where in _observed_at(members[0][1], "raised_at"):
+                by_prediction.setdefault(("observed", *where, rule.kind, rule.raised_at_runtime_check), key)
     merged: dict[tuple[Any, ...], list[tuple[str, Finding]]] = {}
     for key, members in groups.items():
         target = by_prediction.get(key, key) if key[0] == "observed" else key
@@ -75,10 +81,11 @@ def one_per_bug(sourced: Iterable[tuple[str, Finding]]) -> list[Problem]:
     return [_merge(members) for members in merged.values()]
 
 
-def _observed_at(finding: Finding) -> list[tuple[Any, ...]]:
+def _observed_at(finding: Finding, name: str = "observed_at") -> list[tuple[Any, ...]]:
     """Where a run observes the bug a rule reports at another line (``details.observed_at``: TS103 at the call of
-    an evaluation helper, observed where that helper switches the model to eval())."""
-    place = (finding.details or {}).get("observed_at")
+    an evaluation helper, observed where that helper switches the model to eval(); ``details.raised_at``: TS107's
+    carried state, raising at the loop's backward())."""
+    place = (finding.details or {}).get(name)
     if (
         not isinstance(place, Mapping)
         or not isinstance(place.get("file"), str)
@@ -112,9 +119,21 @@ def _merge(members: list[tuple[str, Finding]]) -> Problem:
     findings = [f for _, f in members]
     if len(findings) == 1:
         return Problem(findings[0], sources)
-    # observed over inferred, then the longer message, then the later report (a run's newer count)
+    # observed over inferred, then the longer message, then the later report (a run's newer count); a rule whose
+    # bug the run saw as the error it raises elsewhere is shown at its own line, where the fix goes, naming the error
     order = {id(f): n for n, f in enumerate(findings)}
     shown = max(findings, key=lambda f: (_rule_of(f) is None, len(f.message), order[id(f)]))
+    raising = _raising_rule(findings)
+    if raising is not None:
+        rule_finding, raised = raising
+        where = (
+            t("line {0}", raised.line)
+            if _same_file(rule_finding, raised)
+            else f"{os.path.basename(raised.file)}:{raised.line}"
+        )
+        said = t("{message}. A run raised that error at {where}", message="", where=where)
+        message = rule_finding.message if rule_finding.message.endswith(said) else rule_finding.message + said
+        shown = replace(rule_finding, message=message)
     details: dict[str, Any] = {}
     for finding in sorted(findings, key=lambda f: _rule_of(f) is None):  # the rule's code, range and fix win
         for name, value in (finding.details or {}).items():
@@ -133,14 +152,29 @@ def _merge(members: list[tuple[str, Finding]]) -> Problem:
     )
 
 
-_PLACED = ("range", "fix", "observed_at")  # details that hold for the finding's own place only
+_PLACED = ("range", "fix", "observed_at", "raised_at")  # details that hold for the finding's own place only
+
+
+def _raising_rule(findings: list[Finding]) -> tuple[Finding, Finding] | None:
+    """(the rule's finding, the run's explanation of the error its bug raised), when both are among ``findings``."""
+    for finding in findings:
+        rule = _rule_of(finding)
+        if rule is None or rule.raised_at_runtime_check is None:
+            continue
+        for other in findings:
+            if _rule_of(other) is None and (other.details or {}).get("check") == rule.raised_at_runtime_check:
+                return finding, other
+    return None
+
+
+def _same_file(finding: Finding, other: Finding) -> bool:
+    return os.path.normcase(os.path.normpath(finding.file)) == os.path.normcase(os.path.normpath(other.file))
 
 
 def _same_place(finding: Finding, shown: Finding, name: str) -> bool:
-    same_file = os.path.normcase(os.path.normpath(finding.file)) == os.path.normcase(os.path.normpath(shown.file))
     if name == "fix":  # its edits are in the finding's file, wherever in it the problem is shown
-        return same_file
-    return same_file and finding.line == shown.line
+        return _same_file(finding, shown)
+    return _same_file(finding, shown) and finding.line == shown.line
 
 
 def is_flat_loss_verdict(finding: Finding) -> bool:

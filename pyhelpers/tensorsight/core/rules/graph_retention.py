@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 
 from tensorsight.core.findings import Finding
 from tensorsight.core.l10n import t
@@ -51,6 +52,7 @@ HIDDEN_NOT_DETACHED = RuleInfo(
     "the hidden state is fed back every iteration without .detach(): each backward() reaches through all earlier "
     "iterations (slower every step, more memory, or a 'backward through the graph a second time' error)",
     seen_at_runtime_as="memory",
+    raised_at_runtime_check="graph-reused",
 )
 
 _LOSS_CALLEE = re.compile(r"loss|criterion|entropy|kl_div|nll", re.IGNORECASE)
@@ -545,7 +547,15 @@ def _hidden_finding(
         state=state,
         callee=callee_text,
     )
-    return HIDDEN_NOT_DETACHED.finding(path, facts.span(call), message, fix)
+    finding = HIDDEN_NOT_DETACHED.finding(path, facts.span(call), message, fix)
+    # where a run raises: the loop's backward() after the call (the second one walks the freed graph)
+    raised = [b.call for b in loop_facts.backwards if position(b.call) > position(call)] or [
+        b.call for b in loop_facts.backwards
+    ]
+    if not raised:
+        return finding
+    line = min(position(node) for node in raised)[0]
+    return replace(finding, details={**finding.details, "raised_at": {"file": path, "line": line}})
 
 
 def _identifiers(node: ast.AST) -> set[str]:

@@ -78,6 +78,10 @@ class RuleInfo:
     observe it (TS104's accumulated graph is the agent's ``memory`` finding): Problems shows the two as one.
     ``seen_at_runtime_check``: the ``check`` in that runtime finding's details, when its kind alone names several
     bugs (``training-logic``).
+    ``raised_at_runtime_check``: the ``check`` of the runtime finding (of the rule's kind) that explains the error
+    this bug makes the program raise at another line, the rule's ``details.raised_at`` (TS107's carried state makes
+    the next ``backward()`` raise "backward through the graph a second time", explained as ``graph-reused``):
+    Problems shows the two as one, at the rule's line, where the fix goes.
     """
 
     code: str
@@ -88,6 +92,7 @@ class RuleInfo:
     extra: dict[str, Any] = field(default_factory=dict)
     seen_at_runtime_as: str | None = None
     seen_at_runtime_check: str | None = None
+    raised_at_runtime_check: str | None = None
 
     def finding(
         self, path: str, span: Span, message: str | None = None, fix: Fix | None = None, severity: str | None = None
