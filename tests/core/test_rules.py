@@ -619,3 +619,32 @@ def test_softmax_reaching_the_loss_by_many_paths_is_found_once():
     assert found[0].details["loss_line"] in [n + 1 for n, line in enumerate(lines) if "cross_entropy" in line]
     calls[-1] = "g0_3(model(torch.ones(1, 2)), torch.zeros(1).long())"
     assert analyze("\n".join([*lines, *calls]) + "\n", "paths.py", strict=True) == []
+
+
+MICRO_BATCHES = """import torch
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = [torch.randn(8, 2) for _ in range(5)]
+for batch in data:
+    for micro in batch.chunk(4):
+        model(micro).sum().backward()
+    opt.step()
+
+
+def step_fn(batch):
+    for micro in batch.chunk(4):
+        model(micro).sum().backward()
+    opt.step()
+
+
+for batch in data:
+    step_fn(batch)
+"""
+
+
+def test_gradients_never_cleared_go_to_the_step_when_one_written_backward_runs_several_times_per_step():
+    """One backward() per step is where the zero_grad() belongs; a backward() in a micro-batch loop runs several times
+    per step (as a run counts them), so the finding stays at the step, in a loop and in a step function alike."""
+    found = analyze(MICRO_BATCHES, "/t/train.py")
+    assert {(f.line, f.details["code"]) for f in found} == {(8, "TS101"), (14, "TS101")}
+    assert all("step_line" not in f.details for f in found)

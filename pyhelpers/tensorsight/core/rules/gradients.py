@@ -118,6 +118,16 @@ def _conditional(facts: ModuleFacts, container: ast.AST, node: ast.AST) -> bool:
     return False
 
 
+def _repeated(facts: ModuleFacts, container: ast.AST, node: ast.AST) -> bool:
+    """Whether ``node`` sits in a loop nested in ``container``: it may run several times per pass."""
+    for parent in facts.ancestors(node):
+        if parent is container:
+            return False
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)):
+            return True
+    return False
+
+
 def _conditioning_if(
     facts: ModuleFacts, loop: LoopFacts, node: ast.AST, steps: list[ast.AST], clearings: list[ast.AST]
 ) -> ast.If | None:
@@ -200,6 +210,8 @@ def _lone_backward(
     backward = backwards[0]
     if _conditional(facts, container, backward.call) or any(_conditional(facts, container, s.call) for s in steps):
         return None
+    if _repeated(facts, container, backward.call):
+        return None  # micro-batches: one backward() written, several per step
     if any(position(s.call) < position(backward.call) for s in steps):
         return None
     return backward
