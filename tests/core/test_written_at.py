@@ -55,3 +55,34 @@ def test_several_returns_stop_at_the_helpers_call_and_what_no_assignment_wrote_g
     assert argument_written_at(SCRIPT, 33, 1) is None  # a parameter
     assert argument_written_at(SCRIPT, 3, 1) is None  # no call there
     assert argument_written_at("def broken(:\n", 1, 1) is None
+
+
+GETITEM = """import torch
+
+
+class Windows:
+    def __getitem__(self, i):
+        end = i + 12
+        window = self.series[i:end]
+        x = window
+        return x, self.series[end, 0]
+
+
+class Decorated:
+    @staticmethod
+    @some.decorator
+    def make(i):
+        if i:
+            return i, i
+        return i, 0
+"""
+
+
+def test_what_a_function_returns_is_found_where_it_was_written():
+    from tensorsight.core.written_at import returned_written_at
+
+    assert returned_written_at(GETITEM, 5, 0) == 7  # through the alias x = window
+    assert returned_written_at(GETITEM, 5, 1) == 9  # written in the return itself
+    assert returned_written_at(GETITEM, 13, 0) is None  # two returns (found by its first decorator's line)
+    assert returned_written_at(GETITEM, 4, 0) is None  # no function starts there
+    assert returned_written_at("def broken(:\n", 1, 0) is None

@@ -66,6 +66,7 @@ class LoaderSettings:
     pin_memory: bool = False
     persistent_workers: bool = False
     batch_size: int | None = None
+    dataset_getitem: tuple[str, int] | None = None  # (file, first line) of its dataset's __getitem__, user code only
 
 
 def phase_shares(seconds: Mapping[str, float]) -> dict[str, float]:

@@ -7,7 +7,9 @@ line 29. ``argument_written_at`` follows a name argument of the outermost call o
 before it in the same function, through plain aliases (``y = targets``), tuple unpacking of a tuple or of a call to a
 function of the same file (into its ``return``), and stops at the first assignment that computes something. A value
 written in the call itself (``criterion(logits, inputs.reshape(-1))``), a loop variable or a parameter gives None: the
-call's own line is then the place. Called by ``agent.measurement.data_checks``. Pure, bounded by ``MAX_HOPS``.
+call's own line is then the place. ``returned_written_at`` does the same for an element a function returns (what a
+dataset's ``__getitem__`` gives the model). Called by ``agent.measurement.data_checks``. Pure, bounded by
+``MAX_HOPS``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,32 @@ def argument_written_at(source: str, call_line: int, position: int, keyword: str
     if not isinstance(given, ast.Name):
         return None
     return _name_written_at(tree, _scope_of(tree, call.lineno), given.id, call.lineno, MAX_HOPS)
+
+
+def returned_written_at(source: str, function_line: int, index: int) -> int | None:
+    """The line that computed element ``index`` of the one ``return a, b, ...`` of the function defined at
+    ``function_line`` (its ``def`` or first decorator: a code object's ``co_firstlineno``), such as the
+    ``x = self.series[i:end]`` a dataset's ``__getitem__`` returns first; the ``return`` line for an element written
+    there; None when the function has several returns or none of that shape."""
+    tree = parsed(source)
+    if tree is None:
+        return None
+    function = next(
+        (
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and function_line in (node.lineno, *(d.lineno for d in node.decorator_list[:1]))
+        ),
+        None,
+    )
+    returned = _returned_element(function, index) if function is not None else None
+    if function is None or returned is None:
+        return None
+    at, element = returned
+    if isinstance(element, ast.Name):
+        return _name_written_at(tree, function, element.id, at, MAX_HOPS) or at
+    return at
 
 
 def parsed(source: str) -> ast.Module | None:

@@ -222,3 +222,84 @@ def test_a_denoising_model_and_a_plain_autoencoder_get_nothing():
         with Watched() as watched:
             fit_autoencoder(kind)
         assert watched.data.copy_target_findings() == (), kind
+
+
+class Windows(Dataset):
+    """Sliding windows of a multivariate series, the way forecasting examples serve them: ``lookback`` steps of every
+    feature in, the next value of feature 0 out. ``leak`` widens the input by the step it predicts (the bug)."""
+
+    def __init__(self, series: torch.Tensor, lookback: int, leak: int) -> None:
+        self.series, self.lookback, self.leak = series, lookback, leak
+
+    def __len__(self) -> int:
+        return len(self.series) - self.lookback - 1
+
+    def __getitem__(self, i: int):
+        end = i + self.lookback
+        window = self.series[i : end + self.leak]  # @window
+        target = self.series[end, 0:1]
+        return window, target
+
+
+def fit_forecaster(leak: int) -> nn.Module:
+    torch.manual_seed(0)
+    steps = torch.arange(400, dtype=torch.float32)
+    series = torch.stack([torch.sin(steps / 7), torch.cos(steps / 11), torch.rand(400)], dim=1)
+    lookback = 12
+    model = nn.Sequential(nn.Flatten(), nn.Linear((lookback + leak) * 3, 16), nn.ReLU(), nn.Linear(16, 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    loader = DataLoader(Windows(series, lookback, leak), batch_size=32, shuffle=True)
+    for inputs, wanted in loader:
+        optimizer.zero_grad()
+        F.mse_loss(model(inputs), wanted).backward()
+        optimizer.step()
+    return model
+
+
+def fit_table(label_in_features: bool) -> None:
+    torch.manual_seed(0)
+    features, labels = torch.randn(256, 6), torch.randn(256, 1)
+    columns = torch.cat([features, labels], dim=1) if label_in_features else features
+    rows = torch.utils.data.TensorDataset(columns, labels)  # @rows
+    model = nn.Linear(columns.shape[1], 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for inputs, wanted in DataLoader(rows, batch_size=32):
+        optimizer.zero_grad()
+        F.l1_loss(model(inputs), wanted).backward()
+        optimizer.step()
+
+
+def test_a_target_inside_its_input_window_is_found_where_the_dataset_writes_the_window():
+    with Watched() as watched:
+        fit_forecaster(leak=1)
+    (finding,) = [f.to_dict() for f in watched.data.target_in_inputs_findings()]
+    assert (finding["kind"], finding["severity"], finding["file"]) == ("leakage", "error", HERE)
+    assert finding["line"] == line_of(Windows.__getitem__, "window")
+    assert finding["details"]["check"] == "target-in-inputs" and finding["details"]["input_index"] == [12, 0]
+    assert "input [12, 0]" in finding["message"] and "8 of 8 training batches" in finding["message"]
+
+
+def test_a_label_column_left_among_the_features_is_found_at_the_dataset_the_loader_serves():
+    with Watched() as watched:
+        fit_table(label_in_features=True)
+    (finding,) = [f.to_dict() for f in watched.data.target_in_inputs_findings()]
+    assert (finding["file"], finding["line"]) == (HERE, line_of(fit_table, "rows"))
+    assert finding["details"]["input_index"] == [6]
+
+
+def test_windows_that_stop_before_their_target_and_features_without_the_label_get_nothing():
+    with Watched() as watched:
+        fit_forecaster(leak=0)
+        fit_table(label_in_features=False)
+    assert watched.data.target_in_inputs_findings() == ()
+
+
+def test_looking_for_the_target_leaves_the_run_as_it_was():
+    torch.manual_seed(0)
+    plain = fit_forecaster(leak=1)
+    after_plain = torch.get_rng_state()
+    with Watched():
+        watched = fit_forecaster(leak=1)
+    assert torch.equal(torch.get_rng_state(), after_plain)
+    pairs = zip(plain.state_dict().values(), watched.state_dict().values(), strict=True)
+    assert all(torch.equal(a, b) for a, b in pairs)

@@ -181,3 +181,47 @@ def test_the_warning_hook_shows_every_warning_unchanged(monkeypatch, tmp_path):
     found = numpy_warnings.origin(NonFiniteCounts(nan=1))
     assert found is not None and (found.file, found.line) == (str(user), 4)
     assert numpy_warnings.origin(NonFiniteCounts(neginf=1)) is None  # an invalid value makes NaN, not Inf
+
+
+def test_nan_that_arithmetic_made_from_an_earlier_inf_goes_back_to_the_line_that_made_the_inf(monkeypatch, tmp_path):
+    """``np.log`` of a zero makes -Inf; standardizing the column (``x - mean`` with a mean that is -Inf too) makes
+    NaN, with numpy's "invalid value encountered in subtract" at the scaler's line: the NaN's origin is the log's
+    line, both named. An invalid value of its own (``np.sqrt(-1)``) stays where numpy warned."""
+    import numpy as np
+
+    from tensorsight.agent.sentinel import numpy_warnings
+    from tensorsight.core.nonfinite import NonFiniteCounts
+
+    monkeypatch.setattr(warnings, "_showwarnmsg", warnings._showwarnmsg)
+    monkeypatch.setattr(numpy_warnings, "_installed", [False])
+    monkeypatch.setattr(numpy_warnings, "_seen", [])
+    numpy_warnings.install()
+    user = tmp_path / "prepare.py"
+    user.write_text(
+        "import numpy as np\n"
+        "\n"
+        "def logged(a):\n"
+        "    return np.log(a)\n"
+        "\n"
+        "def standardized(a):\n"
+        "    return (a - a.mean()) / a.std()\n"
+        "\n"
+        "def rooted(a):\n"
+        "    return np.sqrt(a)\n"
+    )
+    namespace: dict = {}
+    exec(compile(user.read_text(), str(user), "exec"), namespace)
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        standardized = namespace["standardized"](namespace["logged"](np.array([0.0, 1.0, 2.0])))
+    assert np.isnan(standardized).any()
+    found = numpy_warnings.origin(NonFiniteCounts(nan=int(np.isnan(standardized).sum())))
+    assert found is not None and (found.file, found.line) == (str(user), 4)
+    assert "divide by zero encountered in log" in found.text and "prepare.py:7" in found.text
+    numpy_warnings.forget()
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        namespace["rooted"](np.array([-1.0]))
+    found = numpy_warnings.origin(NonFiniteCounts(nan=1))
+    assert found is not None and (found.file, found.line) == (str(user), 10)

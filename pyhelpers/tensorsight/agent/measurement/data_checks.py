@@ -4,7 +4,7 @@ targets are its inputs, and whether evaluation inputs look like training inputs.
 Armed by ``measurement.pipeline`` (``Measurement.start``) next to the phase clock and the evaluation watch, whose
 listeners it uses: the functional-loss relays (``EvaluationWatch.loss_call_listeners``: ``nn.CrossEntropyLoss`` calls
 ``F.cross_entropy``, so loss modules are seen too), the top-level model passes (``PhaseClock.model_input_listeners``)
-and the backward calls (``PhaseClock.backward_listeners``). Four checks:
+and the backward calls (``PhaseClock.backward_listeners``). Five checks:
 
 - **Classes scored.** A training ``cross_entropy``/``nll_loss`` (mean reduction) over logits of ``C`` classes (their
   dimension 1, the class dimension), or a ``binary_cross_entropy[_with_logits]`` on 0/1 targets (``C = 2``), whose
@@ -21,6 +21,12 @@ and the backward calls (``PhaseClock.backward_listeners``). Four checks:
   ``(noisy, noisy)`` pairs). A plain autoencoder, equal in both splits, gets none. Reported where the training
   pairs are made: the dataset argument of the DataLoader that served the training batches (``core.written_at``),
   else that DataLoader, else the training loss call.
+- **Targets inside the inputs.** When a training regression loss's targets (a few values per sample) are not the
+  input's shape, each target value is looked for at every place of the sample's input: found at the same place of
+  every sample, in every one of the first training batches checked (at least ``COPY_MIN_TRAIN``), is a ``leakage``
+  finding: the model reads the answer (an input window that includes the step it predicts, a target column left
+  among the features). Reported where the inputs are made: the line of the dataset's ``__getitem__`` that wrote
+  what it returns first (``core.written_at``), else the training DataLoader's dataset argument.
 - **Inputs per split.** Mean and std of the first floating-point tensor a trained model receives, over its first
   ``STAT_BATCHES`` training passes and first ``STAT_BATCHES`` evaluation passes (eval mode or no gradients): an std
   ``NORMALIZATION_STD_RATIO`` times apart, or means ``NORMALIZATION_MEAN_SHIFT`` training stds apart, is a
@@ -63,6 +69,10 @@ REGRESSION_LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss")
 COPY_CHECKS = 8  # regression loss calls per split whose targets are compared with the model's input
 COPY_PASSES = 2 * COPY_CHECKS  # model passes per split whose input is held for that comparison (passes with no loss)
 COPY_MIN_TRAIN = 3  # equal training comparisons (and no unequal one) before the training targets count as copies
+WITHIN_MIN_BATCH = 8  # samples per batch before a target found inside every input means something
+WITHIN_MAX_TARGETS = 16  # target values per sample looked for (a forecast horizon, a few regression outputs)
+WITHIN_MAX_COMPARED = 1 << 24  # input values x target values x samples compared per batch
+WITHIN_MAX_PLACES = 64  # places kept per batch
 STAT_BATCHES = 8  # model passes per split whose inputs are summarised
 MIN_STAT_BATCHES = 2
 NORMALIZATION_STD_RATIO = 3.0
@@ -106,6 +116,17 @@ class _Copies:
 
 
 @dataclass
+class _Within:
+    """Training targets looked for among the values of the training inputs (``_compare_within``)."""
+
+    equal: int = 0  # batches where some place of every input held a target column
+    differ: int = 0
+    places: set[tuple[int, int]] | None = None  # (flat input place, target column) held in every batch so far
+    shape: tuple[int, ...] = ()  # one sample's input shape
+    at: Location | None = None  # the first compared loss call
+
+
+@dataclass
 class _Classification:
     classes: dict[int, int] = field(default_factory=dict)  # class count -> backwards of a loss over that many
     other: int = 0  # training backwards of anything else
@@ -135,6 +156,8 @@ class DataWatch:
         self._float_inputs: dict[str, Any] = {"train": None, "val": None}  # the model's input, until its loss
         self._copies = {"train": _Copies(), "val": _Copies()}
         self._copy_loader: LoaderSettings | None = None  # the loader of the first training batch compared
+        self._within = _Within()  # training targets looked for inside the training inputs
+        self._within_loader: LoaderSettings | None = None
 
     def install(self) -> None:
         self._evaluation.loss_call_listeners.append(self._on_loss_call)
@@ -179,15 +202,22 @@ class DataWatch:
         split = "train" if self._clock.scores_training() else self._clock.pass_split()
         record = self._copies.get(split)
         inputs = self._float_inputs.get(split)
-        if record is None or inputs is None or record.equal + record.differ >= COPY_CHECKS:
+        if record is None or inputs is None:
             return
-        self._float_inputs[split] = None  # compared once, then let go
         target = args[1] if len(args) > 1 else kwargs.get("target")
         torch = self._torch
         if not isinstance(inputs, torch.Tensor) or not isinstance(target, torch.Tensor):
             return
-        if not target.is_floating_point() or target.shape != inputs.shape or target.device != inputs.device:
+        if not target.is_floating_point() or target.device != inputs.device:
             return
+        if target.shape != inputs.shape:
+            if split == "train" and self._within.equal + self._within.differ < COPY_CHECKS:
+                self._float_inputs[split] = None
+                self._compare_within(inputs, target)
+            return
+        if record.equal + record.differ >= COPY_CHECKS:
+            return
+        self._float_inputs[split] = None  # compared once, then let go
         if target.numel() < 2:
             return
         with torch.no_grad():
@@ -200,6 +230,75 @@ class DataWatch:
             record.at = caller_location(sys._getframe(2))
             if split == "train":
                 self._copy_loader = self._clock.pass_loader()
+
+    def _compare_within(self, inputs: Any, target: Any) -> None:
+        """Whether every sample's target (a few values) sits, value for value, at one fixed place of its input: a
+        window that includes the value it predicts, a target column left among the features. The places that hold
+        each target column in every batch so far are kept; a target column that is constant over the batch is not
+        judged."""
+        torch = self._torch
+        batch = int(target.shape[0]) if target.dim() else 0
+        if inputs.dim() < 2 or batch < WITHIN_MIN_BATCH or int(inputs.shape[0]) != batch:
+            return
+        per_input, per_target = inputs[0].numel(), target[0].numel() if target.dim() > 0 else 1
+        if per_target > WITHIN_MAX_TARGETS or per_input * per_target * batch > WITHIN_MAX_COMPARED or not per_input:
+            return
+        with torch.no_grad():
+            flat = inputs.detach().reshape(batch, per_input)
+            wanted = target.detach().reshape(batch, per_target).to(flat.dtype)
+            varying = wanted.amax(dim=0) > wanted.amin(dim=0)  # [K]
+            held = (flat.unsqueeze(2) == wanted.unsqueeze(1)).all(dim=0) & varying  # [D, K]: place d holds column k
+            places = {(int(d), int(k)) for d, k in held.nonzero().tolist()[:WITHIN_MAX_PLACES]}
+        within = self._within
+        within.places = places if within.places is None else within.places & places
+        if within.places:
+            within.equal += 1
+            within.shape = tuple(int(n) for n in inputs.shape[1:])
+            if within.at is None:
+                within.at = caller_location(sys._getframe(3))
+                self._within_loader = self._clock.pass_loader()
+        else:
+            within.differ += 1
+
+    @never_raise(fallback=())
+    def target_in_inputs_findings(self) -> tuple[Finding, ...]:
+        """Training targets found, value for value, at a fixed place of every training input checked (see
+        ``_compare_within``): the model reads the answer it is asked to predict."""
+        within = self._within
+        if within.equal < COPY_MIN_TRAIN or within.differ or not within.places or within.at is None:
+            return ()
+        place, column = min(within.places)
+        index = _unravel(place, within.shape)
+        message = t(
+            "the training targets are inside the model's inputs: target value {column} of every sample is input "
+            "[{index}] of that sample, value for value, in {checks} of {checks} training batches checked; the model "
+            "reads the answer instead of predicting it (an input window that includes the step it predicts, a target "
+            "column left among the features): build the inputs from what comes before the target only",
+            column=column,
+            index=", ".join(str(i) for i in index),
+            checks=within.equal,
+        )
+        details: dict[str, Any] = {"check": "target-in-inputs", "steps_checked": within.equal, "input_index": index}
+        details["loss_line"] = within.at[1]
+        at = self._inputs_made_at(within.at)
+        return (Finding("leakage", "error", message, *at, details=details),)
+
+    def _inputs_made_at(self, loss_at: Location) -> Location:
+        """Where the training inputs are made: the line of the dataset's ``__getitem__`` that wrote the sample's input
+        (what it returns first), else the dataset given to the training DataLoader, else that loader, else the loss."""
+        loader = self._within_loader
+        if loader is not None and loader.dataset_getitem is not None:
+            from tensorsight.core.written_at import returned_written_at
+
+            file, first = loader.dataset_getitem
+            source = "".join(linecache.getlines(file))
+            line = returned_written_at(source, first, 0) if source else None
+            if line is not None:
+                return file, line
+        if loader is not None:
+            line = _argument_written_at((loader.file, loader.line), 0, "dataset")
+            return loader.file, line if line is not None else loader.line
+        return loss_at
 
     @never_raise(fallback=())
     def copy_target_findings(self) -> tuple[Finding, ...]:
@@ -379,6 +478,15 @@ class DataWatch:
             "mean_shift_in_train_stds": shift,
         }
         return (Finding("training-logic", "warning", message, *val.at, details=details),)
+
+
+def _unravel(place: int, shape: tuple[int, ...]) -> list[int]:
+    """The index of flat ``place`` in an array of ``shape`` (row-major)."""
+    index: list[int] = []
+    for size in reversed(shape or (place + 1,)):
+        index.append(place % max(size, 1))
+        place //= max(size, 1)
+    return index[::-1]
 
 
 def _place_text(at: Location | None, beside: Location) -> str:

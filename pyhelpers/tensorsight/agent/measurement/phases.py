@@ -597,6 +597,7 @@ class PhaseClock:
             pin_memory=bool(getattr(loader, "pin_memory", False)),
             persistent_workers=bool(getattr(loader, "persistent_workers", False)),
             batch_size=getattr(loader, "batch_size", None),
+            dataset_getitem=_getitem_of(vars(loader).get("dataset") if hasattr(loader, "__dict__") else None),
         )
 
     @never_raise()
@@ -704,3 +705,18 @@ class PhaseClock:
     @property
     def uses_cuda(self) -> bool:
         return self._sync is not None
+
+
+def _getitem_of(dataset: Any) -> Location | None:
+    """``(file, first line)`` of the user-written ``__getitem__`` that makes ``dataset``'s samples, looking through
+    wrappers that keep the wrapped dataset in ``.dataset`` (``Subset``); read from class and instance dictionaries
+    only, so no property or ``__getattr__`` of the program runs."""
+    for _ in range(4):
+        if dataset is None:
+            return None
+        function = next((k.__dict__["__getitem__"] for k in type(dataset).__mro__ if "__getitem__" in k.__dict__), None)
+        code = getattr(function, "__code__", None)
+        if code is not None and is_user_file(code.co_filename):
+            return os.path.abspath(code.co_filename), code.co_firstlineno
+        dataset = vars(dataset).get("dataset") if hasattr(dataset, "__dict__") else None
+    return None

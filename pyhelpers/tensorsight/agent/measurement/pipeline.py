@@ -510,7 +510,11 @@ class Measurement:
         self.clock.finish()
         self.evaluation.finish(failed=bool(error))
         self.learning.finish()
-        findings = [*self.data.normalization_findings(), *self.data.copy_target_findings()]
+        findings = [
+            *self.data.normalization_findings(),
+            *self.data.copy_target_findings(),
+            *self.data.target_in_inputs_findings(),
+        ]
         if self.settings.phases:
             totals, steps_measured = self.phase_totals()
             if steps_measured:

@@ -97,11 +97,28 @@ def _note(message: Any) -> None:
 
 def origin(counts: NonFiniteCounts) -> Origin | None:
     """The line numpy warned at that can have made the values of ``counts`` (NaN from an invalid value, ±Inf from a
-    division by zero or an overflow), the first such warning; None when none was shown."""
+    division by zero or an overflow), the first such warning; None when none was shown.
+
+    NaN that arithmetic made from an earlier ±Inf (``np.log(0)`` standardized: ``-inf - mean`` with a mean that is
+    ``-inf`` too) goes back to the line that made the Inf: an invalid value in arithmetic (subtract, divide...) that
+    follows a division by zero or an overflow is reported at that earlier line, naming both."""
     fitting = [w for w in _seen if (w.makes_nan and counts.nan) or (not w.makes_nan and counts.posinf + counts.neginf)]
     if not fitting:
         return None
     first = fitting[0]
+    made_inf = _inf_before(first) if first.makes_nan else None
+    if made_inf is not None:
+        text = t(
+            '; numpy warned "{0}" at {1}:{2}, which makes ±Inf, and "{3}" at {4}:{5}, where arithmetic on them '
+            "makes NaN",
+            made_inf.text,
+            os.path.basename(made_inf.file),
+            made_inf.line,
+            first.text,
+            os.path.basename(first.file),
+            first.line,
+        )
+        return Origin(made_inf.file, made_inf.line, text)
     text = t(
         '; numpy warned "{0}" at {1}:{2}, which makes such values',
         first.text,
@@ -112,6 +129,23 @@ def origin(counts: NonFiniteCounts) -> Origin | None:
     if others:
         text += t(" (and at {0})", ", ".join(others))
     return Origin(first.file, first.line, text)
+
+
+_ARITHMETIC = frozenset({"add", "subtract", "multiply", "divide", "true_divide", "reduce", "scalar"})
+
+
+def _inf_before(invalid: FloatWarning) -> FloatWarning | None:
+    """The first ±Inf-making warning shown before ``invalid`` when ``invalid`` is arithmetic (what turns Inf into
+    NaN: ``inf - inf``, ``0 * inf``, ``inf / inf``, a reduction over them), else None."""
+    matched = _NUMPY_FLOAT_ERROR.match(invalid.text)
+    if matched is None or matched.group(2) not in _ARITHMETIC:
+        return None
+    for warning in _seen:
+        if warning is invalid:
+            return None
+        if not warning.makes_nan:
+            return warning
+    return None
 
 
 def with_origin(what: str, counts: NonFiniteCounts, frame: types.FrameType | None) -> tuple[str, dict[str, Any]]:
