@@ -240,3 +240,46 @@ def test_inputs_and_labels_reordered_by_two_draws_are_found_and_one_draw_is_not(
     found = pairing.separate_permutations(str(path), "x_train", "y_train")
     assert found is not None and found[0] == 3 and found[2]["check"] == "separate-permutations"
     assert pairing.separate_permutations(str(path), "x_val", "y_val") is None  # one draw, or no random draw
+
+
+def test_a_split_sliced_from_arrays_shuffled_apart_is_found_and_one_shared_shuffle_is_not(tmp_path):
+    """``images`` and ``labels`` each reordered by a draw of their own, then the training split sliced from both and
+    standardized: the split's arrays are followed back through the row-keeping transforms, the slices and a tuple
+    assignment to the two reorderings."""
+    path = tmp_path / "prepare.py"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            def split(images, labels, n_val, torch):
+                images = images[torch.randperm(len(images))]
+                labels = labels[torch.randperm(len(labels))]
+                train_x, train_y = images[n_val:], labels[n_val:]
+                train_x = (train_x - train_x.mean()) / train_x.std()
+                train_y = train_y.long()
+                return train_x, train_y
+
+
+            def shared(images, labels, n_val, torch):
+                order = torch.randperm(len(images))
+                images, labels = images[order], labels[order]
+                images = images[order]
+                labels = labels[order]
+                x = images[n_val:]
+                y = labels[n_val:]
+                return x, y
+            """
+        )
+    )
+    found = pairing.separate_permutations(str(path), "train_x", "train_y")
+    assert (
+        found is not None
+        and found[0] == 3
+        and found[2]
+        == {
+            "check": "separate-permutations",
+            "features": "images",
+            "labels": "labels",
+        }
+    )
+    assert "`labels` and `images`" in found[1]
+    assert pairing.separate_permutations(str(path), "x", "y") is None  # one draw indexes both

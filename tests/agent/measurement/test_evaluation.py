@@ -146,6 +146,8 @@ def test_torch_warnings_still_point_at_the_callers_line():
 
 
 def test_a_functional_validation_loss_is_captured_once_and_a_loss_module_not_twice():
+    """Summed losses (the MNIST example's ``test()``: ``reduction="sum"``) count per sample, as a mean would, so the
+    validation curve is on the training loss's scale."""
     model = dropout_net()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     with Watched() as watched:
@@ -154,14 +156,36 @@ def test_a_functional_validation_loss_is_captured_once_and_a_loss_module_not_twi
         model.eval()
         with torch.no_grad():
             functional = F.cross_entropy(model(x), y, reduction="sum").item()  # @first
-            module = nn.CrossEntropyLoss()(model(x), y).item()  # calls F.cross_entropy inside the module
+            module = nn.CrossEntropyLoss(reduction="sum")(model(x), y).item()  # calls F.cross_entropy inside
+            regression = F.mse_loss(model(x), torch.zeros(len(y), 2), reduction="sum").item()
         third = F.cross_entropy(model(x), y).item()  # eval mode with gradients: still a validation pass
         assert watched.validations == []
         train_steps(model, optimizer, steps=1)  # the next training pass ends the validation pass
     (validation,) = watched.validations
-    assert validation[1] == 3 and validation[0] == pytest.approx((functional + module + third) / 3, rel=1e-5)
+    per_term = (functional / len(y), module / len(y), regression / (2 * len(y)), third)
+    assert validation[1] == 4 and validation[0] == pytest.approx(sum(per_term) / 4, rel=1e-5)
     test = test_a_functional_validation_loss_is_captured_once_and_a_loss_module_not_twice
     assert watched.clock.validation_at == (HERE, line_of(test, "first"))
+
+
+def test_losses_of_a_model_left_in_eval_mode_that_are_backpropagated_are_not_validation_losses():
+    """An evaluation callback left the model in eval mode: its next training losses look like validation losses
+    until their backward() says otherwise; only the real evaluation (no gradients) is a validation pass."""
+    model = dropout_net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = data()
+    with Watched() as watched:
+        train_steps(model, optimizer, steps=1)
+        model.eval()
+        for step in range(4):
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            (loss / 2 if step % 2 else loss).backward()  # scaled, as gradient accumulation does
+            optimizer.step()
+        with torch.no_grad():
+            evaluated = F.cross_entropy(model(x), y).item()
+        train_steps(model, optimizer, steps=1)
+    assert [loss for loss, _ in watched.validations] == [pytest.approx(evaluated, rel=1e-6)]
 
 
 def test_a_torch_function_mode_passing_a_loss_on_is_one_call():

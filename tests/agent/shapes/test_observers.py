@@ -193,6 +193,44 @@ def test_a_loss_with_broadcasting_targets_is_a_finding(window, published):
     assert finding["details"]["op"] == "mse_loss" and finding["details"]["result"] == [5, 5]
 
 
+class Readings(torch.utils.data.Dataset):
+    """Hourly readings; ``squeeze`` flattens each one-step target window to a scalar (the bug) or keeps it."""
+
+    def __init__(self, series: torch.Tensor, squeeze: bool) -> None:
+        self.series, self.squeeze = series, squeeze
+
+    def __len__(self) -> int:
+        return len(self.series) - 4
+
+    def __getitem__(self, i: int):
+        window = self.series[i : i + 4]
+        target = self.series[i + 4 : i + 5].squeeze() if self.squeeze else self.series[i + 4 : i + 5]
+        return window, target
+
+
+def fit_readings(squeeze: bool) -> int:
+    """One epoch over ``Readings``; returns the loss line."""
+    model = nn.Linear(4, 1)
+    loader = torch.utils.data.DataLoader(Readings(torch.arange(40.0) / 40, squeeze), batch_size=8)
+    for window, target in loader:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch's own size warning
+            loss = nn.functional.mse_loss(model(window), target)
+        loss.backward()
+    return sys._getframe().f_lineno - 2
+
+
+def test_a_loss_target_the_dataset_reshaped_is_a_finding_where_getitem_reshapes_it(window, published):
+    loss_line = fit_readings(squeeze=True)
+    (finding,) = [e["finding"] for e in published if e["type"] == "finding"]
+    target_line = Readings.__getitem__.__code__.co_firstlineno + 2
+    assert (finding["file"], finding["line"]) == (HERE, target_line)
+    assert finding["details"]["result"] == [8, 8] and finding["details"]["loss_line"] == loss_line
+    assert f"the loss is at test_observers.py:{loss_line}" in finding["message"]
+    fit_readings(squeeze=False)  # [8, 1] against [8, 1]: nothing
+    assert len([e for e in published if e["type"] == "finding"]) == 1
+
+
 def test_the_same_tensor_moved_in_two_steps_is_a_device_finding(window, published, monkeypatch):
     batch = torch.ones(8, 2)
     line = sys._getframe().f_lineno + 3

@@ -10,7 +10,8 @@ loaders and the named split arrays it found in the user's scopes. Both checks jo
   other: the pair is misaligned on every augmented sample. Reported at the line that transforms the one side.
 - **Two permutations.** The training split's inputs and labels (``x_train``, ``y_train``: the same number of rows)
   are each last assigned by indexing with a random draw of its own (``x = x[rng.permutation(n)]`` then
-  ``y = y[rng.permutation(n)]``): the two draws differ, so the labels no longer belong to their inputs. Reported at
+  ``y = y[rng.permutation(n)]``), or were sliced from arrays that were (``images = images[torch.randperm(n)]``, then
+  ``train_x = images[n_val:]``): the two draws differ, so the labels no longer belong to their inputs. Reported at
   the labels' reordering.
 
 Runs nothing of the user's: the source is read with ``ast``/``linecache``, attributes statically.
@@ -32,6 +33,7 @@ SPATIAL_CALLS = frozenset(
     {"flip", "fliplr", "flipud", "rot90", "roll", "transpose", "hflip", "vflip", "rotate", "permute", "swapaxes"}
 )
 RANDOM_CALLS = frozenset({"permutation", "randperm", "choice", "sample", "permuted", "shuffle"})
+MAX_SLICE_HOPS = 4  # assignments followed back from a split's array to the array it was sliced from
 
 
 # ---- augmentation of one side --------------------------------------------------------------------------------------
@@ -203,10 +205,76 @@ def _random_draw(index: ast.AST, statements: list[ast.Assign], before: int) -> s
     return None
 
 
+def _sliced_from(statements: list[ast.Assign], name: str) -> str:
+    """The array ``name`` was sliced, aliased or transformed row for row from (``train_x = images[n_val:]``,
+    ``x, y = a[:n], b[:n]``, ``train_x = (train_x - mean) / std``), followed back a few assignments; ``name``
+    itself when it was made otherwise."""
+    current, before = name, 1 << 30
+    for _ in range(MAX_SLICE_HOPS):
+        statement = next(
+            (
+                s
+                for s in reversed(statements)
+                if s.lineno < before and _reorder_draw(s, current) is None and _assigned_value(s, current) is not None
+            ),
+            None,
+        )
+        if statement is None:
+            return current
+        value = _assigned_value(statement, current)
+        source = _row_source(value) if value is not None else None
+        if source is None:
+            return current
+        current, before = source, statement.lineno
+    return current
+
+
+def _row_source(value: ast.expr) -> str | None:
+    """The name of the array whose rows ``value`` keeps in order: a slice of it, arithmetic with it on the left
+    (``(x - mean) / std``), a method on it (``x.float()``, ``x.to(device)``), or the name itself."""
+    for _ in range(MAX_SLICE_HOPS * 2):
+        if isinstance(value, ast.Name):
+            return value.id
+        if isinstance(value, ast.Subscript) and _is_slicing(value.slice):
+            value = value.value
+        elif isinstance(value, ast.BinOp):
+            value = value.left
+        elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            value = value.func.value
+        else:
+            return None
+    return None
+
+
+def _assigned_value(statement: ast.Assign, name: str) -> ast.expr | None:
+    """What ``statement`` assigns to ``name`` (its element of a tuple assigned to a tuple), else None."""
+    if len(statement.targets) != 1:
+        return None
+    target, value = statement.targets[0], statement.value
+    if isinstance(target, ast.Name):
+        return value if target.id == name else None
+    if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+        for element, assigned in zip(target.elts, value.elts, strict=True):
+            if isinstance(element, ast.Name) and element.id == name:
+                return assigned
+    return None
+
+
+def _is_slicing(index: ast.AST) -> bool:
+    """A contiguous slice (``[n_val:]``, ``[:, :3]``), as a split takes; not a gather by a drawn index."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return any(isinstance(part, ast.Slice) for part in parts) and not any(isinstance(part, ast.Call) for part in parts)
+
+
 def separate_permutations(file: str, features: str, labels: str) -> tuple[int, str, dict[str, Any]] | None:
-    """``(line, message, details)`` when ``features`` and ``labels`` are each reordered in place (``x = x[draw]``),
-    last, by an independent random draw in one function of ``file`` (see the module docstring)."""
+    """``(line, message, details)`` when ``features`` and ``labels`` (or the arrays they were sliced from: a split
+    taken after the shuffle) are each reordered in place (``x = x[draw]``), last, by an independent random draw in one
+    function of ``file`` (see the module docstring)."""
+    asked = (features, labels)
     for statements in _statements(file):
+        features, labels = (_sliced_from(statements, name) for name in asked)
+        if features == labels:
+            continue
         last: dict[str, tuple[ast.Assign, str | None]] = {}
         for statement in statements:
             for name in (features, labels):

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from types import FrameType, ModuleType
 from typing import Any
 
+from tensorsight.agent.measurement.phases import summed_terms
 from tensorsight.agent.measurement.relay_importlib_bootstrap import Nesting, observing_relay
 from tensorsight.agent.runtime import events, steps
 from tensorsight.agent.runtime.guard import never_raise
@@ -174,14 +175,22 @@ class EvaluationWatch:
     def _relay(self, original: Callable[..., Any]) -> Callable[..., Any]:
         name = getattr(original, "__name__", "")
         listeners = self.loss_call_listeners
+        heard = self._loss_returned
 
         def with_arguments(args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+            heard(name, args, kwargs, result)
             for listener in list(listeners):
                 listener(name, args, kwargs, result)
 
-        return observing_relay(
-            original, self._clock.functional_loss_returned, self._nesting, self._looks_away, with_arguments
-        )
+        return observing_relay(original, _nothing, self._nesting, self._looks_away, with_arguments)
+
+    @never_raise()
+    def _loss_returned(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
+        """An outermost functional loss returned: the clock hears it, with the terms a ``reduction="sum"`` added."""
+        prediction = args[0] if args else kwargs.get("input")
+        target = args[1] if len(args) > 1 else kwargs.get("target")
+        summed = summed_terms(self._torch, name, kwargs.get("reduction"), prediction, target)
+        self._clock.functional_loss_returned(result, summed)
 
     def uninstall(self) -> None:
         """Put every original back (the benchmark compares armed and unarmed steps in one process)."""
@@ -355,3 +364,7 @@ class EvaluationWatch:
         failed = failed or getattr(sys, "last_value", None) is not None
         self._settle(final=not failed)
         self._report(final=True)
+
+
+def _nothing(_result: Any) -> None:
+    """The relay's per-result callback: the clock hears each result with its arguments instead (``_relay``)."""

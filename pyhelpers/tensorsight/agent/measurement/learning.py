@@ -446,7 +446,11 @@ class LearningWatch:
             params=_listing(params),
             shared=shared,
         )
-        details = {"check": "parameters-in-no-optimizer", "parameters": params}
+        details: dict[str, Any] = {"check": "parameters-in-no-optimizer", "parameters": params}
+        given = _params_written_at(where)
+        if given is not None:  # the parameter list was made above the constructor: that line chose them
+            details["optimizer_line"] = where[1]
+            where = (where[0], given)
         self._report(Finding("training-logic", "warning", message, where[0], where[1], details=details))
 
     def _learn_names(self) -> None:
@@ -458,6 +462,16 @@ class LearningWatch:
             prefix = type(model).__name__
             for name, param in model.named_parameters():
                 self._names.setdefault(id(param), f"{prefix}.{name}")
+
+
+def _params_written_at(built: tuple[str, int]) -> int | None:
+    """The line that made the parameters an optimizer built at ``built`` was given (``groups = param_groups(...)``
+    above ``AdamW(groups, ...)``), when not the constructor's own line (``core.written_at``)."""
+    from tensorsight.core.written_at import argument_written_at
+
+    source = "".join(linecache.getlines(built[0]))
+    line = argument_written_at(source, built[1], 0, "params") if source else None
+    return line if line is not None and line != built[1] else None
 
 
 # ------------------------------------------------------------------------------------------- graph reuse explainer

@@ -177,6 +177,8 @@ class PhaseClock:
         self._bookkeeping = 0.0
         self._losses: list[float] = []
         self._val_losses: list[float] = []
+        # the last loss taken for a validation loss while gradients were on: backpropagated, it was a training loss
+        self._val_output: weakref.ReferenceType[Any] | None = None
         self._loaders: weakref.WeakKeyDictionary[Any, LoaderSettings] = weakref.WeakKeyDictionary()
         self._iterators: weakref.WeakKeyDictionary[Any, LoaderSettings | None] = weakref.WeakKeyDictionary()
         self._iterator_loop: weakref.WeakKeyDictionary[Any, Location | None] = weakref.WeakKeyDictionary()
@@ -405,7 +407,10 @@ class PhaseClock:
             return
         self._loss_computed()
         if self._top_split == "val":
-            self._record_validation_loss(output)
+            reduction = vars(module).get("reduction") if hasattr(module, "__dict__") else None
+            pair = tuple(args[:2]) if isinstance(args, tuple) else ()
+            summed = summed_terms(self._torch, type(module).__name__, reduction, *pair) if len(pair) == 2 else None
+            self._record_validation_loss(output, summed)
 
     def _model_output(self, output: Any) -> None:
         """A model that computes its own loss (a ``transformers`` ``ModelOutput`` with ``loss``): in a validation
@@ -420,8 +425,12 @@ class PhaseClock:
             self.output_classes = frameworks.model_output_classes(self._torch, output) or self.output_classes
 
     # ----------------------------------------------------------------------------------------------- validation
-    def _record_validation_loss(self, output: Any) -> None:
-        self._val_losses.append(float(output.detach()))
+    def _record_validation_loss(self, output: Any, summed_over: int | None = None) -> None:
+        """A validation loss, per term: a ``reduction="sum"`` loss (the MNIST example's ``test()``) divided by the
+        terms it added, so the validation curve is on the training loss's scale whatever the batch size."""
+        value = float(output.detach())
+        self._val_losses.append(value / summed_over if summed_over else value)
+        self._val_output = weakref.ref(output) if output.requires_grad else None
         if self.validation_at is None:
             self.validation_at = caller_location(sys._getframe(1))
 
@@ -442,16 +451,17 @@ class PhaseClock:
         return not _quiet and threading.get_ident() == self._owner
 
     @never_raise()
-    def functional_loss_returned(self, output: Any) -> None:
+    def functional_loss_returned(self, output: Any, summed_over: int | None = None) -> None:
         """An outermost ``torch.nn.functional`` loss outside any module returned ``output`` (called by the evaluation
-        watch's relays): a validation loss when it scores a validation pass, exactly as a loss module's would be."""
+        watch's relays): a validation loss when it scores a validation pass, exactly as a loss module's would be.
+        ``summed_over``: the number of terms a ``reduction="sum"`` loss added (``summed_terms``)."""
         if self._depth or not self.observes_this_thread():
             return
         self._loss_computed()
         if not (isinstance(output, self._torch.Tensor) and output.numel() == 1 and output.is_floating_point()):
             return
         if (self._last_model_split if self._grad_enabled() else "val") == "val":
-            self._record_validation_loss(output)
+            self._record_validation_loss(output, summed_over)
 
     def _loss_computed(self) -> None:
         for listener in list(self.loss_listeners):
@@ -483,6 +493,10 @@ class PhaseClock:
 
     @never_raise()
     def _after_backward(self, tensors: Any) -> None:
+        recorded = self._val_output() if self._val_output is not None else None
+        self._val_output = None
+        if recorded is not None and self._val_losses and _backpropagates(tensors, recorded):
+            self._val_losses.pop()  # a model left in eval mode still training: its loss is no validation loss
         self._flush_validation()
         self.in_eval_forward_with_grad = False
         self.backwards += 1
@@ -705,6 +719,33 @@ class PhaseClock:
     @property
     def uses_cuda(self) -> bool:
         return self._sync is not None
+
+
+def _backpropagates(tensors: Any, loss: Any) -> bool:
+    """Whether the backward of ``tensors`` starts at ``loss`` or one op after it (``(loss / steps).backward()``)."""
+    if tensors is loss:
+        return True
+    node, start = getattr(loss, "grad_fn", None), getattr(tensors, "grad_fn", None)
+    if node is None or start is None:
+        return False
+    return start is node or any(next_node is node for next_node, _ in getattr(start, "next_functions", ()))
+
+
+_CLASS_DIM_LOSSES = ("cross_entropy", "nll_loss", "CrossEntropyLoss", "NLLLoss")
+
+
+def summed_terms(torch: Any, name: str, reduction: Any, prediction: Any, target: Any) -> int | None:
+    """How many terms a loss called with ``reduction="sum"`` added: the count a ``"mean"`` would have divided by
+    (the samples, and positions, of a classification loss, whose class dimension 1 is not a term; the elements of
+    an elementwise loss). None for any other reduction, or when the operands are not tensors."""
+    if reduction != "sum" or not isinstance(prediction, torch.Tensor) or not isinstance(target, torch.Tensor):
+        return None
+    if name in _CLASS_DIM_LOSSES:
+        if not target.is_floating_point():
+            return int(target.numel()) or None
+        classes = int(prediction.shape[1]) if prediction.dim() >= 2 else int(prediction.numel())
+        return int(prediction.numel()) // max(classes, 1) or None
+    return max(int(prediction.numel()), int(target.numel())) or None
 
 
 def _getitem_of(dataset: Any) -> Location | None:

@@ -9,12 +9,13 @@ reference in ``window_state.state`` for the window only.
 
 from __future__ import annotations
 
+import os
 import weakref
 from types import FrameType
 from typing import Any
 
 from tensorsight.agent.runtime.user_code import is_user_file
-from tensorsight.agent.shapes import window_state
+from tensorsight.agent.shapes import sample_origin, window_state
 from tensorsight.agent.shapes.shape_map import tensors_in
 from tensorsight.agent.shapes.window_state import Origin, report
 from tensorsight.core import l10n
@@ -56,7 +57,7 @@ def check_call(frame: FrameType, name: str, args: Any, kwargs: dict[str, Any]) -
         if isinstance(prediction, torch.Tensor) and isinstance(target, torch.Tensor):
             problem = loss_broadcast_problem(tuple(prediction.shape), tuple(target.shape))
             if problem is not None:
-                report_broadcast(frame, name, problem)
+                report_broadcast(frame, name, problem, loss=True)
 
 
 def _origin(t: Any, create: bool = False) -> Origin | None:
@@ -172,7 +173,7 @@ def passed_in_by_caller(frame: FrameType, first: tuple[int, ...], second: tuple[
     return caller if first != second and first in shapes and second in shapes else frame
 
 
-def report_broadcast(frame: FrameType, op: str, problem: Any) -> None:
+def report_broadcast(frame: FrameType, op: str, problem: Any, loss: bool = False) -> None:
     details: dict[str, Any] = {
         "op": op,
         "shapes": [list(problem.first), list(problem.second)],
@@ -183,4 +184,14 @@ def report_broadcast(frame: FrameType, op: str, problem: Any) -> None:
     if where is not frame:  # said at the call that passed the shapes: name the function and line where they meet
         details["inside"] = {"function": frame.f_code.co_name, "line": frame.f_lineno}
         name = l10n.t("{0} inside {1}() at line {2}", name, frame.f_code.co_name, frame.f_lineno)
-    report("shape", where, l10n.t("silent broadcasting in {0}: {1}", name, problem.message), details)
+    message = l10n.t("silent broadcasting in {0}: {1}", name, problem.message)
+    # a loss target reshaped by the dataset (``y = ...squeeze()`` in ``__getitem__``): the shape is made wrong there
+    reshaped = sample_origin.reshaped_in_dataset(where, 1, "target") if loss else None
+    if reshaped is not None:
+        details["loss_line"] = where.f_lineno
+        message += l10n.t(
+            " (the target comes from the dataset, whose __getitem__ reshapes it here; the loss is at {0}:{1})",
+            os.path.basename(where.f_code.co_filename),
+            where.f_lineno,
+        )
+    report("shape", where, message, details, at=reshaped)

@@ -157,10 +157,18 @@ def locate(frame: FrameType | None, from_hook: bool = False, func: Any = None) -
     return None, skipped
 
 
-def report(kind: str, frame: FrameType, message: str, details: dict[str, Any], severity: str = "warning") -> None:
-    file = os.path.abspath(frame.f_code.co_filename)
-    key = (kind, file, frame.f_lineno)
+def report(
+    kind: str,
+    frame: FrameType,
+    message: str,
+    details: dict[str, Any],
+    severity: str = "warning",
+    at: tuple[str, int] | None = None,
+) -> None:
+    """Publish a finding at ``frame``'s line (or at ``at``), once per kind and place."""
+    file, line = at if at is not None else (os.path.abspath(frame.f_code.co_filename), frame.f_lineno)
+    key = (kind, file, line)
     if key in state.reported:
         return
     state.reported.add(key)
-    events.emit_finding(Finding(kind, severity, message, file, frame.f_lineno, steps.current_step(), None, details))
+    events.emit_finding(Finding(kind, severity, message, file, line, steps.current_step(), None, details))
