@@ -259,6 +259,14 @@ def test_a_split_sliced_from_arrays_shuffled_apart_is_found_and_one_shared_shuff
                 return train_x, train_y
 
 
+            def split_first(images, labels, rng):
+                x_train, y_train = images[:2000], labels[:2000]
+                x_train = x_train[rng.permutation(len(x_train))]
+                y_train = y_train[rng.permutation(len(y_train))]
+                x_train = (x_train - x_train.mean()) / x_train.std()
+                return x_train, y_train
+
+
             def shared(images, labels, n_val, torch):
                 order = torch.randperm(len(images))
                 images, labels = images[order], labels[order]
@@ -283,3 +291,6 @@ def test_a_split_sliced_from_arrays_shuffled_apart_is_found_and_one_shared_shuff
     )
     assert "`labels` and `images`" in found[1]
     assert pairing.separate_permutations(str(path), "x", "y") is None  # one draw indexes both
+    # sliced first, then reordered apart, then standardized: the reorderings of the split's own arrays
+    found = pairing.separate_permutations(str(path), "x_train", "y_train")
+    assert found is not None and found[0] == 13 and found[2]["features"] == "x_train"

@@ -212,15 +212,10 @@ def _sliced_from(statements: list[ast.Assign], name: str) -> str:
     current, before = name, 1 << 30
     for _ in range(MAX_SLICE_HOPS):
         statement = next(
-            (
-                s
-                for s in reversed(statements)
-                if s.lineno < before and _reorder_draw(s, current) is None and _assigned_value(s, current) is not None
-            ),
-            None,
+            (s for s in reversed(statements) if s.lineno < before and _assigned_value(s, current) is not None), None
         )
-        if statement is None:
-            return current
+        if statement is None or _reorder_draw(statement, current) is not None:
+            return current  # made here, or reordered here: the reorderings of ``current`` are what is compared
         value = _assigned_value(statement, current)
         source = _row_source(value) if value is not None else None
         if source is None:
