@@ -18,7 +18,9 @@ two runs of a script see about the same load). Totals:
   match one marker, e.g. ``memory`` and ``training-logic`` on one ``total_loss += loss``);
 - false alarms on clean scripts: how many clean scripts get any, and how many findings that is;
 - crashes: scripts that fail or give no report under the doctor;
-- overhead: median (and range) of doctor time / plain time, interpreter and torch import included in both.
+- overhead: median (and range) of doctor time / plain time, interpreter and torch import included in both;
+- printed results: the scripts whose printed losses (``loss: <number>`` lines) differ between the doctored and the
+  plain run (the doctor must leave the training as it was).
 """
 
 from __future__ import annotations
@@ -77,9 +79,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 "doctor_s": round(run.seconds, 2),
                 "plain_s": round(baseline.seconds, 2) if baseline else None,
                 "plain_error": baseline.problem if baseline else "",
+                "same_losses": same_losses(run, baseline) if baseline and not baseline.problem else None,
             }
         )
     return {"rows": rows, "totals": totals(rows)}
+
+
+def same_losses(doctored: realistic.Run, plain: realistic.Run) -> bool:
+    """Whether the doctored run printed the same losses as the plain run, value for value (``losses_printed``: the
+    program's ``loss: <number>`` lines), i.e. whether the doctor left the training as it was."""
+    return realistic.losses_printed(doctored.output) == realistic.losses_printed(plain.output)
 
 
 def marker_kind(marker: realistic.Marker) -> str:
@@ -118,6 +127,8 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "clean_scripts_with_false_alarms": sum(1 for r in clean if r["false_alarms"]),
         "false_alarms_on_clean_scripts": sum(len(r["false_alarms"]) for r in clean),
         "crashes": [r["script"] for r in rows if r["error"]],
+        "losses_compared": sum(1 for r in rows if r["same_losses"] is not None),
+        "losses_changed": [r["script"] for r in rows if r["same_losses"] is False],
         "overhead_median": statistics.median(ratios) if ratios else None,
         "overhead_min": min(ratios) if ratios else None,
         "overhead_max": max(ratios) if ratios else None,
@@ -156,6 +167,13 @@ def print_table(report: dict[str, Any]) -> None:
         f"{t['false_alarms_on_clean_scripts']} findings"
     )
     print(f"crashes under the doctor: {len(t['crashes'])} {t['crashes'] or ''}")
+    if t["losses_compared"]:
+        changed = t["losses_changed"]
+        same = t["losses_compared"] - len(changed)
+        print(
+            f"printed losses as in the plain run: {same} of {t['losses_compared']} scripts"
+            + (f" {changed}" * bool(changed))
+        )
     print(
         f"overhead (doctor / plain wall time): median {_ratio(t['overhead_median'])}x "
         f"({_ratio(t['overhead_min'])}-{_ratio(t['overhead_max'])}x)"
