@@ -44,6 +44,7 @@ from types import FrameType, ModuleType
 from typing import Any, NamedTuple
 
 from tensorsight.agent.debugger.holds import program_clock
+from tensorsight.agent.leakage.splits import static_attribute
 from tensorsight.agent.measurement import frameworks
 from tensorsight.agent.measurement.runqueue import waited_seconds
 from tensorsight.agent.runtime import steps
@@ -52,6 +53,7 @@ from tensorsight.agent.runtime.patches import Patches
 from tensorsight.agent.runtime.transforming import skip_frames, transforming
 from tensorsight.agent.runtime.untraced_hooks import untraced_hook
 from tensorsight.agent.runtime.user_code import is_user_file
+from tensorsight.agent.shapes.sample_origin import dataset_getitem
 from tensorsight.core.phases import PHASES, LoaderSettings
 
 Location = tuple[str, int]
@@ -611,7 +613,7 @@ class PhaseClock:
             pin_memory=bool(getattr(loader, "pin_memory", False)),
             persistent_workers=bool(getattr(loader, "persistent_workers", False)),
             batch_size=getattr(loader, "batch_size", None),
-            dataset_getitem=_getitem_of(vars(loader).get("dataset") if hasattr(loader, "__dict__") else None),
+            dataset_getitem=dataset_getitem(static_attribute(loader, "dataset")),
         )
 
     @never_raise()
@@ -746,18 +748,3 @@ def summed_terms(torch: Any, name: str, reduction: Any, prediction: Any, target:
         classes = int(prediction.shape[1]) if prediction.dim() >= 2 else int(prediction.numel())
         return int(prediction.numel()) // max(classes, 1) or None
     return max(int(prediction.numel()), int(target.numel())) or None
-
-
-def _getitem_of(dataset: Any) -> Location | None:
-    """``(file, first line)`` of the user-written ``__getitem__`` that makes ``dataset``'s samples, looking through
-    wrappers that keep the wrapped dataset in ``.dataset`` (``Subset``); read from class and instance dictionaries
-    only, so no property or ``__getattr__`` of the program runs."""
-    for _ in range(4):
-        if dataset is None:
-            return None
-        function = next((k.__dict__["__getitem__"] for k in type(dataset).__mro__ if "__getitem__" in k.__dict__), None)
-        code = getattr(function, "__code__", None)
-        if code is not None and is_user_file(code.co_filename):
-            return os.path.abspath(code.co_filename), code.co_firstlineno
-        dataset = vars(dataset).get("dataset") if hasattr(dataset, "__dict__") else None
-    return None

@@ -39,7 +39,7 @@ def reshaped_in_dataset(frame: FrameType, position: int, keyword: str) -> tuple[
     if found is None:
         return None
     iterable, index = found
-    getitem = _getitem(static_attribute(frame.f_locals.get(iterable, MISSING), "dataset"))
+    getitem = dataset_getitem(static_attribute(frame.f_locals.get(iterable, MISSING), "dataset"))
     if getitem is None:
         return None
     file, first = getitem
@@ -85,7 +85,11 @@ def _loop_binding(tree: ast.Module, function_line: int, line: int, name: str) ->
     return None
 
 
-def _getitem(dataset: Any) -> tuple[str, int] | None:
+def dataset_getitem(dataset: Any) -> tuple[str, int] | None:
+    """``(file, first line)`` of the user-written ``__getitem__`` that makes ``dataset``'s samples, looking through
+    wrappers that keep the wrapped dataset in ``.dataset`` (``Subset``); read from class and instance dictionaries
+    only (``static_attribute``), so no property or ``__getattr__`` of the program runs. Also called by the phase
+    clock for each DataLoader built (``LoaderSettings.dataset_getitem``)."""
     for _ in range(MAX_WRAPPERS):
         if dataset is MISSING or dataset is None:
             return None
