@@ -245,3 +245,18 @@ def test_two_curve_verdicts_at_one_line_stay_two_problems():
     )
     problems = one_per_bug(sourced("doctor", [at_chance, vanishing]))
     assert [p.finding.details["diagnosis"] for p in problems] == ["at-chance", "vanishing-gradients"]
+
+
+def test_overfitting_from_training_with_dropout_switched_off_is_folded_into_the_eval_mode_finding():
+    """A model left in eval mode trains without dropout and overfits: the curves' verdict is its symptom."""
+    overfitting = Finding(
+        "dynamics", "warning", "overfitting: validation loss rose", SCRIPT, 35, None, None, {"diagnosis": "overfitting"}
+    )
+    left_in_eval = Finding(
+        "training-logic", "warning", "GCN was switched to evaluation mode here and never back", SCRIPT, 32
+    )
+    left_in_eval = replace(left_in_eval, details={"check": "backward-in-eval-mode", "model": "GCN"})
+    (kept,) = fold_symptoms([overfitting, left_in_eval])
+    assert kept.details["symptom"] == {"diagnosis": "overfitting", "message": overfitting.message}
+    assert fold_symptoms([overfitting]) == [overfitting]  # overfitting with nothing to explain it stays
+    assert fold_symptoms([overfitting, labels_permuted()]) == [overfitting, labels_permuted()]  # not its cause

@@ -17,15 +17,16 @@ problem too, shown at the rule's line, where the fix goes, with the error's line
 A symptom is not a second bug either. A loss that barely falls (the curves' "not decreasing", "at chance" and
 "learning slowly" verdicts) is what several bugs look like from the loss curve: labels reordered apart from their
 inputs, an activation applied before a loss that applies it again, a prediction broadcast against a target of another
-shape, parameters no optimizer updates. When a finding of the same program names such a cause, ``fold_symptoms``
-drops the verdict and keeps its evidence in the cause's details (``symptom``), so the doctor and the editor show one
-warning, at the line to fix. Pure.
+shape, parameters no optimizer updates. A validation loss that rises while the training loss falls ("overfitting")
+is what training with dropout switched off looks like (a model left in eval mode). When a finding of the same
+program names such a cause, ``fold_symptoms`` drops the verdict and keeps its evidence in the cause's details
+(``symptom``), so the doctor and the editor show one warning, at the line to fix. Pure.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -46,6 +47,8 @@ FLAT_LOSS_CHECKS = frozenset(
     }
 )
 FLAT_LOSS_RULES = frozenset({"TS105", "TS113"})  # probabilities into a loss that squashes them again
+EVAL_MODE_CHECKS = frozenset({"backward-in-eval-mode"})  # a model trained in eval mode: its dropout is off
+EVAL_MODE_RULES = frozenset({"TS103"})
 _RULES_BY_CODE = {rule.code: rule for rule in RULES}
 _SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
@@ -192,18 +195,50 @@ def keeps_the_loss_flat(finding: Finding) -> bool:
     return details.get("check") in FLAT_LOSS_CHECKS or details.get("code") in FLAT_LOSS_RULES
 
 
+def trains_without_regularization(finding: Finding) -> bool:
+    """A warning or error whose bug trains the model in eval mode: dropout off, batch-norm statistics frozen."""
+    if finding.severity not in ("warning", "error"):
+        return False
+    details = finding.details or {}
+    return details.get("check") in EVAL_MODE_CHECKS or details.get("code") in EVAL_MODE_RULES
+
+
+def is_overfitting_verdict(finding: Finding) -> bool:
+    """The curves' "overfitting" verdict (validation loss rising while the training loss falls)."""
+    return finding.kind == "dynamics" and (finding.details or {}).get("diagnosis") == "overfitting"
+
+
+# (what a symptom is, what explains it): a flat loss by a bug that leaves nothing to learn; overfitting by training
+# with the regularization of dropout switched off
+SYMPTOMS = (
+    (is_flat_loss_verdict, keeps_the_loss_flat),
+    (is_overfitting_verdict, trains_without_regularization),
+)
+
+
 def fold_symptoms(findings: Iterable[Finding], causes: Iterable[Finding] = ()) -> list[Finding]:
-    """``findings`` without the flat-loss verdicts that a cause among them (or among ``causes``, the rest of the
+    """``findings`` without the verdicts (``SYMPTOMS``) that a cause among them (or among ``causes``, the rest of the
     program's findings) explains. The first cause in ``findings`` keeps the first dropped verdict's diagnosis and
     message in its details, under ``symptom``."""
-    found = list(findings)
-    explaining = [f for f in found if keeps_the_loss_flat(f)]
-    if not explaining and not any(keeps_the_loss_flat(f) for f in causes):
+    found, others = list(findings), list(causes)
+    for is_symptom, explains in SYMPTOMS:
+        found = _fold(found, others, is_symptom, explains)
+    return found
+
+
+def _fold(
+    found: list[Finding],
+    causes: list[Finding],
+    is_symptom: Callable[[Finding], bool],
+    explains: Callable[[Finding], bool],
+) -> list[Finding]:
+    explaining = [f for f in found if explains(f)]
+    if not explaining and not any(explains(f) for f in causes):
         return found
-    symptoms = [f for f in found if is_flat_loss_verdict(f)]
+    symptoms = [f for f in found if is_symptom(f)]
     if not symptoms:
         return found
-    kept = [f for f in found if not is_flat_loss_verdict(f)]
+    kept = [f for f in found if not is_symptom(f)]
     if explaining:
         first = explaining[0]
         symptom = {"diagnosis": symptoms[0].details.get("diagnosis"), "message": symptoms[0].message}

@@ -282,8 +282,19 @@ def test_a_hand_written_update_that_clears_its_gradients_is_silent(tmp_path, cle
 
 
 # ------------------------------------------------------------------------------------------------ eval mode
-def eval_run(leave_in_eval: bool, update: bool = True) -> tuple[list, int]:
-    model = nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 1))
+class FunctionalDropout(nn.Module):
+    """Dropout the way the GCN examples write it: ``F.dropout(..., training=self.training)``, no Dropout module."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden, self.out = nn.Linear(4, 8), nn.Linear(8, 1)
+
+    def forward(self, x):
+        return self.out(nn.functional.dropout(self.hidden(x).relu(), 0.5, training=self.training))
+
+
+def eval_run(leave_in_eval: bool, update: bool = True, model: nn.Module | None = None) -> tuple[list, int]:
+    model = model or nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.5), nn.Linear(8, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     clock = FakeClock(model)
     watch, found, _ = make_watch(clock)
@@ -326,7 +337,17 @@ def test_backward_through_a_model_left_in_eval_is_found_at_the_eval_call():
     found, eval_line = eval_run(leave_in_eval=True)
     (finding,) = found
     assert (finding.kind, finding.file, finding.line) == ("training-logic", __file__, eval_line)
-    assert finding.details["check"] == "backward-in-eval-mode" and "Dropout" in finding.message
+    assert (
+        finding.details["check"] == "backward-in-eval-mode"
+        and "(what changes in training mode, dropout, behaves" in finding.message
+    )
+
+
+def test_a_model_whose_own_forward_reads_self_training_counts_as_behaving_differently_in_eval():
+    found, eval_line = eval_run(leave_in_eval=True, model=FunctionalDropout())
+    (finding,) = found
+    assert (finding.file, finding.line) == (__file__, eval_line)
+    assert "(what changes in training mode, training-dependent forward, behaves" in finding.message
 
 
 def test_a_model_switched_back_to_train_is_silent():

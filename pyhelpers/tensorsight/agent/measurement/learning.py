@@ -54,7 +54,6 @@ SCAN_EVERY = 50
 UNCLEARED_UPDATES = 2  # hand-written updates in a row on the same, never-cleared gradient tensor
 NAMES_SHOWN = 4
 REUSE_SCAN_LINES = 60
-_MODE_LAYERS = ("Dropout", "BatchNorm", "AlphaDropout", "InstanceNorm")
 
 
 @dataclass
@@ -337,16 +336,16 @@ class LearningWatch:
         if eval_at is not None:
             message = t(
                 "{model} was switched to evaluation mode here and never back: the loss backpropagated at {at} "
-                "comes from a forward pass in eval mode ({layers} behave as at test time: no dropout, frozen "
-                "batch-norm statistics). Call {model}.train() after evaluating, before the next training step",
+                "comes from a forward pass in eval mode (what changes in training mode, {layers}, behaves as at test "
+                "time). Call {model}.train() after evaluating, before the next training step",
                 model=name,
                 at=_short(backward_at),
                 layers=layers,
             )
         else:
             message = t(
-                "This backward() goes through a forward pass of {model} in evaluation mode ({layers} behave as at "
-                "test time: no dropout, frozen batch-norm statistics). Call {model}.train() before training",
+                "This backward() goes through a forward pass of {model} in evaluation mode (what changes in training "
+                "mode, {layers}, behaves as at test time). Call {model}.train() before training",
                 model=name,
                 layers=layers,
             )
@@ -362,8 +361,12 @@ class LearningWatch:
         return known
 
     def _layer_kinds(self, module: Any) -> str:
-        kinds = {_mode_kind(type(m).__name__) for m in module.modules()}
-        return ", ".join(sorted(kind for kind in kinds if kind is not None))
+        """What makes ``module`` behave differently in training mode (``evaluation.training_mode_layers``: dropout,
+        batch norm, a forward of the program's own that reads ``self.training``, such as ``F.dropout(x, p,
+        training=self.training)``), as words; empty when nothing does."""
+        from tensorsight.agent.measurement.evaluation import training_mode_layers
+
+        return ", ".join(sorted({kind for _, _, kind in training_mode_layers(self._torch, module)}))
 
     # ---------------------------------------------------------------------------------------------- end of run
     @never_raise()
@@ -562,13 +565,6 @@ def update_in_helper(backward_at: tuple[str, int] | None, namespace: dict[str, A
             continue
         # the helper's first line stands for a backward() just above its body
         return hand_update_at((os.path.abspath(code.co_filename), code.co_firstlineno))
-    return None
-
-
-def _mode_kind(type_name: str) -> str | None:
-    for kind in _MODE_LAYERS:
-        if type_name.startswith(kind):
-            return "BatchNorm" if kind.startswith("BatchNorm") else ("Dropout" if "Dropout" in kind else kind)
     return None
 
 
