@@ -373,14 +373,16 @@ errG.backward()
 """
 
 
-def test_a_graph_walked_twice_is_explained_at_the_backward_with_the_reused_tensor(tmp_path):
+def test_a_graph_walked_twice_is_explained_where_the_reused_tensor_fed_the_first_loss(tmp_path):
+    """Raised at ``errG.backward()`` (line 9); the ``.detach()`` belongs where ``fake`` fed D's loss (line 6)."""
     path = tmp_path / "gan_undetached.py"
     path.write_text(GAN_SOURCE, encoding="utf-8")
     with pytest.raises(RuntimeError, match="second time") as caught:
         runpy.run_path(str(path))
     (finding,) = explain_graph_reuse(caught.value)
-    assert (finding.kind, finding.severity, finding.line) == ("training-logic", "error", 9)
-    assert finding.details["tensor"] == "fake" and "fake.detach()" in finding.message
+    assert (finding.kind, finding.severity, finding.line) == ("training-logic", "error", 6)
+    assert finding.details == {"check": "graph-reused", "tensor": "fake", "raised_line": 9}
+    assert "fake.detach()" in finding.message and "the backward() at line 9" in finding.message
     assert reused_tensor(str(path), 9) == "fake"
 
 

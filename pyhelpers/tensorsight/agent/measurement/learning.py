@@ -22,8 +22,9 @@ doctor and the debugger's exception hook call). Each check reads what really hap
   the same gradient tensor, written only by the backward passes, across two updates in a row. The update's curves
   are then not judged (a "learning rate too high" verdict would blame the wrong cause);
 - **backward through the graph a second time**: the program raises; the explainer names the tensor reused from the
-  previous backward (read from the source above the failing line) and the ``.detach()`` fix. The exception is left
-  to propagate as it would.
+  previous backward (read from the source above the failing line) and the ``.detach()`` fix, at the line that fed
+  that tensor to the previous backward's loss (where the ``.detach()`` goes; a GAN's ``netD(fake)`` in the
+  discriminator step), naming the line that raised. The exception is left to propagate as it would.
 
 Read-only: ``.grad`` identity and ``_version``, ``training`` flags, weak references; no tensor is written, no RNG
 drawn, no graph built. While torch compiles, traces or exports, the ``train`` wrapper only calls through.
@@ -492,6 +493,18 @@ def explain_graph_reuse(exc: BaseException) -> list[Finding] | None:
     if where is None:
         return None
     reused = reused_tensor(where[0], where[1])
+    fed = fed_before_previous_backward(reused, where[0], where[1]) if reused else None
+    if reused and fed is not None:  # the line to fix: where the tensor feeds the loss of the previous backward
+        message = t(
+            "`{tensor}` feeds this loss with its graph, and the backward() at line {line} walks that graph again "
+            "after this loss's backward() freed it ('Trying to backward through the graph a second time'): use "
+            "`{tensor}.detach()` here (a GAN's discriminator step scores netD(fake.detach())), or recompute it; "
+            "retain_graph=True only hides the bug",
+            tensor=reused,
+            line=where[1],
+        )
+        details = {"check": "graph-reused", "tensor": reused, "raised_line": where[1]}
+        return [Finding("training-logic", "error", message, where[0], fed, details=details)]
     which = t(" `{0}` was computed before the previous backward() and used again after it.", reused) if reused else ""
     fix = f"`{reused}.detach()`" if reused else "`.detach()`"
     message = t(
@@ -536,14 +549,29 @@ def reused_tensor(path: str, line: int) -> str | None:
 
 def _feeds_call(name: str, path: str, previous: int) -> bool:
     """``name`` is passed to a call (a model) between its assignment and the previous backward's line."""
+    return _fed_at(name, path, previous) is not None
+
+
+def _fed_at(name: str, path: str, previous: int) -> int | None:
+    """The line nearest above the previous backward (``previous``) that passes ``name`` to a call, before its
+    assignment; None when none does."""
     call = re.compile(rf"\(\s*{re.escape(name)}\s*[,)]")
     for number in range(previous, max(0, previous - REUSE_SCAN_LINES), -1):
         text = linecache.getline(path, number).split("#", 1)[0]
         if call.search(text):
-            return True
+            return number
         if re.match(rf"^\s*{re.escape(name)}\s*=[^=]", text):
-            return False
-    return False
+            return None
+    return None
+
+
+def fed_before_previous_backward(name: str, path: str, line: int) -> int | None:
+    """Where ``name`` (the tensor ``reused_tensor`` names for the backward at ``line``) was fed to the loss of the
+    previous backward: the line that should have passed ``name.detach()``."""
+    for number in range(line - 1, max(0, line - REUSE_SCAN_LINES), -1):
+        if ".backward(" in linecache.getline(path, number).split("#", 1)[0]:
+            return _fed_at(name, path, number)
+    return None
 
 
 # --------------------------------------------------------------------------------------------------- helpers

@@ -29,7 +29,7 @@ def train(args, netG, netD, optimizerG, optimizerD, generator):
         netD.zero_grad()
         errD_real = F.binary_cross_entropy_with_logits(netD(real), ones)
         fake = netG(noise)
-        errD_fake = F.binary_cross_entropy_with_logits(netD(fake), zeros)
+        errD_fake = F.binary_cross_entropy_with_logits(netD(fake), zeros)  # BUG: training-logic fake not detached
         errD = errD_real + errD_fake
         errD.backward()
         optimizerD.step()
@@ -37,7 +37,7 @@ def train(args, netG, netD, optimizerG, optimizerD, generator):
         # (2) update G: maximise log(D(G(z)))
         netG.zero_grad()
         errG = F.binary_cross_entropy_with_logits(netD(fake), ones)
-        errG.backward()  # BUG: training-logic fake was not detached for D's step: its graph is walked twice
+        errG.backward()
         optimizerG.step()
         if step % args.log_every == 0:
             error = radius_error(netG, fixed_noise)
