@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -88,7 +89,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 def same_losses(doctored: realistic.Run, plain: realistic.Run) -> bool:
     """Whether the doctored run printed the same losses as the plain run, value for value (``losses_printed``: the
     program's ``loss: <number>`` lines), i.e. whether the doctor left the training as it was."""
-    return realistic.losses_printed(doctored.output) == realistic.losses_printed(plain.output)
+    doctor_losses, plain_losses = realistic.losses_printed(doctored.output), realistic.losses_printed(plain.output)
+    return len(doctor_losses) == len(plain_losses) and all(
+        a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(doctor_losses, plain_losses, strict=True)
+    )
 
 
 def marker_kind(marker: realistic.Marker) -> str:
