@@ -24,7 +24,7 @@ EXPECTED = {
         "parameters-in-no-optimizer",
         "6 parámetro(s) reciben gradientes pero ningún optimizador los contiene",
     ),
-    "gan_two_optimizers/bug_undetached_fake.py": ("graph-reused", "backward() recorre un grafo"),
+    "gan_two_optimizers/bug_undetached_fake.py": ("graph-reused", "`fake` llega a esta pérdida con su grafo"),
     "finetune_frozen/bug_neck_under_no_grad.py": (
         "parameters-never-learn",
         "2 parámetro(s) entrenable(s) de optimizer no recibieron ningún gradiente",

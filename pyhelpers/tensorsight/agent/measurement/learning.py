@@ -496,9 +496,9 @@ def explain_graph_reuse(exc: BaseException) -> list[Finding] | None:
     fed = fed_before_previous_backward(reused, where[0], where[1]) if reused else None
     if reused and fed is not None:  # the line to fix: where the tensor feeds the loss of the previous backward
         message = t(
-            "`{tensor}` feeds this loss with its graph, and the backward() at line {line} walks that graph again "
-            "after this loss's backward() freed it ('Trying to backward through the graph a second time'): use "
-            "`{tensor}.detach()` here (a GAN's discriminator step scores netD(fake.detach())), or recompute it; "
+            "`{tensor}` feeds this loss with its graph; this loss's backward() frees that graph and the backward() "
+            "at line {line} walks it again, so PyTorch raises `Trying to backward through the graph a second time`. "
+            "Use `{tensor}.detach()` here (a GAN's discriminator step scores netD(fake.detach())), or recompute it; "
             "retain_graph=True only hides the bug",
             tensor=reused,
             line=where[1],

@@ -37,7 +37,7 @@ def run_epoch(model, loader, optimizer):
     total, count = 0.0, 0
     for features, labels in loader:
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(features), labels)  # BUG: dynamics at chance level
+        loss = F.cross_entropy(model(features), labels)
         loss.backward()
         optimizer.step()
         total += loss.item() * len(labels)
@@ -68,7 +68,7 @@ def main():
     features, labels = make_table(args.rows, 20, 10, args.seed)
     rng = np.random.default_rng(args.seed + 1)
     features = features[rng.permutation(len(features))]
-    labels = labels[rng.permutation(len(labels))]
+    labels = labels[rng.permutation(len(labels))]  # BUG: training-logic|dynamics its own permutation: at chance level
     cut = int(0.8 * len(features))
     x_train, y_train, x_test, y_test = features[:cut], labels[:cut], features[cut:], labels[cut:]
     mean, std = x_train.mean(axis=0), x_train.std(axis=0) + 1e-6
