@@ -9,6 +9,7 @@ The step and the rank are fields, never words of the message: whoever shows a fi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,6 +91,13 @@ def findings_document(findings: Iterable[Finding]) -> dict[str, Any]:
         unique.setdefault(key, finding)
     ordered = sorted(unique.values(), key=lambda f: (f.file, f.line, f.kind, f.message))
     return {"findings": [f.to_dict() for f in ordered]}
+
+
+def place_text(file: str, line: int, beside: str) -> str:
+    """How a message names another line: ``line N`` in the file it is shown in (``beside``), ``name.py:N`` in
+    another file."""
+    same = os.path.normcase(os.path.normpath(file)) == os.path.normcase(os.path.normpath(beside))
+    return t("line {0}", line) if same else f"{os.path.basename(file)}:{line}"
 
 
 def finding_context(step: int | None, rank: int | None) -> str:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tensorsight.core.findings import Finding
+from tensorsight.core.findings import Finding, place_text
 from tensorsight.core.l10n import t
 from tensorsight.core.rules import RULES
 
@@ -129,11 +129,7 @@ def _merge(members: list[tuple[str, Finding]]) -> Problem:
     raising = _raising_rule(findings)
     if raising is not None:
         rule_finding, raised = raising
-        where = (
-            t("line {0}", raised.line)
-            if _same_file(rule_finding, raised)
-            else f"{os.path.basename(raised.file)}:{raised.line}"
-        )
+        where = place_text(raised.file, raised.line, rule_finding.file)
         said = t("{message}. A run raised that error at {where}", message="", where=where)
         message = rule_finding.message if rule_finding.message.endswith(said) else rule_finding.message + said
         shown = replace(rule_finding, message=message)

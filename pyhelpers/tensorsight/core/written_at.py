@@ -26,7 +26,7 @@ def argument_written_at(source: str, call_line: int, position: int, keyword: str
     tree = parsed(source)
     if tree is None:
         return None
-    call = _outermost_call(tree, call_line, position, keyword)
+    call = outermost_call(tree, call_line, position, keyword)
     if call is None:
         return None
     given = next((k.value for k in call.keywords if keyword is not None and k.arg == keyword), None)
@@ -73,7 +73,8 @@ def parsed(source: str) -> ast.Module | None:
         return None
 
 
-def _outermost_call(tree: ast.AST, line: int, position: int, keyword: str | None) -> ast.Call | None:
+def outermost_call(tree: ast.AST, line: int, position: int, keyword: str | None) -> ast.Call | None:
+    """The outermost call spanning ``line`` that has an argument ``position`` (or ``keyword=``)."""
     calls = [
         node
         for node in ast.walk(tree)

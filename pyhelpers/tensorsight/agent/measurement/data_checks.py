@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import linecache
 import math
-import os
 import sys
 import weakref
 from collections.abc import Callable
@@ -53,7 +52,7 @@ from typing import Any
 
 from tensorsight.agent.measurement.phases import caller_location
 from tensorsight.agent.runtime.guard import never_raise
-from tensorsight.core.findings import Finding
+from tensorsight.core.findings import Finding, place_text
 from tensorsight.core.l10n import t
 from tensorsight.core.phases import LoaderSettings
 
@@ -295,10 +294,7 @@ class DataWatch:
             line = returned_written_at(source, first, 0) if source else None
             if line is not None:
                 return file, line
-        if loader is not None:
-            line = _argument_written_at((loader.file, loader.line), 0, "dataset")
-            return loader.file, line if line is not None else loader.line
-        return loss_at
+        return _dataset_made_at(loader) if loader is not None else loss_at
 
     @never_raise(fallback=())
     def copy_target_findings(self) -> tuple[Finding, ...]:
@@ -323,11 +319,9 @@ class DataWatch:
     def _pairs_made_at(self, loss_at: Location) -> Location:
         """Where the training pairs are made: the dataset given to the training DataLoader, else that loader, else
         the line that made the loss's target, else the loss call."""
-        loader = self._copy_loader
-        if loader is not None:
-            line = _argument_written_at((loader.file, loader.line), 0, "dataset")
-            return loader.file, line if line is not None else loader.line
-        written = _argument_written_at(loss_at, 1, "target")
+        if self._copy_loader is not None:
+            return _dataset_made_at(self._copy_loader)
+        written = argument_written_at_line(loss_at, 1, "target")
         return (loss_at[0], written) if written is not None else loss_at
 
     def _compares_targets(self) -> bool:
@@ -368,7 +362,7 @@ class DataWatch:
 
     def _targets_finding(self, inputs: Any, where: Location) -> Finding:
         # reported where the targets are made, which is where the shift goes, when that is not the loss's line
-        written = _argument_written_at(where, 1, "target")
+        written = argument_written_at_line(where, 1, "target")
         subject = (
             t("the targets of this loss") if written is None else t("these targets (the loss at line {0})", where[1])
         )
@@ -489,15 +483,21 @@ def _unravel(place: int, shape: tuple[int, ...]) -> list[int]:
     return index[::-1]
 
 
+def _dataset_made_at(loader: LoaderSettings) -> Location:
+    """Where ``loader``'s dataset was made: the line that computed the dataset it was given, else the loader's."""
+    line = argument_written_at_line((loader.file, loader.line), 0, "dataset")
+    return loader.file, line if line is not None else loader.line
+
+
 def _place_text(at: Location | None, beside: Location) -> str:
     if at is None:
         return "?"
-    return t("line {0}", at[1]) if at[0] == beside[0] else f"{os.path.basename(at[0])}:{at[1]}"
+    return place_text(at[0], at[1], beside[0])
 
 
-def _argument_written_at(where: Location, position: int, keyword: str) -> int | None:
+def argument_written_at_line(where: Location, position: int, keyword: str) -> int | None:
     """The line that computed argument ``position`` (or ``keyword=``) of the call at ``where`` (``core.written_at``:
-    the loss's target, a DataLoader's dataset), when it is not the call's own line."""
+    the loss's target, a DataLoader's dataset, an optimizer's parameters), when it is not the call's own line."""
     from tensorsight.core.written_at import argument_written_at
 
     source = "".join(linecache.getlines(where[0]))

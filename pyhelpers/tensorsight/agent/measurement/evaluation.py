@@ -182,7 +182,7 @@ class EvaluationWatch:
             for listener in list(listeners):
                 listener(name, args, kwargs, result)
 
-        return observing_relay(original, _nothing, self._nesting, self._looks_away, with_arguments)
+        return observing_relay(original, None, self._nesting, self._looks_away, with_arguments)
 
     @never_raise()
     def _loss_returned(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any) -> None:
@@ -364,7 +364,3 @@ class EvaluationWatch:
         failed = failed or getattr(sys, "last_value", None) is not None
         self._settle(final=not failed)
         self._report(final=True)
-
-
-def _nothing(_result: Any) -> None:
-    """The relay's per-result callback: the clock hears each result with its arguments instead (``_relay``)."""

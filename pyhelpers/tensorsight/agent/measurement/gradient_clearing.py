@@ -32,7 +32,6 @@ Read-only: ``_version``, object identity and weak references; no tensor is touch
 from __future__ import annotations
 
 import linecache
-import os
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from tensorsight.agent.runtime.guard import never_raise
 from tensorsight.agent.runtime.patches import Patches
 from tensorsight.agent.runtime.transforming import skip_frames
 from tensorsight.agent.runtime.untraced_hooks import untraced_hook
-from tensorsight.core.findings import Finding
+from tensorsight.core.findings import Finding, place_text
 from tensorsight.core.l10n import t
 
 UNCLEARED_STEPS = 2  # consecutive steps on uncleared gradients before the finding (one could be a warm-up trick)
@@ -80,6 +79,7 @@ class ClearingWatch:
         self._probes: dict[int, _Probe] = {}
         self._clippings = 0  # clip_grad_norm_ / clip_grad_value_ calls: each writes every gradient in place once
         self._last_backward: tuple[str, int] | None = None  # the user line of the latest backward() call
+        self._placing = False  # a probe is one uncleared step from its finding: the next backward's line is read
         self._names: dict[int, str] = {}
         self.reported: set[int] = set()  # ids of the optimizers found stepping on uncleared gradients
         self._gradless: dict[int, tuple[int, int]] = {}  # optimizer id -> (steps in a row with no gradient, backwards)
@@ -115,8 +115,10 @@ class ClearingWatch:
 
     @never_raise()
     def backward_seen(self, _tensors: Any) -> None:
-        """A backward() returned (a ``PhaseClock.backward_listeners`` entry): remember the user line that called it."""
-        self._last_backward = self._where()
+        """A backward() returned (a ``PhaseClock.backward_listeners`` entry): remember the user line that called it,
+        only while a finding may need it (a frame walk per backward otherwise)."""
+        if self._placing:
+            self._last_backward = self._where()
 
     # --------------------------------------------------------------------------------------------------- clearing
     def _clipped(self, _parameters: Any) -> None:
@@ -176,6 +178,8 @@ class ClearingWatch:
         probe.backwards = backwards
         probe.clippings = self._clippings
         probe.cleared = False
+        self._placing = any(p.uncleared_steps == UNCLEARED_STEPS - 1 and not p.reported for p in self._probes.values())
+        self._last_backward = None
 
     def _found(self, optimizer: Any, backward: tuple[str, int] | None) -> None:
         """Report ``optimizer`` stepping on uncleared gradients: at ``backward`` (the one backward() call its steps
@@ -191,7 +195,7 @@ class ClearingWatch:
         if backward is not None:
             at = backward
             details["step_file"], details["step_line"] = where
-            step_where = t("line {0}", where[1]) if where[0] == at[0] else f"{os.path.basename(where[0])}:{where[1]}"
+            step_where = place_text(where[0], where[1], at[0])
             message = t(
                 "backward() adds into .grad, and nothing cleared the gradients since {name}'s previous step{others}: "
                 "each {name}.step() ({step}) applies the sum of every earlier step's gradients; call "

@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tensorsight.agent.measurement.data_checks import argument_written_at_line
 from tensorsight.agent.runtime import steps
 from tensorsight.agent.runtime.guard import never_raise
 from tensorsight.agent.runtime.patches import Patches
@@ -451,8 +452,9 @@ class LearningWatch:
             shared=shared,
         )
         details: dict[str, Any] = {"check": "parameters-in-no-optimizer", "parameters": params}
-        given = _params_written_at(where)
-        if given is not None:  # the parameter list was made above the constructor: that line chose them
+        # the parameter list made above the constructor (``groups = param_groups(...)``): that line chose them
+        given = argument_written_at_line(where, 0, "params")
+        if given is not None:
             details["optimizer_line"] = where[1]
             where = (where[0], given)
         self._report(Finding("training-logic", "warning", message, where[0], where[1], details=details))
@@ -466,16 +468,6 @@ class LearningWatch:
             prefix = type(model).__name__
             for name, param in model.named_parameters():
                 self._names.setdefault(id(param), f"{prefix}.{name}")
-
-
-def _params_written_at(built: tuple[str, int]) -> int | None:
-    """The line that made the parameters an optimizer built at ``built`` was given (``groups = param_groups(...)``
-    above ``AdamW(groups, ...)``), when not the constructor's own line (``core.written_at``)."""
-    from tensorsight.core.written_at import argument_written_at
-
-    source = "".join(linecache.getlines(built[0]))
-    line = argument_written_at(source, built[1], 0, "params") if source else None
-    return line if line is not None and line != built[1] else None
 
 
 # ------------------------------------------------------------------------------------------- graph reuse explainer
@@ -542,14 +534,9 @@ def reused_tensor(path: str, line: int) -> str | None:
         name = match.group(1)
         used = re.search(rf"\b{re.escape(name)}\b(?!\s*\.detach\(\))", between)
         reassigned = re.search(rf"^\s*{re.escape(name)}\s*=[^=]", between, re.MULTILINE)
-        if used and not reassigned and _feeds_call(name, path, previous):
+        if used and not reassigned and _fed_at(name, path, previous) is not None:
             return name
     return None
-
-
-def _feeds_call(name: str, path: str, previous: int) -> bool:
-    """``name`` is passed to a call (a model) between its assignment and the previous backward's line."""
-    return _fed_at(name, path, previous) is not None
 
 
 def _fed_at(name: str, path: str, previous: int) -> int | None:

@@ -41,13 +41,13 @@ class Nesting:
 
 def observing_relay(
     original: Callable[..., Any],
-    after: Callable[[Any], None],
+    after: Callable[[Any], None] | None,
     nesting: Nesting,
     looks_away: Callable[[], bool],
     with_arguments: Callable[[tuple[Any, ...], dict[str, Any], Any], None] | None = None,
 ) -> Callable[..., Any]:
-    """``original`` unchanged (same arguments, result and exceptions), then ``after(result)`` for an outermost call,
-    and ``with_arguments(args, kwargs, result)`` when given.
+    """``original`` unchanged (same arguments, result and exceptions), then, for an outermost call, ``after(result)``
+    and ``with_arguments(args, kwargs, result)``, each when given.
 
     ``looks_away()`` is asked first; when it is true (another thread, a compiled region) the relay only calls
     ``original``, so ``nesting`` is only ever changed by the thread being observed. ``after`` must never raise.
@@ -61,7 +61,8 @@ def observing_relay(
             result = original(*args, **kwargs)
         finally:
             nesting.depth -= 1
-        after(result)
+        if after is not None:
+            after(result)
         if with_arguments is not None:
             with_arguments(args, kwargs, result)
         return result

@@ -20,7 +20,7 @@ from typing import Any
 
 from tensorsight.agent.leakage.splits import MISSING, static_attribute
 from tensorsight.agent.runtime.user_code import is_user_file
-from tensorsight.core.written_at import parsed, returned_written_at
+from tensorsight.core.written_at import outermost_call, parsed, returned_written_at
 
 RESHAPING = frozenset({"squeeze", "unsqueeze", "view", "reshape", "flatten", "ravel", "expand", "view_as"})
 MAX_WRAPPERS = 4  # datasets looked through (``Subset`` keeps the wrapped one in ``.dataset``)
@@ -51,14 +51,7 @@ def reshaped_in_dataset(frame: FrameType, position: int, keyword: str) -> tuple[
 
 
 def _argument_name(tree: ast.Module, line: int, position: int, keyword: str) -> str | None:
-    calls = [
-        n
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Call)
-        and n.lineno <= line <= (n.end_lineno or n.lineno)
-        and (len(n.args) > position or any(k.arg == keyword for k in n.keywords))
-    ]
-    call = min(calls, key=lambda c: (c.lineno, -(c.end_lineno or c.lineno), -(c.end_col_offset or 0)), default=None)
+    call = outermost_call(tree, line, position, keyword)
     if call is None:
         return None
     given = next((k.value for k in call.keywords if k.arg == keyword), None)
