@@ -127,7 +127,7 @@ class DoctoredRun:
     def start(self, options: dict[str, Any]) -> None:
         from tensorsight.agent.runtime import events
 
-        self._unsubscribe = events.subscribe(self._collect)
+        self._unsubscribe = events.subscribe(self._collect, ("finding", "shape-map"))
         prelude.install_agent(options, "doctor")
 
     def finish(self, outcome: ScriptOutcome) -> list[Finding]:

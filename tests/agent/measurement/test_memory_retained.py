@@ -93,3 +93,25 @@ def test_a_big_dict_in_the_scanned_frame_is_read_no_further_than_its_first_items
     finally:
         tracemalloc.stop()
     assert peak < 200_000, f"the scan allocated {peak} bytes for a dict of 200,000 items"  # a full copy: ~14 MB
+
+
+def test_on_the_scan_schedule_a_total_that_starts_keeping_graphs_late_is_reported_within_one_period():
+    """The measurement runs the scan on ``retained_scan_due`` steps only: a loop that starts summing loss tensors at
+    step 300 (say, after a warm-up phase that summed ``.item()``s) is still reported, before one period is over."""
+    from tensorsight.agent.measurement.memory import RETAINED_SCAN_FIRST, RETAINED_SCAN_PERIOD, retained_scan_due
+
+    monitor = MemoryMonitor(torch)
+    weight = torch.ones(4, requires_grad=True)
+    total_loss = 0
+    reported_at = None
+    scanned = 0
+    for step in range(1, 600):
+        loss = (weight * torch.ones(4)).sum()
+        total_loss += loss if step >= 300 else loss.item()
+        if retained_scan_due(step):
+            scanned += 1
+            if monitor.scan_retained_graphs(sys._getframe(), step, max_frames=1):
+                reported_at = step
+                break
+    assert reported_at is not None and 300 < reported_at <= 300 + RETAINED_SCAN_PERIOD + 3
+    assert scanned < RETAINED_SCAN_FIRST + (reported_at - RETAINED_SCAN_FIRST) // 4  # far fewer scans than steps

@@ -95,7 +95,7 @@ def arm(origin: str = "debugger") -> None:
             f"leakageBudgetSeconds must be a positive number, got {budget!r}; using {DEFAULT_BUDGET_SECONDS:g}",
         )
     steps.add_step_listener(_on_step)
-    events.subscribe(_on_event)
+    events.subscribe(_on_event, ("run-finished",))
     when_imported("numpy", _remember_importer)
     when_imported("torch", _remember_importer)
     if origin != "doctor":

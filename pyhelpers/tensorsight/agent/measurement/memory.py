@@ -10,7 +10,8 @@
   every step alive (``total_loss += loss``, ``losses.append(loss)``, a dict of EMA weights updated without
   ``detach``) by following autograd node sequence numbers (never object ids, which Python reuses), counting growth
   across the per-epoch restarts of ``train(epoch)``, and reports a ``memory`` finding at the line that grows it with
-  the graph's measured size.
+  the graph's measured size. It runs after every step at first, then in runs of consecutive steps
+  (``retained_scan_due``).
 - ``explain_out_of_memory`` (registered with ``tensorsight.agent.runtime.excepthook``): turns an out-of-memory error
   into a
   ``memory`` finding with the seed lesson's remedies ranked by the measured numbers (``core.memory``).
@@ -46,8 +47,20 @@ from tensorsight.core.memory import (
 from tensorsight.core.notation import format_bytes
 
 RETAINED_CONFIRMATIONS = 3  # steps in which a variable must grow its graph chain before it is reported
+RETAINED_SCAN_FIRST = 64  # the retained-graph scan runs after each of the first steps...
+RETAINED_SCAN_PERIOD = 32  # ...then for RETAINED_SCAN_RUN consecutive steps of every RETAINED_SCAN_PERIOD
+RETAINED_SCAN_RUN = RETAINED_CONFIRMATIONS + 1
 MAX_GRAPH_NODES = 100_000  # the walk that sizes a retained graph stops there
 MAX_ITEMS = 16  # tensor items of a dict followed by the retained-graph scan
+
+
+def retained_scan_due(step: int) -> bool:
+    """Whether the retained-graph scan runs after optimizer step ``step``: every step at first, then a run of
+    consecutive steps in each period. A chain grows one link per step, and growth is seen between two consecutive
+    scans, so a run of ``RETAINED_CONFIRMATIONS + 1`` steps confirms a variable that started to keep its graphs
+    late (after an evaluation, in a later phase) within one period, while a program of thousands of short steps
+    pays for an eighth of them."""
+    return step <= RETAINED_SCAN_FIRST or step % RETAINED_SCAN_PERIOD < RETAINED_SCAN_RUN
 
 
 def _descends_from(node: Any, sequence: int, depth: int = 3, breadth: int = 32) -> bool:
@@ -141,10 +154,24 @@ def memory_top(limit: int = 10, *, user_only: bool = False) -> MemoryTop:
 
 
 # --------------------------------------------------------------------------------------------- per-step figures
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_statm: dict[int, int | None] = {}  # process id -> its open /proc/<pid>/statm (None: unreadable), read each step
+
+
 def _rss_bytes() -> int | None:
+    """The process's resident set, from a descriptor kept open per process (``/proc/self`` names the process that
+    opened it, so a forked child opens its own)."""
+    pid = os.getpid()
+    if pid not in _statm:
+        try:
+            _statm[pid] = os.open(f"/proc/{pid}/statm", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            _statm[pid] = None
+    descriptor = _statm[pid]
+    if descriptor is None:
+        return None
     try:
-        with open("/proc/self/statm", "rb") as handle:
-            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        return int(os.pread(descriptor, 128, 0).split()[1]) * _PAGE_SIZE
     except (OSError, ValueError, IndexError):
         return None
 

@@ -300,6 +300,7 @@ class Measurement:
 
     @never_raise()
     def _on_step(self, record: Any) -> None:
+        from tensorsight.agent.measurement.memory import retained_scan_due
         from tensorsight.agent.measurement.phases import caller_frame
         from tensorsight.agent.measurement.scalars import learning_rate
 
@@ -338,8 +339,9 @@ class Measurement:
             figures = self.monitor.sample(step)
             if figures:
                 events.send(protocol.MemoryEvent(step=step, **figures))
-            for finding in self.monitor.scan_retained_graphs(caller_frame(sys._getframe(1)), step):
-                events.emit_finding(finding)
+            if retained_scan_due(step):
+                for finding in self.monitor.scan_retained_graphs(caller_frame(sys._getframe(1)), step):
+                    events.emit_finding(finding)
 
     def _record_phases(self, record: Any) -> None:
         seconds = record.seconds
@@ -401,8 +403,8 @@ class Measurement:
         self._record_histograms(step)
 
     def _record_histograms(self, step: int) -> None:
-        if self.histograms_at == step:
-            return
+        if self.histograms_at == step or (self.writer is None and not events.wanted(protocol.HistogramEvent.TYPE)):
+            return  # nobody reads them (the doctor): not computed
         self.histograms_at = step
         for histogram in self.recorder.histograms():
             events.send(
@@ -592,7 +594,7 @@ def _start(torch: ModuleType, settings: MeasureSettings) -> None:
         elif event.get("type") == "finding":
             measurement.note_event(event)
 
-    events.subscribe(on_event)
+    events.subscribe(on_event, ("run-finished", "finding"))
     atexit.register(measurement.finish)
 
 

@@ -118,8 +118,12 @@ class ScalarRecorder:
             by_device.setdefault(norm.device, []).append(index)
         values = [0.0] * len(norms)
         for indices in by_device.values():
-            # one stacked transfer per device instead of one .item() per parameter
-            stacked = torch.stack([norms[i].to(torch.float32) for i in indices]).tolist()
+            # one stacked transfer per device instead of one .item() per parameter (a cast per norm only when the
+            # norms have several dtypes: fp16 and fp32 parameters)
+            group = [norms[i] for i in indices]
+            if any(norm.dtype != group[0].dtype for norm in group):
+                group = [norm.to(torch.float32) for norm in group]
+            stacked = torch.stack(group).to(torch.float32).tolist()
             for index, value in zip(indices, stacked, strict=True):
                 values[index] = float(value)
         return values

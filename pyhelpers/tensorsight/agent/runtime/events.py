@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from tensorsight.agent.runtime import identity
@@ -23,17 +23,33 @@ from tensorsight.core.findings import Finding
 Listener = Callable[[dict[str, Any]], None]
 
 _listeners: list[Listener] = []
+_wanted: dict[int, frozenset[str] | None] = {}  # id(listener) -> the event types it takes (None: every type)
 
 
-def subscribe(listener: Listener) -> Callable[[], None]:
-    """Add a listener; returns a function that removes it."""
+def subscribe(listener: Listener, types: Iterable[str] | None = None) -> Callable[[], None]:
+    """Add a listener, of every event or of ``types`` only; returns a function that removes it.
+
+    ``send`` builds an event's wire form only when some listener takes its type: in the doctor, whose listeners take
+    findings and the end of the run, a step's scalars, phases and memory figures cost nothing to publish."""
     _listeners.append(listener)
+    _wanted[id(listener)] = None if types is None else frozenset(types)
 
     def unsubscribe() -> None:
         if listener in _listeners:
             _listeners.remove(listener)
+        if listener not in _listeners:
+            _wanted.pop(id(listener), None)
 
     return unsubscribe
+
+
+def wanted(event_type: str) -> bool:
+    """Whether some listener takes events of ``event_type``."""
+    for listener in _listeners:
+        types = _wanted.get(id(listener))
+        if types is None or event_type in types:
+            return True
+    return False
 
 
 @never_raise()
@@ -44,6 +60,9 @@ def emit(event_type: str, **data: Any) -> None:
     if rank is not None and "rank" not in event:
         event["rank"] = rank
     for listener in list(_listeners):
+        types = _wanted.get(id(listener))
+        if types is not None and event_type not in types:
+            continue
         try:
             listener(event)
         except Exception as exc:  # noqa: BLE001
@@ -52,8 +71,9 @@ def emit(event_type: str, **data: Any) -> None:
 
 def send(event: protocol.AgentEvent) -> None:
     """Publish one event built from its contract dataclass (``core.protocol``): a renamed or mistyped field fails
-    type checking instead of reaching the server as an unknown key."""
-    emit(event.TYPE, **protocol.to_wire(event))
+    type checking instead of reaching the server as an unknown key. Nothing is built when no listener takes it."""
+    if wanted(event.TYPE):
+        emit(event.TYPE, **protocol.to_wire(event))
 
 
 def emit_finding(finding: Finding) -> None:

@@ -28,12 +28,14 @@ _LIBRARY_MARKERS = (
 def is_user_file(path: str) -> bool:
     """True for a file the user wrote: not ours, not a library, not stdlib, not ``<frozen ...>`` or ``<string>``.
 
-    Each answer is remembered with the working directory it was judged in (``_judged``, which a relative path depends
-    on): the hooks of every training step ask about the same few files, and a remembered answer costs no Python call,
-    which is what each call costs under a debugger's tracer.
+    Each answer is remembered with the working directory it was judged in (``_judged``, which only a relative path
+    depends on): the hooks of every training step ask about the same few files, and a remembered answer costs no
+    Python call, which is what each call costs under a debugger's tracer.
     """
     if not path or path.startswith("<"):
         return False
+    if os.path.isabs(path):  # the usual case: no working directory to ask for (a system call per frame judged)
+        return _judged(path, os.sep)
     try:
         working_directory = os.getcwd()
     except OSError:  # the working directory was removed: only an absolute path can be judged

@@ -79,7 +79,7 @@ def arm(origin: str = "debugger") -> None:
             "observe-every", f"observeShapesEvery must be a positive integer, got {every!r}; using {DEFAULT_EVERY}"
         )
     steps.add_step_listener(_on_step)  # before torch is imported: its hook is armed by the same import
-    events.subscribe(_on_event)
+    events.subscribe(_on_event, ("run-finished",))
     when_imported("torch", _on_torch)
 
 
