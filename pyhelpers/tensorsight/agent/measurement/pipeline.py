@@ -221,6 +221,7 @@ class Measurement:
         from tensorsight.agent.measurement.evaluation import EvaluationWatch
         from tensorsight.agent.measurement.frameworks import FrameworkWatch
         from tensorsight.agent.measurement.gradient_clearing import ClearingWatch
+        from tensorsight.agent.measurement.heldout_rows import HeldOutRowsWatch
         from tensorsight.agent.measurement.learning import LearningWatch
         from tensorsight.agent.measurement.memory import MemoryMonitor, set_context
         from tensorsight.agent.measurement.phases import PhaseClock, caller_location
@@ -236,6 +237,8 @@ class Measurement:
         self.frameworks = FrameworkWatch(torch)  # closure steps, peak lr, gradient norms before clipping
         # classes scored, targets equal to inputs, input statistics per split
         self.data = DataWatch(torch, self.clock, self.evaluation, events.emit_finding)
+        # a training loss over the rows an evaluation mask holds out
+        self.heldout_rows = HeldOutRowsWatch(torch, self.clock, self.evaluation, events.emit_finding)
         self.clearing = ClearingWatch(
             torch, lambda: self.clock.backwards, lambda: caller_location(sys._getframe()), events.emit_finding
         )
@@ -268,6 +271,7 @@ class Measurement:
         self.clock.install()
         self.evaluation.install()
         self.data.install()
+        self.heldout_rows.install()
         self.clearing.install()
         self.learning.install()
         self.clock.before_step_listeners.append(self._before_step)
@@ -277,6 +281,7 @@ class Measurement:
     def stop(self) -> None:
         """Take every hook out again (used by the benchmark to compare armed and unarmed steps in one process)."""
         self.data.uninstall()
+        self.heldout_rows.uninstall()
         self.evaluation.uninstall()
         self.clock.uninstall()
         self.frameworks.uninstall()
