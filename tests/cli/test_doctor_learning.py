@@ -30,8 +30,8 @@ EXPECTED = {
         "2 parámetro(s) entrenable(s) de optimizer no recibieron ningún gradiente",
     ),
     "manual_sgd/bug_grads_never_cleared.py": (
-        "hand-written-gradients-never-cleared",
-        "Esta actualización escrita a mano aplica gradientes",
+        "gradients-never-cleared",
+        "Este backward() suma en .grad sin que nada lo ponga a cero",
     ),
     "eval_mode_chain/bug_left_in_eval.py": ("backward-in-eval-mode", "Sequential pasó aquí a modo de evaluación"),
     "pretrained_encoder/bug_probe_on_untrained_encoder.py": (

@@ -19,7 +19,8 @@ from ``add_argument("--lr", default=...)`` and used unchanged is marked on that 
 probabilities a loss takes for logits are marked at the softmax or sigmoid that made them (in the model's file);
 a model left in eval mode is marked once, at the ``eval()`` that leaves it there, however deep the helper or callback
 that calls it; gradients never cleared are marked at the ``backward()`` a step applies when there is one per step
-(its ``zero_grad()`` belongs right above it), at the step when it applies several (accumulation, a GAN, a closure);
+(its ``zero_grad()`` belongs right above it; a hand-written update too), at the step when it applies several
+(accumulation, a GAN, a closure);
 a graph walked twice ("backward through the graph a second time") is marked where the reused tensor fed the first
 loss without ``.detach()``.
 

@@ -243,7 +243,9 @@ UPDATE_SOURCE = """def train(model, x, y, lr):
 """
 
 
-def hand_written_run(tmp_path, clear: str | None) -> tuple[list, set, steps.HandWrittenUpdate]:
+def hand_written_run(
+    tmp_path, clear: str | None, backwards_per_update: int = 1
+) -> tuple[list, set, steps.HandWrittenUpdate]:
     path = tmp_path / "manual.py"
     path.write_text(UPDATE_SOURCE, encoding="utf-8")
     model = nn.Linear(3, 1)
@@ -254,8 +256,9 @@ def hand_written_run(tmp_path, clear: str | None) -> tuple[list, set, steps.Hand
     update.set_parameters(list(model.parameters()))
     x, y = torch.randn(8, 3), torch.randn(8, 1)
     for _ in range(4):
-        ((model(x) - y) ** 2).mean().backward()
-        clock.backwards += 1
+        for _ in range(backwards_per_update):
+            ((model(x) - y) ** 2).mean().backward()
+            clock.backwards += 1
         with torch.no_grad():
             for p in model.parameters():
                 p -= 0.01 * p.grad
@@ -267,12 +270,20 @@ def hand_written_run(tmp_path, clear: str | None) -> tuple[list, set, steps.Hand
     return found, uncleared, update
 
 
-def test_a_hand_written_update_on_gradients_never_cleared_is_found_at_the_update_line(tmp_path):
+def test_a_hand_written_update_on_gradients_never_cleared_is_found_at_the_backward_it_applies(tmp_path):
+    """As under an optimizer: at the one backward() each update applies, where the clearing belongs."""
     found, uncleared, update = hand_written_run(tmp_path, clear=None)
     (finding,) = found
-    assert (finding.kind, finding.line) == ("training-logic", 6)
-    assert finding.details["check"] == "hand-written-gradients-never-cleared"
+    assert (finding.kind, finding.line) == ("training-logic", 3)
+    assert finding.details["check"] == "gradients-never-cleared" and finding.details["hand_written"]
+    assert finding.details["update"]["line"] == 6 and "line 6" in finding.message
     assert id(update) in uncleared  # the curves of this update are not judged (no "lr too high")
+
+
+def test_a_hand_written_update_of_several_backwards_never_cleared_is_found_at_the_update(tmp_path):
+    found, _, _ = hand_written_run(tmp_path, clear=None, backwards_per_update=2)
+    (finding,) = found
+    assert (finding.kind, finding.line) == ("training-logic", 6) and "update" not in finding.details
 
 
 @pytest.mark.parametrize("clear", ["none", "zero"])

@@ -108,3 +108,30 @@ def test_time_held_at_a_breakpoint_counts_in_no_phase(tmp_path):
         assert max(phases[step].values()) < HELD_SECONDS / 2, (step, phases[step])
     timed = [e["seconds"] for e in seen if e["type"] == "timer"]  # tensorsight.Timer around each step
     assert len(timed) == 12 and max(timed) < HELD_SECONDS / 2, timed
+
+
+def test_a_hand_written_update_recognised_at_the_next_forward_leaves_its_submodules_inside_it():
+    """A hand-written SGD step is recognised when the next forward begins; the step record it ends must not reset
+    the depth of that forward, or each layer inside it would count as a model pass of its own."""
+    from tensorsight.agent.runtime import steps
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 1))
+    x, y = torch.randn(16, 3), torch.randn(16, 1)
+    clock = PhaseClock(torch)
+    passes: list[str] = []
+    clock.model_input_listeners.append(lambda module, args, split: passes.append(type(module).__name__))
+    steps.arm()
+    clock.install()
+    try:
+        for _ in range(4):
+            loss = ((model(x) - y) ** 2).mean()
+            model.zero_grad()
+            loss.backward()
+            with torch.no_grad():
+                for p in model.parameters():
+                    p -= 0.01 * p.grad
+    finally:
+        clock.uninstall()
+    assert steps.current_step() >= 2  # the updates were recognised as steps
+    assert passes == ["Sequential"] * 4

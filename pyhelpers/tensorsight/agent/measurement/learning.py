@@ -47,7 +47,7 @@ from tensorsight.agent.runtime.guard import never_raise
 from tensorsight.agent.runtime.patches import Patches
 from tensorsight.agent.runtime.transforming import skip_frames, transforming
 from tensorsight.agent.runtime.untraced_hooks import untraced_hook
-from tensorsight.core.findings import Finding
+from tensorsight.core.findings import Finding, place_text
 from tensorsight.core.l10n import t
 
 MIN_STEPS = 3  # steps an optimizer must take before its parameters without gradients are judged
@@ -65,6 +65,7 @@ class _HandProbe:
     version: int
     backwards: int
     uncleared: int = 0
+    per_update: int = 1  # the backward() calls between the last two updates
 
 
 class LearningWatch:
@@ -266,27 +267,44 @@ class LearningWatch:
         if probe is not None and same:
             new = backwards - probe.backwards
             probe.uncleared = probe.uncleared + 1 if new >= 1 and grad._version - probe.version <= new else 0
-            probe.version, probe.backwards = grad._version, backwards
+            probe.version, probe.backwards, probe.per_update = grad._version, backwards, new
             if probe.uncleared >= UNCLEARED_UPDATES:
                 self._hand_reported = True
                 self._uncleared.add(id(update))
-                self._hand_uncleared()
+                self._hand_uncleared(probe.per_update)
             return
         param = _first_with_grad(update)
         if param is not None:
             self._hand = _HandProbe(weakref.ref(param), weakref.ref(param.grad), param.grad._version, backwards)
 
-    def _hand_uncleared(self) -> None:
+    def _hand_uncleared(self, per_update: int) -> None:
+        """Reported as gradients never cleared under an optimizer are: at the one ``backward()`` each update applies
+        (where its clearing belongs, right above it), at the update when it applies several (accumulation)."""
         loss_at = self._clock.loss_at
-        where = hand_update_at(loss_at) or update_in_helper(loss_at, self._backward_globals) or loss_at
+        update_at = hand_update_at(loss_at) or update_in_helper(loss_at, self._backward_globals)
+        where = loss_at if per_update == 1 or update_at is None else update_at
         if where is None:
             return
-        message = t(
-            "This hand-written update applies gradients that are never cleared: backward() adds into .grad, so each "
-            "update uses the sum of every earlier batch's gradients and the steps grow. Clear them after the update "
-            "(p.grad = None, or p.grad.zero_(), inside the same torch.no_grad() block)"
-        )
-        details = {"check": "hand-written-gradients-never-cleared", "updates": UNCLEARED_UPDATES}
+        # the bug TS101 names (one problem with it): gradients never cleared, applied here by hand
+        details: dict[str, Any] = {
+            "check": "gradients-never-cleared",
+            "hand_written": True,
+            "updates": UNCLEARED_UPDATES,
+        }
+        if update_at is not None and where != update_at:
+            message = t(
+                "This backward() adds into .grad that nothing clears before the hand-written update at {update} "
+                "applies it: each update uses the sum of every earlier batch's gradients and the steps grow. Clear "
+                "them before this backward() (model.zero_grad()), or after the update (p.grad = None)",
+                update=place_text(update_at[0], update_at[1], where[0]),
+            )
+            details["update"] = {"file": update_at[0], "line": update_at[1]}
+        else:
+            message = t(
+                "This hand-written update applies gradients that are never cleared: backward() adds into .grad, so "
+                "each update uses the sum of every earlier batch's gradients and the steps grow. Clear them after the "
+                "update (p.grad = None, or p.grad.zero_(), inside the same torch.no_grad() block)"
+            )
         self._report(Finding("training-logic", "warning", message, where[0], where[1], details=details))
 
     # -------------------------------------------------------------------------------------------- evaluation mode

@@ -323,11 +323,12 @@ class PhaseClock:
         if self._depth:
             self._depth += 1
             return None
-        self._depth = 1
         try:
             self._top_level_begins(module, args)
         except Exception as exc:  # noqa: BLE001
             report_once("phases-forward-pre", f"phase clock (forward) failed: {exc!r}")
+        # after: a hand-written update is recognised in there, and its step record starts the next step at depth 0
+        self._depth = 1
         self._top_start = self._now()
         return None
 

@@ -352,12 +352,36 @@ def _hand_written_steps_never_cleared(facts: ModuleFacts, path: str) -> Iterator
         branch = _one_sided_branch(facts, loop, clearings, [update]) if clearings else None
         if clearings and branch is None:
             continue
+        backward = _lone_backward_before(facts, loop, update)
+        if backward is not None:  # as for an optimizer: at the one backward() each update applies
+            message = t(
+                "backward() adds into .grad and nothing in the loop clears it: the hand-written update at line {line} "
+                "applies the sum of every earlier step's gradients; clear them right before this backward() "
+                "(model.zero_grad()) or after the update (p.grad = None)",
+                line=update.lineno,
+            )
+            finding = GRADIENTS_NEVER_CLEARED.finding(path, facts.span(backward.call), message)
+            yield replace(finding, details={**finding.details, "update_line": update.lineno})
+            continue
         message = t(
             "this hand-written update applies .grad that nothing in the loop clears: backward() adds into .grad, so "
             "each update uses the sum of every earlier step's gradients; set p.grad = None (or p.grad.zero_()) "
             "after each update"
         )
         yield GRADIENTS_NEVER_CLEARED.finding(path, facts.span(update), message)
+
+
+def _lone_backward_before(facts: ModuleFacts, loop: LoopFacts, update: ast.AST) -> BackwardCall | None:
+    """The loop's one ``backward()``, written before ``update``, that runs once per update: not under a condition
+    of its own (accumulation), not in an inner loop (micro-batches)."""
+    if len(loop.backwards) != 1:
+        return None
+    backward = loop.backwards[0]
+    if position(backward.call) >= position(update):
+        return None
+    if _conditional(facts, loop.node, backward.call) or _conditional(facts, loop.node, update):
+        return None
+    return None if _repeated(facts, loop.node, backward.call) else backward
 
 
 def _looped_call_sites(

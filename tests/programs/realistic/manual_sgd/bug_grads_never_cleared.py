@@ -31,7 +31,7 @@ class MLP(nn.Module):
 def sgd_step(model, lr):
     with torch.no_grad():
         for p in model.parameters():
-            p -= lr * p.grad  # BUG: training-logic gradients never cleared between hand-written updates
+            p -= lr * p.grad
 
 
 def train(args, model, points, labels):
@@ -40,8 +40,8 @@ def train(args, model, points, labels):
             xb = points[start : start + args.batch_size]
             yb = labels[start : start + args.batch_size]
             loss = F.cross_entropy(model(xb), yb)
-            loss.backward()
-            sgd_step(model, args.lr)  # BUG: training-logic the update called here never clears .grad
+            loss.backward()  # BUG: training-logic gradients never cleared before the hand-written update
+            sgd_step(model, args.lr)
         print(f"epoch {epoch}: loss {loss.item():.4f}")
 
 
