@@ -353,15 +353,16 @@ def _hand_written_steps_never_cleared(facts: ModuleFacts, path: str) -> Iterator
         if clearings and branch is None:
             continue
         backward = _lone_backward_before(facts, loop, update)
+        update_line = facts.span(update).line
         if backward is not None:  # as for an optimizer: at the one backward() each update applies
             message = t(
                 "backward() adds into .grad and nothing in the loop clears it: the hand-written update at line {line} "
                 "applies the sum of every earlier step's gradients; clear them right before this backward() "
                 "(model.zero_grad()) or after the update (p.grad = None)",
-                line=update.lineno,
+                line=update_line,
             )
             finding = GRADIENTS_NEVER_CLEARED.finding(path, facts.span(backward.call), message)
-            yield replace(finding, details={**finding.details, "update_line": update.lineno})
+            yield replace(finding, details={**finding.details, "update_line": update_line})
             continue
         message = t(
             "this hand-written update applies .grad that nothing in the loop clears: backward() adds into .grad, so "
