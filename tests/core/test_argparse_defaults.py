@@ -2,7 +2,7 @@
 
 import pytest
 
-from tensorsight.core.argparse_defaults import default_written_at
+from tensorsight.core.argparse_defaults import default_written_at, learning_rate_default_at
 
 pytestmark = pytest.mark.numpy_only  # also run under Python 3.10, 3.12 and 3.13 (scripts/test.sh)
 
@@ -48,3 +48,24 @@ def test_the_attribute_names_agree_with_what_argparse_itself_sets():
     exec(compile(parser_part, "script", "exec"), namespace)  # the script up to parse_args(), without torch
     parsed = vars(namespace["main"]().parse_args([]))
     assert parsed["lr"] == 3.0 and parsed["decay"] == 1e-5 and parsed["learning_rate"] == 3e-4
+
+
+TRAINER_CONFIG = """import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch-size", type=int, default=16)
+parser.add_argument("--lr", type=float, default=5e-1)
+parser.add_argument("--weight-decay", type=float, default=0.1)
+parser.add_argument("--d-lr", "--lr-discriminator", dest="lr_d", type=float, default=2e-4)
+args = parser.parse_args()
+config = TrainerConfig(learning_rate=args.lr)
+"""
+
+
+def test_a_learning_rate_passed_through_a_config_is_found_by_its_default_value():
+    assert learning_rate_default_at(TRAINER_CONFIG, 0.5) == 5
+    assert learning_rate_default_at(TRAINER_CONFIG, 2e-4) == 7  # ``dest="lr_d"``: a learning rate too
+    assert learning_rate_default_at(TRAINER_CONFIG, 0.1) is None  # the weight decay's default is no learning rate
+    assert learning_rate_default_at(TRAINER_CONFIG, 0.25) is None  # the run used another value (``--lr 0.25``)
+    both = TRAINER_CONFIG.replace("default=2e-4", "default=5e-1")
+    assert learning_rate_default_at(both, 0.5) is None  # two learning rates with that default: which one is unknown

@@ -433,3 +433,13 @@ def test_small_updates_or_no_early_jump_or_a_closure_free_hand_update_are_silent
     hand = dataclasses.replace(_overshot([0.30, 1.20, 0.80], [2.38, 6.24, 14.9]), hand_written=True)
     too_few = _overshot([0.30, 1.20], [2.38, 6.24, 14.9])
     assert [diagnose_curves(c) for c in (healthy, no_jump, hand, too_few)] == [[], [], [], []]
+
+
+def test_updates_of_a_quarter_of_the_weights_need_only_a_tenth_more_loss_to_confirm_them():
+    """A warm-up that ramps Adam to steps of a third of the weights: the loss swings 15% above its start, no more."""
+    ramped = [0.32, 0.43, 0.46, 0.43, 0.37, 0.30, 0.24, 0.20, 0.18, 0.15]
+    (finding,) = diagnose_curves(_overshot(ramped, [3.10, 3.03, 3.38, 2.98, 3.53, 2.88]))
+    assert finding.details["diagnosis"] == "overshooting"
+    smooth = _overshot([0.26, 0.28, 0.25, 0.27, 0.26], [1.39, 1.38, 1.36, 1.35, 1.33])  # full-batch, falling steadily
+    tenth = _overshot([0.12, 0.13, 0.12, 0.11], [3.10, 3.03, 3.38, 2.98, 3.53])  # smaller updates: 1.5x needed
+    assert diagnose_curves(smooth) == [] and diagnose_curves(tenth) == []

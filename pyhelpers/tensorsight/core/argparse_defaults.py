@@ -6,7 +6,9 @@ on the optimizer's. ``default_written_at`` finds that line from the source of th
 ``<name>.<attribute>`` (``args.lr``, ``opt.learning_rate``), an ``add_argument`` of the same file declares that
 attribute (its ``dest=``, or its first long option with dashes as underscores, ``--learning-rate``), and its literal
 default equals the value the run used (so ``--lr 3`` on the command line, or a value changed after parsing, gives
-None). Called by ``agent.measurement.pipeline`` for the learning-rate verdicts of ``core.curves``. Pure.
+None). ``learning_rate_default_at`` finds it for a learning rate that reached the optimizer through other objects (a
+trainer's config): the one learning-rate ``add_argument`` whose default is the value the run used. Called by
+``agent.measurement.pipeline`` for the learning-rate verdicts of ``core.curves``. Pure.
 """
 
 from __future__ import annotations
@@ -32,6 +34,30 @@ def default_written_at(source: str, call_line: int, keyword: str, value: float) 
             if default is not None and math.isclose(default, value, rel_tol=1e-9, abs_tol=0.0):
                 return node.lineno
     return None
+
+
+def learning_rate_default_at(source: str, value: float) -> int | None:
+    """The line of the one ``add_argument`` of ``source`` that declares a learning rate (its destination is ``lr``,
+    ``learning_rate`` or has ``lr`` as a word: ``lr_g``, ``base_lr``) with the literal default ``value``, for a
+    learning rate that reached the optimizer through other objects (``TrainerConfig(learning_rate=args.lr)``, then
+    ``AdamW(groups, lr=config.learning_rate)``); None when there is none or several."""
+    tree = parsed(source)
+    if tree is None:
+        return None
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _is_add_argument(node) and _names_learning_rate(_destination(node)):
+            default = _literal_default(node)
+            if default is not None and math.isclose(default, value, rel_tol=1e-9, abs_tol=0.0):
+                lines.append(node.lineno)
+    return lines[0] if len(lines) == 1 else None
+
+
+def _names_learning_rate(destination: str | None) -> bool:
+    if destination is None:
+        return False
+    words = destination.lower().split("_")
+    return "lr" in words or "learning_rate" in destination.lower()
 
 
 def _keyword_attribute(tree: ast.AST, call_line: int, keyword: str) -> str | None:

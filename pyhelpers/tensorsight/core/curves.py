@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tensorsight.core.findings import Finding
+from tensorsight.core.findings import Finding, place_text
 from tensorsight.core.l10n import t
 
 Location = tuple[str, int]
@@ -464,13 +464,17 @@ def diagnose_loss(curves: TrainingCurves) -> list[Finding]:
 
 OVERSHOOT_RATIO = 0.1  # median relative update size ‖Δθ‖/‖θ‖ over the first steps (stable training: well under 1%)
 OVERSHOOT_SPIKE = 1.5  # ... while the loss of those first steps jumps to this many times its first value
+OVERSHOOT_RATIO_LARGE = 0.25  # updates this large (a quarter of the weights per step) need less of a jump...
+OVERSHOOT_SPIKE_LARGE = 1.1  # ... the loss climbing 10% above its first value in those steps
 OVERSHOOT_LOSSES = 20  # the first recorded losses searched for that jump
 
 
 def diagnose_overshoot(curves: TrainingCurves) -> list[Finding]:
     """The first updates far too large for the weights they change (``extra["early_update_ratios"]``: ‖Δθ‖/‖θ‖ per
     step over each optimizer's first steps) and the loss jumping above its first value meanwhile: the learning rate
-    is far too high, even where the loss then settles (on a plateau the overshoot left it on)."""
+    is far too high, even where the loss then settles (on a plateau the overshoot left it on). The larger the updates,
+    the smaller the jump that confirms them: half again the first loss for updates of a tenth of the weights, a tenth
+    more for updates of a quarter (a warm-up that ramps an Adam step to half the weights' size per step)."""
     ratios = [r for r in curves.extra.get("early_update_ratios") or () if math.isfinite(r)]
     where = _where(curves.optimizer_at, curves.loss_at)
     if where is None or curves.adversarial or curves.hand_written or len(ratios) < 3:
@@ -482,7 +486,7 @@ def diagnose_overshoot(curves: TrainingCurves) -> list[Finding]:
     if typical < OVERSHOOT_RATIO or len(early) < 3 or not early[0] > 0:
         return []
     peak = max(early)
-    if peak < OVERSHOOT_SPIKE * early[0]:
+    if peak < (OVERSHOOT_SPIKE_LARGE if typical >= OVERSHOOT_RATIO_LARGE else OVERSHOOT_SPIKE) * early[0]:
         return []
     message = t(
         "the first updates moved the weights by {typical}% of their size per step (median over the first {steps} "
@@ -836,9 +840,17 @@ def _at_the_written_lr(finding: Finding, curves: TrainingCurves) -> Finding:
     if details.get("cause") not in LR_CAUSES or (finding.file, finding.line) != curves.optimizer_at:
         return finding
     moved = {**details, "optimizer_line": curves.optimizer_at[1]}
-    said = t(
-        "{0}. This default is the learning rate of the optimizer built at line {1}",
-        finding.message.rstrip("."),
-        curves.optimizer_at[1],
-    )
+    if curves.optimizer_at[0] != curves.lr_at[0]:
+        moved["optimizer"] = {"file": curves.optimizer_at[0], "line": curves.optimizer_at[1]}
+    where = place_text(curves.optimizer_at[0], curves.optimizer_at[1], curves.lr_at[0])
+    if curves.hand_written:
+        said = t(
+            "{0}. This default is the learning rate of the hand-written update at {1}",
+            finding.message.rstrip("."),
+            where,
+        )
+    else:
+        said = t(
+            "{0}. This default is the learning rate of the optimizer built at {1}", finding.message.rstrip("."), where
+        )
     return replace(finding, message=said, file=curves.lr_at[0], line=curves.lr_at[1], details=moved)

@@ -203,7 +203,23 @@ def _nearest_line(candidates: list[int], near_line: int | None) -> int | None:
 
 
 def _references(node: ast.AST, name: str) -> bool:
-    return any(isinstance(sub, ast.Name) and sub.id == name for sub in ast.walk(node))
+    return any(_is_named(sub, name) for sub in ast.walk(node))
+
+
+def _is_named(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` is ``name``: a plain name, or an attribute path read as written (``self.smooth_loss``)."""
+    if isinstance(node, ast.Name):
+        return node.id == name
+    return isinstance(node, ast.Attribute) and "." in name and _dotted(node) == name
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        owner = _dotted(node.value)
+        return f"{owner}.{node.attr}" if owner is not None else None
+    return None
 
 
 def _scope_body(tree: ast.Module, scope_first_line: int | None) -> list[ast.stmt]:
@@ -231,7 +247,9 @@ def _walk_scope(statements: list[ast.stmt]) -> list[ast.AST]:
 
 
 def accumulation_line(source: str, name: str, scope_first_line: int | None, near_line: int | None = None) -> int | None:
-    """The line in a scope that grows ``name`` from itself: ``name += x``, ``name = name + x``, ``name.append(x)``.
+    """The line in a scope that grows ``name`` from itself: ``name += x``, ``name = name + x``, ``name.append(x)``;
+    ``name`` may be an attribute path (``self.running_loss``), then looked for in the whole file when the scope has
+    no such line (another method of the class grows it).
 
     ``scope_first_line`` is the ``def`` line of the function (``co_firstlineno``), None for module level. When several
     statements qualify, the one closest to ``near_line`` (where the program currently is) wins.
@@ -240,19 +258,25 @@ def accumulation_line(source: str, name: str, scope_first_line: int | None, near
         tree = ast.parse(source)
     except SyntaxError:
         return None
+    candidates = _growing_lines(_walk_scope(_scope_body(tree, scope_first_line)), name)
+    if not candidates and "." in name:  # an attribute (``self.total``) may be grown by another method of its class
+        candidates = _growing_lines(list(ast.walk(tree)), name)
+    return _nearest_line(candidates, near_line)
+
+
+def _growing_lines(nodes: list[ast.AST], name: str) -> list[int]:
     candidates: list[int] = []
-    for node in _walk_scope(_scope_body(tree, scope_first_line)):
-        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+    for node in nodes:
+        if isinstance(node, ast.AugAssign) and _is_named(node.target, name):
             candidates.append(node.lineno)
-        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+        elif isinstance(node, ast.Assign) and any(_is_named(t, name) for t in node.targets):
             if _references(node.value, name):
                 candidates.append(node.lineno)
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in _GROWING_METHODS
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == name
+            and _is_named(node.func.value, name)
         ):
             candidates.append(node.lineno)
-    return _nearest_line(candidates, near_line)
+    return candidates

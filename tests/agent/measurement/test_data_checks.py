@@ -98,6 +98,58 @@ def test_a_language_model_scored_on_its_own_inputs_is_found_at_the_loss_call():
     assert torch.equal(after_watched, rng)
 
 
+class TokenWindows(Dataset):
+    """Windows of a token stream, (input, target) per item, as character-level GPT examples write them."""
+
+    def __init__(self, stream: torch.Tensor, block: int, shift: bool) -> None:
+        self.stream, self.block, self.shift = stream, block, shift
+
+    def __len__(self) -> int:
+        return len(self.stream) - self.block - 1
+
+    def __getitem__(self, index: int):
+        chunk = self.stream[index : index + self.block + 1]
+        x = chunk[:-1]
+        y = chunk[1:] if self.shift else chunk[:-1]  # @window-targets
+        return x, y
+
+
+class LossInForward(TinyLM):
+    """A model that computes its own loss when given targets (minGPT's ``forward(idx, targets)``)."""
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):  # type: ignore[override]
+        logits = super().forward(idx)
+        loss = None if targets is None else F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+        return logits, loss
+
+
+def train_gpt_style(shift: bool, steps: int = 5) -> None:
+    torch.manual_seed(0)
+    stream = torch.arange(400).remainder(12)
+    loader = DataLoader(TokenWindows(stream, 8, shift), batch_size=4, shuffle=True)
+    model = LossInForward()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batches = iter(loader)
+    for _ in range(steps):
+        x, y = next(batches)
+        _, loss = model(x, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def test_targets_copied_by_the_datasets_getitem_into_a_loss_in_forward_are_found_where_getitem_writes_them():
+    with Watched() as watched:
+        train_gpt_style(shift=False)
+    (finding,) = watched.findings
+    assert finding["details"]["check"] == "targets-equal-inputs"
+    assert (finding["file"], finding["line"]) == (HERE, line_of(TokenWindows.__getitem__, "window-targets"))
+    assert finding["details"]["loss_line"] == inspect.getsourcelines(LossInForward.forward)[1] + 2
+    with Watched() as watched:
+        train_gpt_style(shift=True)
+    assert watched.findings == []
+
+
 def test_a_language_model_with_its_shift_gets_nothing_and_scores_its_vocabulary():
     with Watched() as watched:
         train_lm(shift=True)

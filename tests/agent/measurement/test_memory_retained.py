@@ -115,3 +115,41 @@ def test_on_the_scan_schedule_a_total_that_starts_keeping_graphs_late_is_reporte
                 break
     assert reported_at is not None and 300 < reported_at <= 300 + RETAINED_SCAN_PERIOD + 3
     assert scanned < RETAINED_SCAN_FIRST + (reported_at - RETAINED_SCAN_FIRST) // 4  # far fewer scans than steps
+
+
+class SmoothingTrainer:
+    """A trainer that keeps a smoothed loss for its log, the way small trainers write it."""
+
+    def __init__(self, weight: torch.Tensor, keep_graph: bool) -> None:
+        self.weight = weight
+        self.keep_graph = keep_graph
+        self.smooth_loss = None
+        self.history: list = []
+
+    def step(self) -> torch.Tensor:
+        loss = (self.weight * torch.ones(4)).sum()
+        if self.smooth_loss is None:
+            self.smooth_loss = loss.item()
+        else:
+            latest = loss if self.keep_graph else loss.item()
+            self.smooth_loss = 0.9 * self.smooth_loss + 0.1 * latest  # the line that grows it
+        return loss
+
+    def run(self, monitor: MemoryMonitor, steps: int, outer_frames: int) -> list:
+        findings = []
+        for step in range(1, steps + 1):
+            self.step()
+            findings += monitor.scan_retained_graphs(sys._getframe(), step, max_frames=outer_frames)
+        return findings
+
+
+def test_an_attribute_of_the_programs_trainer_that_keeps_every_graph_is_reported_once_at_its_update():
+    monitor = MemoryMonitor(torch)
+    trainer = SmoothingTrainer(torch.ones(4, requires_grad=True), keep_graph=True)
+    # scanned from run() (``self``) and from this test's frame (``trainer``): one finding, named as run() names it
+    (finding,) = trainer.run(monitor, 6, outer_frames=2)
+    assert finding.kind == "memory" and finding.details["variable"] == "self.smooth_loss"
+    assert finding.line == SmoothingTrainer.step.__code__.co_firstlineno + 6
+    quiet = SmoothingTrainer(torch.ones(4, requires_grad=True), keep_graph=False)
+    assert quiet.run(MemoryMonitor(torch), 6, outer_frames=2) == []
+    assert trainer.history == []  # only read

@@ -12,6 +12,7 @@ import dataclasses
 import inspect
 import logging
 import os
+import sys
 
 import pytest
 import torch
@@ -519,3 +520,17 @@ def test_adversarial_pairs_need_a_loss_reaching_the_other_optimizers_parameters(
     assert pipeline.adversarial_pairs([discriminator, generator]) == {0, 1}
     assert pipeline.adversarial_pairs([series({1, 2}, {1, 2}), series({3, 4}, {3, 4})]) == set()
     assert pipeline.adversarial_pairs([discriminator, series({3, 4}, {1, 3}, losses=0)]) == set()
+
+
+def test_a_hand_written_updates_learning_rate_is_read_from_the_programs_variables():
+    import argparse
+
+    def inner_loop(model, lr, epoch):  # the value a loop like ``p.data.add_(p.grad, alpha=-lr)`` applies
+        return pipeline._learning_rate_in_frames(sys._getframe())
+
+    def through_args(args):
+        return pipeline._learning_rate_in_frames(sys._getframe())
+
+    assert inner_loop(None, 20.0, 3) == 20.0  # ``epoch`` is no learning rate
+    assert through_args(argparse.Namespace(batch_size=32, base_lr=0.5)) == 0.5
+    assert through_args(argparse.Namespace(batch_size=32, lr=False)) is None

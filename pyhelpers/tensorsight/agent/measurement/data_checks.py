@@ -358,14 +358,33 @@ class DataWatch:
         self._targets_at = self._targets_at or where
         if self._targets_equal >= TARGETS_EQUAL_MIN and not self._targets_differ and self._targets_at is not None:
             self._reported_targets = True
-            self._emit(self._targets_finding(inputs, self._targets_at))
+            made = self._made_by_dataset(target, self._clock.pass_loader())
+            self._emit(self._targets_finding(inputs, self._targets_at, made))
 
-    def _targets_finding(self, inputs: Any, where: Location) -> Finding:
-        # reported where the targets are made, which is where the shift goes, when that is not the loss's line
+    def _made_by_dataset(self, target: Any, loader: LoaderSettings | None) -> Location | None:
+        """The line of the dataset's ``__getitem__`` that wrote the element of its sample the loss's targets are (by
+        their position in the DataLoader's batch), when the targets came from a DataLoader."""
+        element = self._clock.batch_element_of(target)
+        if element is None or loader is None or loader.dataset_getitem is None:
+            return None
+        from tensorsight.core.written_at import returned_written_at
+
+        file, first = loader.dataset_getitem
+        source = "".join(linecache.getlines(file))
+        line = returned_written_at(source, first, element) if source else None
+        return (file, line) if line is not None else None
+
+    def _targets_finding(self, inputs: Any, where: Location, made: Location | None = None) -> Finding:
+        # reported where the targets are made, which is where the shift goes, when that is not the loss's line: in
+        # the loss's function, else in the dataset's __getitem__ (a model that computes its loss in forward())
         written = argument_written_at_line(where, 1, "target")
-        subject = (
-            t("the targets of this loss") if written is None else t("these targets (the loss at line {0})", where[1])
-        )
+        at: Location | None = (where[0], written) if written is not None else made
+        if at is None:
+            subject = t("the targets of this loss")
+        elif at[0] == where[0]:
+            subject = t("these targets (the loss at line {0})", where[1])
+        else:
+            subject = t("these targets (the loss at {0})", place_text(where[0], where[1], at[0]))
         message = t(
             "{subject} are the model's inputs, token for token ({checks} of {checks} training steps "
             "checked, {count} ids each): the model learns to copy its input, so the loss falls towards zero without "
@@ -375,12 +394,17 @@ class DataWatch:
             checks=self._targets_equal,
             count=int(inputs.numel()),
         )
-        details = {"check": "targets-equal-inputs", "steps_checked": self._targets_equal, "ids": int(inputs.numel())}
-        if written is None:
+        details: dict[str, Any] = {
+            "check": "targets-equal-inputs",
+            "steps_checked": self._targets_equal,
+            "ids": int(inputs.numel()),
+        }
+        if at is None:
             return Finding("training-logic", "warning", message, *where, details=details)
-        return Finding(
-            "training-logic", "warning", message, where[0], written, details={**details, "loss_line": where[1]}
-        )
+        details["loss_line"] = where[1]
+        if at[0] != where[0]:
+            details["loss"] = {"file": where[0], "line": where[1]}
+        return Finding("training-logic", "warning", message, *at, details=details)
 
     @never_raise()
     def _on_backward(self, tensors: Any) -> None:

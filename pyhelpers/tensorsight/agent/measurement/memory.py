@@ -51,7 +51,8 @@ RETAINED_SCAN_FIRST = 64  # the retained-graph scan runs after each of the first
 RETAINED_SCAN_PERIOD = 32  # ...then for RETAINED_SCAN_RUN consecutive steps of every RETAINED_SCAN_PERIOD
 RETAINED_SCAN_RUN = RETAINED_CONFIRMATIONS + 1
 MAX_GRAPH_NODES = 100_000  # the walk that sizes a retained graph stops there
-MAX_ITEMS = 16  # tensor items of a dict followed by the retained-graph scan
+MAX_ITEMS = 16  # tensor items of a dict (attributes of an object) followed by the retained-graph scan
+MAX_OBJECTS = 4  # instances of the program's classes per frame whose attributes the scan reads
 
 
 def retained_scan_due(step: int) -> bool:
@@ -61,6 +62,48 @@ def retained_scan_due(step: int) -> bool:
     late (after an evaluation, in a later phase) within one period, while a program of thousands of short steps
     pays for an eighth of them."""
     return step <= RETAINED_SCAN_FIRST or step % RETAINED_SCAN_PERIOD < RETAINED_SCAN_RUN
+
+
+_own_classes: dict[type, bool] = {}  # class -> defined in a file of the program (its attributes are scanned)
+
+
+def _instance_attributes(value: Any, torch: Any) -> list[tuple[str, Any]] | None:
+    """The first ``MAX_ITEMS`` attributes of ``value`` that hold a tensor, a non-empty list or a dict, when ``value``
+    is an instance of a class the program defines; None for anything else. A module's own tables (``_parameters``,
+    ``_modules``...) are not its attributes here."""
+    kind = type(value)
+    own = _own_classes.get(kind)
+    if own is None:
+        module = sys.modules.get(getattr(kind, "__module__", "") or "")
+        file = getattr(module, "__file__", None)
+        own = isinstance(file, str) and is_user_file(file) and isinstance(kind.__dict__.get("__dict__", _SLOT), _SLOT)
+        if len(_own_classes) < 4096:
+            _own_classes[kind] = own
+    if not own:
+        return None
+    try:
+        attributes = object.__getattribute__(value, "__dict__")
+    except Exception:  # noqa: BLE001 - an instance without a __dict__
+        return None
+    if type(attributes) is not dict:
+        return None
+    module_type = torch.nn.Module
+    found: list[tuple[str, Any]] = []
+    for attribute, item in list(itertools.islice(attributes.items(), 4 * MAX_ITEMS)):
+        if not isinstance(attribute, str) or (attribute.startswith("_") and isinstance(value, module_type)):
+            continue
+        if isinstance(item, torch.Tensor) or (type(item) in (list, dict) and item):
+            found.append((attribute, item))
+            if len(found) >= MAX_ITEMS:
+                break
+    return found
+
+
+class _Slot:
+    pass
+
+
+_SLOT = type(_Slot.__dict__["__dict__"])  # the descriptor ``__dict__`` is on a plain class (a property is not one)
 
 
 def _descends_from(node: Any, sequence: int, depth: int = 3, breadth: int = 32) -> bool:
@@ -194,6 +237,7 @@ class MemoryMonitor:
         # one finding per growing line, and per container (a dict seen from two frames, or under two names)
         self._reported_lines: set[tuple[str, int]] = set()
         self._reported_containers: set[int] = set()
+        self._scan_reported: set[int] = set()  # tensors reported in the scan under way
         self.retained_name: str | None = None
         self.parameter_bytes: int | None = None
 
@@ -272,6 +316,7 @@ class MemoryMonitor:
         """Look at the training loop's variables (innermost user frames) for graph chains growing step after step."""
         findings: list[Finding] = []
         seen = 0
+        self._scan_reported.clear()
         while frame is not None and seen < max_frames:
             if is_user_file(frame.f_code.co_filename):
                 seen += 1
@@ -283,7 +328,7 @@ class MemoryMonitor:
         tensor_type = self._torch.Tensor
         code = frame.f_code
         found: list[Finding] = []
-        for name, value in list(frame.f_locals.items()):
+        for name, value in self._scanned_values(frame):
             key = (id(code), name)
             if isinstance(value, tensor_type):
                 with shielded([value]):  # reading grad_fn must not run a tensor subclass's __torch_function__
@@ -299,10 +344,12 @@ class MemoryMonitor:
                 self._first_rss[key] = (step, _rss_bytes())
             if links >= RETAINED_CONFIRMATIONS and key not in self._reported:
                 self._reported.add(key)
-                if isinstance(value, (dict, list)):
-                    if id(value) in self._reported_containers:
-                        continue
-                    self._reported_containers.add(id(value))
+                # one finding per container, and per tensor in one scan (a trainer's attribute seen as ``self.total``
+                # in its method and as ``trainer.total`` in ``main()``: the innermost frame, scanned first, names it)
+                reported = self._reported_containers if isinstance(value, (dict, list)) else self._scan_reported
+                if id(value) in reported:
+                    continue
+                reported.add(id(value))
                 items = value.values() if isinstance(value, dict) else value
                 held = value if isinstance(value, tensor_type) else [v for v in items if isinstance(v, tensor_type)]
                 finding = self._retained_finding(frame, name, links, step, key, graph_nodes(held))
@@ -310,6 +357,23 @@ class MemoryMonitor:
                     self._reported_lines.add((finding.file, finding.line))
                     found.append(finding)
         return found
+
+    def _scanned_values(self, frame: FrameType) -> list[tuple[str, Any]]:
+        """The frame's variables, then the attributes of the first ``MAX_OBJECTS`` of them that are instances of the
+        program's own classes (a trainer's ``self.running_loss``), named as written (``self.running_loss``): at
+        most ``MAX_ITEMS`` attributes each that hold a tensor, a list or a dict, read from the instance's
+        ``__dict__`` (no property, no ``__getattr__``: nothing of the program runs)."""
+        values = list(frame.f_locals.items())
+        objects = 0
+        for name, value in values[:]:
+            attributes = _instance_attributes(value, self._torch)
+            if attributes is None:
+                continue
+            objects += 1
+            values.extend((f"{name}.{attribute}", item) for attribute, item in attributes)
+            if objects >= MAX_OBJECTS:
+                break
+        return values
 
     def _follow_chain(self, key: tuple[int, str], value: Any) -> int:
         """Steps seen so far in which ``value``'s graph grew out of the graph it held at the previous scan.

@@ -124,6 +124,7 @@ def caller_frame(frame: FrameType | None) -> FrameType | None:
 
 REACH_SAMPLES = 24  # backwards whose graph is walked to learn which parameters each optimizer's losses reach
 REACH_NODES = 20000  # a graph larger than this is not walked (the walk is Python, one node at a time)
+MAX_BATCH_PARTS = 8  # tensors of a DataLoader batch (a tuple or list) remembered by weak reference
 
 
 def parameters_reached(loss: Any) -> frozenset[int] | None:
@@ -160,6 +161,7 @@ class PhaseClock:
         self._clock = program_clock  # stands still while the debugger holds the thread (a breakpoint in the loop)
         self._owner: int | None = None  # the thread that trains (first to fetch data or call a model)
         self._depth = 0
+        self._batch_parts: tuple[weakref.ReferenceType[Any] | None, ...] = ()  # the last DataLoader batch's tensors
         self._top_start = 0.0
         self._top_split = "train"
         self._last_model_split = "train"
@@ -592,6 +594,24 @@ class PhaseClock:
 
     def _next_returned(self, args: tuple[Any, ...], _kwargs: dict[str, Any], result: Any) -> None:
         self._after_next(args[0], result is not None)
+        tensor_type = self._torch.Tensor
+        if type(result) in (list, tuple):  # weak references to the batch's tensors, for ``batch_element_of``
+            self._batch_parts = tuple(
+                weakref.ref(part) if isinstance(part, tensor_type) else None for part in result[:MAX_BATCH_PARTS]
+            )
+
+    def batch_element_of(self, tensor: Any) -> int | None:
+        """The position, in the last batch a DataLoader gave, of the tensor whose memory ``tensor`` views (a loss's
+        ``targets.view(-1)`` of the batch's ``y``): which element of the dataset's ``__getitem__`` it came from."""
+        try:
+            pointer = tensor.untyped_storage().data_ptr()
+            for index, ref in enumerate(self._batch_parts):
+                part = ref() if ref is not None else None
+                if part is not None and part.untyped_storage().data_ptr() == pointer:
+                    return index
+        except Exception:  # noqa: BLE001 - a tensor without storage (a subclass, meta): no answer
+            return None
+        return None
 
     @never_raise()
     def _after_next(self, iterator: Any, got_batch: bool = True) -> None:

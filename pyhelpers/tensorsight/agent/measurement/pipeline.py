@@ -55,6 +55,7 @@ from tensorsight.agent.runtime import events, steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
+from tensorsight.agent.runtime.user_code import is_user_file
 from tensorsight.core import protocol
 from tensorsight.core.curves import Series, TrainingCurves, diagnose_curves
 from tensorsight.core.phases import DATA_DOMINANT_SHARE, PHASES, PhaseTally, phase_verdicts
@@ -161,15 +162,52 @@ def _built_lr(optimizer: Any) -> float | None:
     return float(lr) if isinstance(lr, (int, float)) and not isinstance(lr, bool) else None
 
 
-def _lr_default_at(optimizer_at: tuple[str, int] | None, lr: float | None) -> tuple[str, int] | None:
-    """The ``add_argument`` line whose default gave the optimizer its learning rate (``core.argparse_defaults``)."""
-    from tensorsight.core.argparse_defaults import default_written_at
+def _lr_default_at(
+    optimizer_at: tuple[str, int] | None, lr: float | None, peak_lr: float | None = None, script: str | None = None
+) -> tuple[str, int] | None:
+    """The ``add_argument`` line whose default gave the optimizer its learning rate (``core.argparse_defaults``):
+    the ``args.lr`` of the optimizer's own call, else the one learning-rate argument of the optimizer's file or of
+    the program's script whose default is the learning rate it was built with or the highest it stepped with (a
+    schedule written by hand sets each step's rate from it)."""
+    from tensorsight.core.argparse_defaults import default_written_at, learning_rate_default_at
 
-    if optimizer_at is None or lr is None:
+    if optimizer_at is None:
         return None
     source = "".join(linecache.getlines(optimizer_at[0]))
-    line = default_written_at(source, optimizer_at[1], "lr", lr) if source else None
-    return (optimizer_at[0], line) if line is not None else None
+    line = default_written_at(source, optimizer_at[1], "lr", lr) if source and lr is not None else None
+    if line is not None:
+        return optimizer_at[0], line
+    for file in dict.fromkeys((optimizer_at[0], *((script,) if script is not None else ()))):
+        text = "".join(linecache.getlines(file))
+        for value in dict.fromkeys(v for v in (lr, peak_lr) if v is not None):
+            line = learning_rate_default_at(text, value) if text else None
+            if line is not None:
+                return file, line
+    return None
+
+
+_LEARNING_RATE_NAME = re.compile(r"^(lr|learning_rate|\w+_lr|lr_\w+)$", re.IGNORECASE)
+MAX_RATE_FRAMES = 6  # user frames searched for a hand-written update's learning rate
+
+
+def _learning_rate_in_frames(frame: Any) -> float | None:
+    """The learning rate a hand-written update uses, as the program holds it: the first positive number under a
+    learning-rate name (``lr``, ``learning_rate``, ``base_lr``) among the variables of the innermost user frames, or
+    in an ``argparse.Namespace`` there (``args.lr``). Read, never run (``__dict__`` of a namespace only)."""
+    import argparse
+
+    seen = 0
+    while frame is not None and seen < MAX_RATE_FRAMES:
+        if is_user_file(frame.f_code.co_filename):
+            seen += 1
+            names = list(frame.f_locals.items())
+            names += [item for _, v in names if type(v) is argparse.Namespace for item in vars(v).items()]
+            for name, value in names:
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                    if _LEARNING_RATE_NAME.match(name):
+                        return float(value)
+        frame = frame.f_back
+    return None
 
 
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(?::[^=]+)?=[^=]")
@@ -258,6 +296,7 @@ class Measurement:
 
             self.writer = open_writer(settings.tensorboard_dir)
         self.per_optimizer: dict[int, OptimizerCurves] = {}
+        self.script: str | None = None  # the program's main file (where its command-line arguments are declared)
         self.val_loss = Series()
         self.nonfinite_origin: dict[str, Any] | None = None  # the sentinel's first nonfinite finding
         self.phase_tally = PhaseTally()
@@ -375,7 +414,10 @@ class Measurement:
             hand_written = isinstance(optimizer, steps.HandWrittenUpdate)
             at = None if hand_written else self.clock.optimizer_at(optimizer)
             series = OptimizerCurves(id(optimizer), params, at, hand_written, assigned_name(at))
-            series.written_lr = _built_lr(optimizer)
+            series.written_lr = _built_lr(optimizer) if not hand_written else _learning_rate_in_frames(sys._getframe(1))
+            script = getattr(sys.modules.get("__main__"), "__file__", None)  # the program's, while it runs
+            if isinstance(script, str) and self.script is None:
+                self.script = os.path.abspath(script)
             self.per_optimizer[id(optimizer)] = series
         return series
 
@@ -478,7 +520,7 @@ class Measurement:
             first_nonfinite_grad_step=series.grad_norm.first_nonfinite_step,
             loss_at=clock.loss_at,
             optimizer_at=optimizer_at,
-            lr_at=_lr_default_at(optimizer_at, series.written_lr),
+            lr_at=_lr_default_at(optimizer_at, series.written_lr, self.frameworks.steps.peak_lr, self.script),
             validation_at=clock.validation_at,
             model_at=clock.model_at,
             extra={
