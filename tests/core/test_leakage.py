@@ -8,7 +8,7 @@ import pytest
 
 from support.paths import PYHELPERS
 from tensorsight.core import leakage
-from tensorsight.core.leakage import SplitData, check_splits, row_hashes, split_role
+from tensorsight.core.leakage import SplitData, check_splits, check_stream_overlap, row_hashes, split_role
 
 
 @pytest.mark.parametrize(
@@ -157,3 +157,41 @@ def test_core_leakage_imports_no_numpy_and_touches_no_user_object():
     )
     assert done.stdout.split() == ["False", "False"], done.stderr
     assert not hasattr(leakage, "describe") and not hasattr(leakage, "split_from_parts")  # live objects: agent side
+
+
+def _sentences(seed: int, count: int) -> np.ndarray:
+    """A token stream of short sentences from a small grammar (subject, verb, object, optional place, end mark)."""
+    rng = np.random.default_rng(seed)
+    tokens: list[int] = []
+    for _ in range(count):
+        tokens += [int(rng.integers(0, 6)), int(rng.integers(6, 14)), int(rng.integers(14, 24))]
+        if rng.random() < 0.5:
+            tokens += [24, int(rng.integers(25, 30))]
+        tokens.append(30)
+    return np.array(tokens, dtype=np.int64)
+
+
+def _batchify(stream: np.ndarray, batch: int) -> np.ndarray:
+    rows = len(stream) // batch
+    return stream[: rows * batch].reshape(batch, rows).T.copy()  # [rows, batch]: each column a stretch of text
+
+
+def test_a_validation_stream_batchified_from_the_training_text_is_found_and_its_own_text_is_not():
+    train_text, valid_text = _sentences(0, 3000), _sentences(1, 400)
+    train = SplitData("train_data", rows=_batchify(train_text, 20))
+    copied = SplitData("val_data", rows=_batchify(train_text, 10))
+    issue = check_stream_overlap(train, copied)
+    assert issue is not None and issue.check == "stream-overlap" and issue.severity == "error"
+    assert issue.count >= 0.9 * issue.total and "val_data" in issue.message
+    assert check_stream_overlap(train, SplitData("val_data", rows=_batchify(valid_text, 10))) is None
+    report = check_splits({"train": train, "val": copied})
+    assert [i.check for i in report.issues] == ["stream-overlap"]  # other batch size: no row is a copy
+
+
+def test_integer_columns_that_cycle_or_are_sorted_are_no_text():
+    hours = np.arange(5000) % 24
+    train = SplitData("X_train", rows=np.stack([hours[:4000], np.arange(4000) // 7], axis=1))
+    test = SplitData("X_test", rows=np.stack([hours[4000:], np.arange(4000, 5000) // 7], axis=1))
+    assert check_stream_overlap(train, test) is None
+    users = np.sort(np.random.default_rng(0).integers(0, 300, 6000))
+    assert check_stream_overlap(SplitData("train_users", rows=users), SplitData("test_users", rows=users[::3])) is None

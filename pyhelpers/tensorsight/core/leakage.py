@@ -520,6 +520,80 @@ def check_duplicates(a: SplitData, b: SplitData) -> LeakageIssue | None:
     )
 
 
+STREAM_WINDOW = 24  # tokens of a window of a token stream compared between splits
+STREAM_MIN_DISTINCT = 4  # a window of fewer different tokens (padding, one repeated id) proves nothing
+STREAM_SAMPLED = 2048  # held-out windows looked up
+STREAM_SHARE = 0.5  # of them found in the training stream: the held-out stream is (in part) the training stream
+STREAM_UNIQUE = 0.8  # share of the training stream's windows that must differ from each other (text, not a cycle)
+
+
+def check_stream_overlap(a: SplitData, b: SplitData) -> LeakageIssue | None:
+    """Token streams (integer arrays, 1-D or laid out in 2-D: rows of sequences, or ``batchify``'s columns) whose
+    held-out windows of ``STREAM_WINDOW`` tokens run, token for token, in the training stream: a validation stream
+    batchified from the training corpus (another batch size makes other rows, so no sample is a copy, but the text is
+    the same). Both orientations of a 2-D array are read as runs of consecutive tokens."""
+    import numpy as np
+
+    if a.rows is None or b.rows is None:
+        return None
+    rows_a, rows_b = np.asarray(a.rows), np.asarray(b.rows)
+    if rows_a.dtype.kind not in "iu" or rows_b.dtype.kind not in "iu" or rows_a.ndim > 2 or rows_b.ndim > 2:
+        return None
+    hashes = [h for run in _runs(rows_a) for h in _window_hashes(run).tolist()]
+    known = set(hashes)
+    if len(known) < STREAM_UNIQUE * len(hashes) or not known:
+        return None  # a periodic column (hours of the day) repeats its windows: it is no text
+    best: tuple[int, int] = (0, 0)
+    for layout in (rows_b, rows_b.T) if rows_b.ndim == 2 else (rows_b,):
+        windows = np.concatenate([_window_hashes(run) for run in _runs(layout, transposed=False)] or [np.zeros(0)])
+        windows = windows[:: max(1, len(windows) // STREAM_SAMPLED)][:STREAM_SAMPLED]
+        found = int(sum(1 for h in windows.tolist() if h in known))
+        if len(windows) and found / len(windows) > (best[0] / best[1] if best[1] else 0.0):
+            best = (found, len(windows))
+    found, looked = best
+    if not looked or found < STREAM_SHARE * looked:
+        return None
+    return LeakageIssue(
+        "stream-overlap",
+        "error",
+        t(
+            "{found} of {looked} windows of {window} tokens of {held} run, token for token, in {train}: the held-out "
+            "token stream is (in part) the training stream; build it from its own text (e.g. batchify(corpus.valid))",
+            found=found,
+            looked=looked,
+            window=STREAM_WINDOW,
+            held=b.name,
+            train=a.name,
+        ),
+        (a.name, b.name),
+        found,
+        looked,
+    )
+
+
+def _runs(array: Any, transposed: bool = True) -> list[Any]:
+    """Runs of consecutive tokens an integer array holds: itself (1-D); its rows, and with ``transposed`` its columns
+    too (2-D)."""
+    if array.ndim == 1:
+        return [array]
+    return [*array, *(array.T if transposed else ())]
+
+
+def _window_hashes(run: Any) -> Any:
+    """Hashes of the windows of ``STREAM_WINDOW`` consecutive tokens of ``run`` that hold enough different tokens."""
+    import numpy as np
+
+    if len(run) < STREAM_WINDOW:
+        return np.zeros(0, dtype=np.uint64)
+    windows = np.lib.stride_tricks.sliding_window_view(np.ascontiguousarray(run, dtype=np.int64), STREAM_WINDOW)
+    ordered = np.sort(windows, axis=1)
+    distinct = 1 + (np.diff(ordered, axis=1) != 0).sum(axis=1)
+    steps = np.diff(windows, axis=1)
+    sorted_run = (steps >= 0).all(axis=1) | (steps <= 0).all(axis=1)  # ids in order (a sorted column) are no text
+    kept = windows[(distinct >= STREAM_MIN_DISTINCT) & ~sorted_run]
+    return row_hashes(np.ascontiguousarray(kept)) if len(kept) else np.zeros(0, dtype=np.uint64)
+
+
 def _whole_sample_matches(a: SplitData, b: SplitData) -> tuple[Any, Any, int] | None:
     """``(indices into b, matching indices into a, samples of b)`` for the samples of ``b`` equal, part for part, to
     a sample of ``a``, when both splits know their samples' parts (``SplitData.parts``) alike (same count, and each
@@ -767,6 +841,7 @@ def check_splits(splits: Mapping[str, SplitData], budget_seconds: float = 10.0) 
         ("id overlap", check_id_overlap),
         ("temporal order", check_temporal),
         ("duplicates", check_duplicates),
+        ("stream overlap", check_stream_overlap),
     ]
     overlapping_rows: set[tuple[str, str]] = set()
     for label, check in checks:

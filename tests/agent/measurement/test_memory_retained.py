@@ -143,9 +143,13 @@ class SmoothingTrainer:
         return findings
 
 
+class LoggingTrainer(SmoothingTrainer):
+    """A subclass: its instances' ``__dict__`` is described on the base class."""
+
+
 def test_an_attribute_of_the_programs_trainer_that_keeps_every_graph_is_reported_once_at_its_update():
     monitor = MemoryMonitor(torch)
-    trainer = SmoothingTrainer(torch.ones(4, requires_grad=True), keep_graph=True)
+    trainer = LoggingTrainer(torch.ones(4, requires_grad=True), keep_graph=True)
     # scanned from run() (``self``) and from this test's frame (``trainer``): one finding, named as run() names it
     (finding,) = trainer.run(monitor, 6, outer_frames=2)
     assert finding.kind == "memory" and finding.details["variable"] == "self.smooth_loss"

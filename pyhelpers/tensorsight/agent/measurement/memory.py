@@ -76,7 +76,8 @@ def _instance_attributes(value: Any, torch: Any) -> list[tuple[str, Any]] | None
     if own is None:
         module = sys.modules.get(getattr(kind, "__module__", "") or "")
         file = getattr(module, "__file__", None)
-        own = isinstance(file, str) and is_user_file(file) and isinstance(kind.__dict__.get("__dict__", _SLOT), _SLOT)
+        descriptor = next((k.__dict__["__dict__"] for k in kind.__mro__ if "__dict__" in k.__dict__), None)
+        own = isinstance(file, str) and is_user_file(file) and isinstance(descriptor, _SLOT)
         if len(_own_classes) < 4096:
             _own_classes[kind] = own
     if not own:

@@ -41,7 +41,7 @@ def train(args, fc, generator, epoch):
         output = F.mse_loss(fc(batch_x), batch_y)
         output.backward()
         for param in fc.parameters():
-            param.data.add_(param.grad, alpha=-args.lr)  # BUG: dynamics (lr=0.9 overshoots: the loss climbs)
+            param.data.add_(param.grad, alpha=-args.lr)
         if batch_idx % args.log_interval == 0:
             print(f"epoch {epoch} step {batch_idx}: loss {output.item():.6f}")
 
@@ -56,7 +56,7 @@ def test(fc, test_x, test_y):
 
 def main():
     parser = argparse.ArgumentParser(description="polynomial regression with a hand-written SGD update")
-    parser.add_argument("--lr", type=float, default=0.9)
+    parser.add_argument("--lr", type=float, default=0.9)  # BUG: dynamics (lr=0.9 overshoots: the loss climbs)
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--steps-per-epoch", type=int, default=40)
     parser.add_argument("--batch-size", type=int, default=32)

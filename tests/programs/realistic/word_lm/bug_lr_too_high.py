@@ -84,7 +84,7 @@ def train(args, model, train_data, lr, epoch):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
         for p in model.parameters():
-            p.data.add_(p.grad, alpha=-lr)  # BUG: dynamics (lr=150 overshoots at every step)
+            p.data.add_(p.grad, alpha=-lr)
         total_loss += loss.item()
         if batch % args.log_interval == 0 and batch > 0:
             cur_loss = total_loss / args.log_interval
@@ -110,7 +110,7 @@ def main():
     parser.add_argument("--emsize", type=int, default=16)
     parser.add_argument("--nhid", type=int, default=32)
     parser.add_argument("--nlayers", type=int, default=2)
-    parser.add_argument("--lr", type=float, default=150.0)
+    parser.add_argument("--lr", type=float, default=150.0)  # BUG: dynamics (lr=150 overshoots at every step)
     parser.add_argument("--clip", type=float, default=0.25)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=16)
