@@ -18,41 +18,16 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
+from support.loss_watch import Watched as LossWatched
+from support.loss_watch import line_of
 from tensorsight.agent.measurement.data_checks import DataWatch
-from tensorsight.agent.measurement.evaluation import EvaluationWatch
-from tensorsight.agent.measurement.phases import PhaseClock
-from tensorsight.agent.runtime import events
 
 HERE = os.path.abspath(__file__)
 
 
-class Watched:
-    """A phase clock, an evaluation watch and a data watch installed here, and the findings they publish."""
-
-    def __init__(self) -> None:
-        self.clock = PhaseClock(torch)
-        self.evaluation = EvaluationWatch(torch, self.clock)
-        self.findings: list[dict] = []
-        self.data = DataWatch(torch, self.clock, self.evaluation, lambda f: self.findings.append(f.to_dict()))
-
-    def __enter__(self) -> Watched:
-        self.clock.install()
-        self.evaluation.install()
-        self.data.install()
-        self._unsubscribe = events.subscribe(lambda _event: None)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._unsubscribe()
-        self.data.uninstall()
-        self.evaluation.uninstall()
-        self.clock.uninstall()
-
-
-def line_of(function, marker: str) -> int:
-    lines, start = inspect.getsourcelines(function)
-    (offset,) = [i for i, line in enumerate(lines) if line.rstrip().endswith(f"# @{marker}")]
-    return start + offset
+def Watched() -> LossWatched:
+    """The data watch installed here, with its phase clock and evaluation watch."""
+    return LossWatched(DataWatch)
 
 
 class TinyLM(nn.Module):
@@ -154,7 +129,7 @@ def test_a_language_model_with_its_shift_gets_nothing_and_scores_its_vocabulary(
     with Watched() as watched:
         train_lm(shift=True)
     assert watched.findings == []
-    assert watched.data.curve_extra() == {"classes": 12, "classification_at": (HERE, line_of(train_lm, "loss"))}
+    assert watched.watch.curve_extra() == {"classes": 12, "classification_at": (HERE, line_of(train_lm, "loss"))}
 
 
 def test_classes_are_only_claimed_when_the_classification_loss_is_what_is_backpropagated():
@@ -169,13 +144,13 @@ def test_classes_are_only_claimed_when_the_classification_loss_is_what_is_backpr
             loss = criterion(model(x), y) + 0.1 * model.weight.abs().sum()  # a regularised loss: not ln(3) at chance
             loss.backward()
             optimizer.step()
-    assert watched.data.curve_extra() == {}
+    assert watched.watch.curve_extra() == {}
     with Watched() as watched:
         for _ in range(5):
             optimizer.zero_grad()
             criterion(model(x), y).backward()
             optimizer.step()
-    assert watched.data.curve_extra()["classes"] == 3
+    assert watched.watch.curve_extra()["classes"] == 3
 
 
 def fit_and_evaluate(normalize_eval: bool) -> None:
@@ -199,7 +174,7 @@ def fit_and_evaluate(normalize_eval: bool) -> None:
 def test_evaluation_inputs_left_unnormalised_are_found_at_the_evaluation_forward_with_their_statistics():
     with Watched() as watched:
         fit_and_evaluate(normalize_eval=False)
-    (finding,) = [f.to_dict() for f in watched.data.normalization_findings()]
+    (finding,) = [f.to_dict() for f in watched.watch.normalization_findings()]
     assert (finding["kind"], finding["line"], finding["file"]) == (
         "training-logic",
         line_of(fit_and_evaluate, "eval"),
@@ -208,14 +183,14 @@ def test_evaluation_inputs_left_unnormalised_are_found_at_the_evaluation_forward
     details = finding["details"]
     assert abs(details["train_mean"]) < 0.1 and abs(details["train_std"] - 1.0) < 0.1
     assert abs(details["eval_mean"] - 0.5) < 0.05 and details["std_ratio"] < 0.2
-    assert watched.data.curve_extra()["evaluation_inputs_differ"] is True
+    assert watched.watch.curve_extra()["evaluation_inputs_differ"] is True
 
 
 def test_evaluation_inputs_normalised_like_training_inputs_get_nothing():
     with Watched() as watched:
         fit_and_evaluate(normalize_eval=True)
-    assert watched.data.normalization_findings() == ()
-    assert "evaluation_inputs_differ" not in watched.data.curve_extra()
+    assert watched.watch.normalization_findings() == ()
+    assert "evaluation_inputs_differ" not in watched.watch.curve_extra()
 
 
 class Reconstruction(Dataset):
@@ -258,7 +233,7 @@ def fit_autoencoder(kind: str) -> None:
 def test_training_targets_that_copy_the_inputs_while_evaluation_scores_others_are_found_where_the_pairs_are_made():
     with Watched() as watched:
         fit_autoencoder("copy")
-    (finding,) = [f.to_dict() for f in watched.data.copy_target_findings()]
+    (finding,) = [f.to_dict() for f in watched.watch.copy_target_findings()]
     assert (finding["kind"], finding["file"], finding["line"]) == (
         "training-logic",
         HERE,
@@ -273,7 +248,7 @@ def test_a_denoising_model_and_a_plain_autoencoder_get_nothing():
     for kind in ("denoising", "plain"):
         with Watched() as watched:
             fit_autoencoder(kind)
-        assert watched.data.copy_target_findings() == (), kind
+        assert watched.watch.copy_target_findings() == (), kind
 
 
 class Windows(Dataset):
@@ -324,7 +299,7 @@ def fit_table(label_in_features: bool) -> None:
 def test_a_target_inside_its_input_window_is_found_where_the_dataset_writes_the_window():
     with Watched() as watched:
         fit_forecaster(leak=1)
-    (finding,) = [f.to_dict() for f in watched.data.target_in_inputs_findings()]
+    (finding,) = [f.to_dict() for f in watched.watch.target_in_inputs_findings()]
     assert (finding["kind"], finding["severity"], finding["file"]) == ("leakage", "error", HERE)
     assert finding["line"] == line_of(Windows.__getitem__, "window")
     assert finding["details"]["check"] == "target-in-inputs" and finding["details"]["input_index"] == [12, 0]
@@ -334,7 +309,7 @@ def test_a_target_inside_its_input_window_is_found_where_the_dataset_writes_the_
 def test_a_label_column_left_among_the_features_is_found_at_the_dataset_the_loader_serves():
     with Watched() as watched:
         fit_table(label_in_features=True)
-    (finding,) = [f.to_dict() for f in watched.data.target_in_inputs_findings()]
+    (finding,) = [f.to_dict() for f in watched.watch.target_in_inputs_findings()]
     assert (finding["file"], finding["line"]) == (HERE, line_of(fit_table, "rows"))
     assert finding["details"]["input_index"] == [6]
 
@@ -343,7 +318,7 @@ def test_windows_that_stop_before_their_target_and_features_without_the_label_ge
     with Watched() as watched:
         fit_forecaster(leak=0)
         fit_table(label_in_features=False)
-    assert watched.data.target_in_inputs_findings() == ()
+    assert watched.watch.target_in_inputs_findings() == ()
 
 
 def test_looking_for_the_target_leaves_the_run_as_it_was():

@@ -6,43 +6,17 @@ whose evaluation masks out padding. The watched run's parameters are those of an
 
 from __future__ import annotations
 
-import inspect
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tensorsight.agent.measurement.evaluation import EvaluationWatch
+from support.loss_watch import Watched as LossWatched
+from support.loss_watch import line_of
 from tensorsight.agent.measurement.heldout_rows import HeldOutRowsWatch
-from tensorsight.agent.measurement.phases import PhaseClock
-from tensorsight.agent.runtime import events
 
 
-class Watched:
-    def __init__(self) -> None:
-        self.clock = PhaseClock(torch)
-        self.evaluation = EvaluationWatch(torch, self.clock)
-        self.findings: list[dict] = []
-        self.watch = HeldOutRowsWatch(torch, self.clock, self.evaluation, lambda f: self.findings.append(f.to_dict()))
-
-    def __enter__(self) -> Watched:
-        self.clock.install()
-        self.evaluation.install()
-        self.watch.install()
-        self._unsubscribe = events.subscribe(lambda _event: None)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._unsubscribe()
-        self.watch.uninstall()
-        self.evaluation.uninstall()
-        self.clock.uninstall()
-
-
-def line_of(function, marker: str) -> int:
-    lines, start = inspect.getsourcelines(function)
-    (offset,) = [i for i, line in enumerate(lines) if line.rstrip().endswith(f"# @{marker}")]
-    return start + offset
+def Watched() -> LossWatched:
+    return LossWatched(HeldOutRowsWatch)
 
 
 class TwoLayer(nn.Module):
@@ -156,24 +130,22 @@ def test_an_index_split_is_found_too_and_its_clean_twin_is_silent():
 def test_mini_batches_with_a_padding_mask_in_evaluation_are_silent():
     """Training on whole batches of token ids, evaluation scoring the non-padding positions of other batches."""
     torch.manual_seed(0)
-    embed, head = nn.Embedding(10, 8), nn.Linear(8, 10)
-    model = nn.Sequential(embed, head)
+    model = nn.Sequential(nn.Embedding(10, 8), nn.Linear(8, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    for _ in range(4):
+
+    def train_step() -> None:
         model.train()
         tokens = torch.randint(1, 10, (16,))
         loss = F.cross_entropy(model(tokens), tokens.roll(1))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+
+    for _ in range(4):
+        train_step()
     with Watched() as watched:
         for _ in range(6):
-            model.train()
-            tokens = torch.randint(1, 10, (16,))
-            loss = F.cross_entropy(model(tokens), tokens.roll(1))
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            train_step()
             model.eval()
             with torch.no_grad():
                 held = torch.randint(0, 10, (16,))
