@@ -188,10 +188,14 @@ def test_a_validation_stream_batchified_from_the_training_text_is_found_and_its_
     assert [i.check for i in report.issues] == ["stream-overlap"]  # other batch size: no row is a copy
 
 
-def test_integer_columns_that_cycle_or_are_sorted_are_no_text():
+def test_integer_columns_that_cycle_count_or_are_sorted_are_no_text():
     hours = np.arange(5000) % 24
     train = SplitData("X_train", rows=np.stack([hours[:4000], np.arange(4000) // 7], axis=1))
     test = SplitData("X_test", rows=np.stack([hours[4000:], np.arange(4000, 5000) // 7], axis=1))
     assert check_stream_overlap(train, test) is None
+    rng = np.random.default_rng(0)  # sequences that count by a stride, modulo a vocabulary: set by where they start
+    starts, strides = rng.integers(0, 100, (128, 1)), rng.integers(1, 10, (128, 1))
+    counting = (starts + strides * np.arange(32)) % 100
+    assert check_stream_overlap(SplitData("train", rows=counting[:96]), SplitData("eval", rows=counting[96:])) is None
     users = np.sort(np.random.default_rng(0).integers(0, 300, 6000))
     assert check_stream_overlap(SplitData("train_users", rows=users), SplitData("test_users", rows=users[::3])) is None

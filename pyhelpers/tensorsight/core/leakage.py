@@ -521,7 +521,7 @@ def check_duplicates(a: SplitData, b: SplitData) -> LeakageIssue | None:
 
 
 STREAM_WINDOW = 24  # tokens of a window of a token stream compared between splits
-STREAM_MIN_DISTINCT = 4  # a window of fewer different tokens (padding, one repeated id) proves nothing
+STREAM_MIN_DISTINCT = 4  # a window of fewer different tokens, or steps between them, proves nothing (padding, counting)
 STREAM_SAMPLED = 2048  # held-out windows looked up
 STREAM_SHARE = 0.5  # of them found in the training stream: the held-out stream is (in part) the training stream
 STREAM_UNIQUE = 0.8  # share of the training stream's windows that must differ from each other (text, not a cycle)
@@ -590,7 +590,10 @@ def _window_hashes(run: Any) -> Any:
     distinct = 1 + (np.diff(ordered, axis=1) != 0).sum(axis=1)
     steps = np.diff(windows, axis=1)
     sorted_run = (steps >= 0).all(axis=1) | (steps <= 0).all(axis=1)  # ids in order (a sorted column) are no text
-    kept = windows[(distinct >= STREAM_MIN_DISTINCT) & ~sorted_run]
+    # a window whose steps take few values (counting by a stride, a cycle) is fixed by where it starts: no text
+    ordered_steps = np.sort(steps, axis=1)
+    step_kinds = 1 + (np.diff(ordered_steps, axis=1) != 0).sum(axis=1)
+    kept = windows[(distinct >= STREAM_MIN_DISTINCT) & (step_kinds >= STREAM_MIN_DISTINCT) & ~sorted_run]
     return row_hashes(np.ascontiguousarray(kept)) if len(kept) else np.zeros(0, dtype=np.uint64)
 
 
