@@ -14,7 +14,6 @@ from tensorsight.core import protocol
 @pytest.fixture
 def isolated_bus(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(events, "_listeners", [])
-    monkeypatch.setattr(events, "_wanted", {})
 
 
 def test_a_listener_of_some_types_gets_those_and_one_of_every_type_gets_all(isolated_bus: None) -> None:

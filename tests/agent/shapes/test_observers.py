@@ -369,4 +369,5 @@ def test_a_wrong_sampling_interval_keeps_the_default_and_says_so(monkeypatch, st
     observers.arm("doctor")
     assert state.every == observers.DEFAULT_EVERY
     assert "observeShapesEvery must be a positive integer" in capsys.readouterr().err
-    assert steps._listeners == [observers._on_step] and events._listeners == [observers._on_event]
+    assert steps._listeners == [observers._on_step]
+    assert [listener for listener, _types in events._listeners] == [observers._on_event]

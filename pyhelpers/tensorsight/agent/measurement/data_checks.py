@@ -52,6 +52,7 @@ from typing import Any
 
 from tensorsight.agent.measurement.phases import caller_location
 from tensorsight.agent.runtime.guard import never_raise
+from tensorsight.agent.shapes.sample_origin import getitem_written_at
 from tensorsight.core.findings import Finding, place_text
 from tensorsight.core.l10n import t
 from tensorsight.core.phases import LoaderSettings
@@ -286,15 +287,9 @@ class DataWatch:
         """Where the training inputs are made: the line of the dataset's ``__getitem__`` that wrote the sample's input
         (what it returns first), else the dataset given to the training DataLoader, else that loader, else the loss."""
         loader = self._within_loader
-        if loader is not None and loader.dataset_getitem is not None:
-            from tensorsight.core.written_at import returned_written_at
-
-            file, first = loader.dataset_getitem
-            source = "".join(linecache.getlines(file))
-            line = returned_written_at(source, first, 0) if source else None
-            if line is not None:
-                return file, line
-        return _dataset_made_at(loader) if loader is not None else loss_at
+        if loader is None:
+            return loss_at
+        return getitem_written_at(loader.dataset_getitem, 0) or _dataset_made_at(loader)
 
     @never_raise(fallback=())
     def copy_target_findings(self) -> tuple[Finding, ...]:
@@ -365,14 +360,9 @@ class DataWatch:
         """The line of the dataset's ``__getitem__`` that wrote the element of its sample the loss's targets are (by
         their position in the DataLoader's batch), when the targets came from a DataLoader."""
         element = self._clock.batch_element_of(target)
-        if element is None or loader is None or loader.dataset_getitem is None:
+        if element is None or loader is None:
             return None
-        from tensorsight.core.written_at import returned_written_at
-
-        file, first = loader.dataset_getitem
-        source = "".join(linecache.getlines(file))
-        line = returned_written_at(source, first, element) if source else None
-        return (file, line) if line is not None else None
+        return getitem_written_at(loader.dataset_getitem, element)
 
     def _targets_finding(self, inputs: Any, where: Location, made: Location | None = None) -> Finding:
         # reported where the targets are made, which is where the shift goes, when that is not the loss's line: in

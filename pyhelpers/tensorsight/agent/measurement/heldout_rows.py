@@ -28,7 +28,7 @@ from typing import Any
 
 from tensorsight.agent.measurement.phases import caller_location
 from tensorsight.agent.runtime.guard import never_raise
-from tensorsight.agent.runtime.user_code import is_user_file, user_frame
+from tensorsight.agent.runtime.user_code import user_frame, user_frames
 from tensorsight.core.findings import Finding, place_text
 from tensorsight.core.l10n import t
 
@@ -87,27 +87,23 @@ class HeldOutRowsWatch:
         found = self._selector(frame, trained, target)
         if found is not None:
             self._done = True
-            self._emit(self._finding(self._trained_at, found[0], trained, rows, caller_location(sys._getframe(1))))
+            self._emit(self._finding(self._trained_at, found, trained, rows, caller_location(sys._getframe(1))))
 
-    def _selector(self, frame: FrameType | None, trained: Any, target: Any) -> tuple[str, Any] | None:
-        """The name and value of a mask or index in the user's frames that picks ``target`` out of ``trained``."""
+    def _selector(self, frame: FrameType | None, trained: Any, target: Any) -> str | None:
+        """The name of a mask or index in the user's frames that picks ``target`` out of ``trained``."""
         torch = self._torch
         total, rows = int(trained.shape[0]), int(target.shape[0])
         compared = 0
-        seen = 0
         with torch.no_grad():
-            while frame is not None and seen < MAX_FRAMES and compared < MAX_CANDIDATES:
-                if is_user_file(frame.f_code.co_filename):
-                    seen += 1
-                    for name, value in list(frame.f_locals.items())[:MAX_LOCALS]:
-                        if not _selects(torch, value, total, rows):
-                            continue
-                        compared += 1
-                        if value.device == trained.device and torch.equal(trained.detach()[value], target.detach()):
-                            return _outermost_name(frame, value, name), value
-                        if compared >= MAX_CANDIDATES:
-                            break
-                frame = frame.f_back
+            for user in user_frames(frame, MAX_FRAMES):
+                for name, value in list(user.f_locals.items())[:MAX_LOCALS]:
+                    if not _selects(torch, value, total, rows):
+                        continue
+                    if value.device == trained.device and torch.equal(trained.detach()[value], target.detach()):
+                        return _outermost_name(user, value, name)
+                    compared += 1
+                    if compared >= MAX_CANDIDATES:
+                        return None
         return None
 
     @staticmethod
@@ -147,12 +143,6 @@ def _selects(torch: ModuleType, value: Any, total: int, rows: int) -> bool:
 
 def _outermost_name(frame: FrameType, value: Any, name: str) -> str:
     """The name the outermost user frame gives ``value`` (``val_mask`` in ``main()`` for ``mask`` in ``evaluate()``)."""
-    outer: FrameType | None = frame.f_back
-    while outer is not None:
-        if is_user_file(outer.f_code.co_filename):
-            for other, held in list(outer.f_locals.items())[:MAX_LOCALS]:
-                if held is value:
-                    name = other
-                    break
-        outer = outer.f_back
+    for outer in user_frames(frame.f_back):
+        name = next((other for other, held in list(outer.f_locals.items())[:MAX_LOCALS] if held is value), name)
     return name

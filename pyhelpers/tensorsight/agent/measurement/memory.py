@@ -27,13 +27,14 @@ import time
 import tracemalloc
 from collections import deque
 from dataclasses import dataclass
-from types import FrameType, TracebackType
+from types import FrameType, GetSetDescriptorType, TracebackType
 from typing import Any
 
 from tensorsight.agent.runtime import steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.op_calls import shielded
-from tensorsight.agent.runtime.user_code import PACKAGE_ROOT, is_user_file
+from tensorsight.agent.runtime.procfs import read_kept
+from tensorsight.agent.runtime.user_code import PACKAGE_ROOT, is_user_file, user_frames
 from tensorsight.core.findings import Finding
 from tensorsight.core.l10n import t
 from tensorsight.core.memory import (
@@ -77,7 +78,8 @@ def _instance_attributes(value: Any, torch: Any) -> list[tuple[str, Any]] | None
         module = sys.modules.get(getattr(kind, "__module__", "") or "")
         file = getattr(module, "__file__", None)
         descriptor = next((k.__dict__["__dict__"] for k in kind.__mro__ if "__dict__" in k.__dict__), None)
-        own = isinstance(file, str) and is_user_file(file) and isinstance(descriptor, _SLOT)
+        # a plain class's ``__dict__`` (a property by that name would run the program's code)
+        own = isinstance(file, str) and is_user_file(file) and isinstance(descriptor, GetSetDescriptorType)
         if len(_own_classes) < 4096:
             _own_classes[kind] = own
     if not own:
@@ -98,13 +100,6 @@ def _instance_attributes(value: Any, torch: Any) -> list[tuple[str, Any]] | None
             if len(found) >= MAX_ITEMS:
                 break
     return found
-
-
-class _Slot:
-    pass
-
-
-_SLOT = type(_Slot.__dict__["__dict__"])  # the descriptor ``__dict__`` is on a plain class (a property is not one)
 
 
 def _descends_from(node: Any, sequence: int, depth: int = 3, breadth: int = 32) -> bool:
@@ -199,24 +194,14 @@ def memory_top(limit: int = 10, *, user_only: bool = False) -> MemoryTop:
 
 # --------------------------------------------------------------------------------------------- per-step figures
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-_statm: dict[int, int | None] = {}  # process id -> its open /proc/<pid>/statm (None: unreadable), read each step
 
 
 def _rss_bytes() -> int | None:
-    """The process's resident set, from a descriptor kept open per process (``/proc/self`` names the process that
-    opened it, so a forked child opens its own)."""
-    pid = os.getpid()
-    if pid not in _statm:
-        try:
-            _statm[pid] = os.open(f"/proc/{pid}/statm", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            _statm[pid] = None
-    descriptor = _statm[pid]
-    if descriptor is None:
-        return None
+    """The process's resident set, read each step through a kept descriptor (``runtime.procfs``)."""
+    text = read_kept("/proc/self/statm")
     try:
-        return int(os.pread(descriptor, 128, 0).split()[1]) * _PAGE_SIZE
-    except (OSError, ValueError, IndexError):
+        return int(text.split()[1]) * _PAGE_SIZE if text is not None else None
+    except (ValueError, IndexError):
         return None
 
 
@@ -316,13 +301,9 @@ class MemoryMonitor:
     def scan_retained_graphs(self, frame: FrameType | None, step: int, max_frames: int = 3) -> list[Finding]:
         """Look at the training loop's variables (innermost user frames) for graph chains growing step after step."""
         findings: list[Finding] = []
-        seen = 0
         self._scan_reported.clear()
-        while frame is not None and seen < max_frames:
-            if is_user_file(frame.f_code.co_filename):
-                seen += 1
-                findings.extend(self._scan_frame(frame, step))
-            frame = frame.f_back
+        for user in user_frames(frame, max_frames):
+            findings.extend(self._scan_frame(user, step))
         return findings
 
     def _scan_frame(self, frame: FrameType, step: int) -> list[Finding]:

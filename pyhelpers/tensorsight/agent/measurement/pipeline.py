@@ -55,7 +55,7 @@ from tensorsight.agent.runtime import events, steps
 from tensorsight.agent.runtime.guard import never_raise, report_once
 from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
-from tensorsight.agent.runtime.user_code import is_user_file
+from tensorsight.agent.runtime.user_code import user_frames
 from tensorsight.core import protocol
 from tensorsight.core.curves import Series, TrainingCurves, diagnose_curves
 from tensorsight.core.phases import DATA_DOMINANT_SHARE, PHASES, PhaseTally, phase_verdicts
@@ -196,17 +196,13 @@ def _learning_rate_in_frames(frame: Any) -> float | None:
     in an ``argparse.Namespace`` there (``args.lr``). Read, never run (``__dict__`` of a namespace only)."""
     import argparse
 
-    seen = 0
-    while frame is not None and seen < MAX_RATE_FRAMES:
-        if is_user_file(frame.f_code.co_filename):
-            seen += 1
-            names = list(frame.f_locals.items())
-            names += [item for _, v in names if type(v) is argparse.Namespace for item in vars(v).items()]
-            for name, value in names:
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-                    if _LEARNING_RATE_NAME.match(name):
-                        return float(value)
-        frame = frame.f_back
+    for user in user_frames(frame, MAX_RATE_FRAMES):
+        names = list(user.f_locals.items())
+        names += [item for _, v in names if type(v) is argparse.Namespace for item in vars(v).items()]
+        for name, value in names:
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                if _LEARNING_RATE_NAME.match(name):
+                    return float(value)
     return None
 
 

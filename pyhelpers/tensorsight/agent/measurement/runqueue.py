@@ -9,34 +9,20 @@ data-loading verdict (``core.phases.phase_verdicts``) judges the program's own t
 phase times people read stay wall time.
 
 Where the file is missing (not Linux, or /proc not mounted) every reading is 0.0 and the verdict uses wall time, as
-before. One file descriptor is kept per (process, thread) that reads; nothing else is opened, nothing is written.
+before. One file descriptor is kept per (process, thread) that reads (``runtime.procfs``); nothing is written.
 """
 
 from __future__ import annotations
 
-import os
-import threading
+from tensorsight.agent.runtime.procfs import read_kept
 
 SCHEDSTAT = "/proc/thread-self/schedstat"
-
-_descriptors: dict[tuple[int, int], int] = {}
-_unavailable: set[tuple[int, int]] = set()
 
 
 def waited_seconds() -> float:
     """Seconds the calling thread has spent runnable but off the CPU since it started (0.0 where unknown)."""
-    key = (os.getpid(), threading.get_native_id())
-    descriptor = _descriptors.get(key)
-    if descriptor is None:
-        if key in _unavailable:
-            return 0.0
-        try:
-            descriptor = os.open(SCHEDSTAT, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            _unavailable.add(key)
-            return 0.0
-        _descriptors[key] = descriptor
+    text = read_kept(SCHEDSTAT, per_thread=True)
     try:
-        return int(os.pread(descriptor, 128, 0).split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
+        return int(text.split()[1]) / 1e9 if text is not None else 0.0
+    except (ValueError, IndexError):
         return 0.0

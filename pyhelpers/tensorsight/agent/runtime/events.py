@@ -22,8 +22,7 @@ from tensorsight.core.findings import Finding
 
 Listener = Callable[[dict[str, Any]], None]
 
-_listeners: list[Listener] = []
-_wanted: dict[int, frozenset[str] | None] = {}  # id(listener) -> the event types it takes (None: every type)
+_listeners: list[tuple[Listener, frozenset[str] | None]] = []  # each with the event types it takes (None: every)
 
 
 def subscribe(listener: Listener, types: Iterable[str] | None = None) -> Callable[[], None]:
@@ -31,25 +30,19 @@ def subscribe(listener: Listener, types: Iterable[str] | None = None) -> Callabl
 
     ``send`` builds an event's wire form only when some listener takes its type: in the doctor, whose listeners take
     findings and the end of the run, a step's scalars, phases and memory figures cost nothing to publish."""
-    _listeners.append(listener)
-    _wanted[id(listener)] = None if types is None else frozenset(types)
+    entry = (listener, None if types is None else frozenset(types))
+    _listeners.append(entry)
 
     def unsubscribe() -> None:
-        if listener in _listeners:
-            _listeners.remove(listener)
-        if listener not in _listeners:
-            _wanted.pop(id(listener), None)
+        if entry in _listeners:
+            _listeners.remove(entry)
 
     return unsubscribe
 
 
 def wanted(event_type: str) -> bool:
     """Whether some listener takes events of ``event_type``."""
-    for listener in _listeners:
-        types = _wanted.get(id(listener))
-        if types is None or event_type in types:
-            return True
-    return False
+    return any(types is None or event_type in types for _, types in _listeners)
 
 
 @never_raise()
@@ -59,8 +52,7 @@ def emit(event_type: str, **data: Any) -> None:
     rank = identity.rank()
     if rank is not None and "rank" not in event:
         event["rank"] = rank
-    for listener in list(_listeners):
-        types = _wanted.get(id(listener))
+    for listener, types in list(_listeners):
         if types is not None and event_type not in types:
             continue
         try:

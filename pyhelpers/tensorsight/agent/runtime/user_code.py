@@ -10,6 +10,7 @@ import functools
 import os
 import sys
 import sysconfig
+from collections.abc import Iterator
 from types import FrameType
 
 # the installed ``tensorsight`` package folder: every file below it is ours
@@ -69,6 +70,16 @@ def user_frame(start: FrameType | None = None) -> FrameType | None:
             return frame
         frame = frame.f_back
     return None
+
+
+def user_frames(start: FrameType | None, limit: int | None = None) -> Iterator[FrameType]:
+    """The frames, from ``start`` outwards, that run user code: at most ``limit`` of them (all without one)."""
+    frame, seen = start, 0
+    while frame is not None and (limit is None or seen < limit):
+        if is_user_file(frame.f_code.co_filename):
+            seen += 1
+            yield frame
+        frame = frame.f_back
 
 
 def user_location(start: FrameType | None = None) -> tuple[str, int] | None:

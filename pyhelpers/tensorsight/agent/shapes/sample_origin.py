@@ -40,14 +40,21 @@ def reshaped_in_dataset(frame: FrameType, position: int, keyword: str) -> tuple[
         return None
     iterable, index = found
     getitem = dataset_getitem(static_attribute(frame.f_locals.get(iterable, MISSING), "dataset"))
+    written = getitem_written_at(getitem, index)
+    if written is None or not _reshapes(linecache.getline(*written)):
+        return None
+    return written
+
+
+def getitem_written_at(getitem: tuple[str, int] | None, element: int) -> tuple[str, int] | None:
+    """``(file, line)`` of the line of a dataset's ``__getitem__`` (``dataset_getitem``: its file and first line) that
+    wrote element ``element`` of the tuple it returns (``core.written_at.returned_written_at``); None when unknown."""
     if getitem is None:
         return None
     file, first = getitem
     source = "".join(linecache.getlines(file))
-    line = returned_written_at(source, first, index)
-    if line is None or not _reshapes(linecache.getline(file, line)):
-        return None
-    return file, line
+    line = returned_written_at(source, first, element) if source else None
+    return (file, line) if line is not None else None
 
 
 def _argument_name(tree: ast.Module, line: int, position: int, keyword: str) -> str | None:

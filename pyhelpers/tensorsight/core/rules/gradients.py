@@ -172,7 +172,7 @@ def _never_cleared(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[F
         block, index = located
         if index + 1 < len(block) and _is_scaler_update(block[index + 1]):
             anchor = block[index + 1]
-    backward = _lone_backward(facts, loop.node, loop.backwards, loop.steps)
+    backward = _lone_backward(facts, loop.node, loop.backwards, [s.call for s in loop.steps])
     if backward is not None:
         message = t(
             "backward() adds into .grad and nothing in this loop clears it: each {optimizer}.step() (line {line}) "
@@ -197,22 +197,23 @@ def _never_cleared(facts: ModuleFacts, path: str, loop: LoopFacts) -> Iterator[F
 
 
 def _lone_backward(
-    facts: ModuleFacts, container: ast.AST, backwards: list[BackwardCall], steps: list[StepCall]
+    facts: ModuleFacts, container: ast.AST, backwards: list[BackwardCall], applying: list[ast.AST]
 ) -> BackwardCall | None:
-    """The one ``backward()`` that feeds every step of ``container`` (a loop or a step function), else None.
+    """The one ``backward()`` that feeds every node of ``applying`` (the ``step()`` calls, or a hand-written update) in
+    ``container`` (a loop or a step function), else None.
 
     Where a step applies exactly one backward's gradients (the plain ``zero_grad, backward, step`` loop with its
     ``zero_grad`` lost), the uncleared gradients are written by that backward, and the clearing belongs right above
     it: the finding goes there, as the run-time check places it (one backward between two steps). Accumulation (a
     conditional step, several backwards per step) keeps the finding at the step, which is where the windows meet."""
-    if len(backwards) != 1 or not steps:
+    if len(backwards) != 1 or not applying:
         return None
     backward = backwards[0]
-    if _conditional(facts, container, backward.call) or any(_conditional(facts, container, s.call) for s in steps):
+    if _conditional(facts, container, backward.call) or any(_conditional(facts, container, a) for a in applying):
         return None
     if _repeated(facts, container, backward.call):
         return None  # micro-batches: one backward() written, several per step
-    if any(position(s.call) < position(backward.call) for s in steps):
+    if any(position(a) < position(backward.call) for a in applying):
         return None
     return backward
 
@@ -299,7 +300,7 @@ def _step_helpers_never_cleared(facts: ModuleFacts, path: str) -> Iterator[Findi
         step = steps[0]
         where = t("line {0}", call.lineno) if caller is facts else f"{_file_name(caller)}:{call.lineno}"
         backwards = [b for b in (backward_call(c) for c in calls) if b is not None]
-        backward = _lone_backward(facts, function, backwards, steps)
+        backward = _lone_backward(facts, function, backwards, [s.call for s in steps])
         if backward is not None:
             message = t(
                 "backward() adds into .grad and nothing clears it: {function}() runs once per iteration of the loop "
@@ -352,7 +353,7 @@ def _hand_written_steps_never_cleared(facts: ModuleFacts, path: str) -> Iterator
         branch = _one_sided_branch(facts, loop, clearings, [update]) if clearings else None
         if clearings and branch is None:
             continue
-        backward = _lone_backward_before(facts, loop, update)
+        backward = _lone_backward(facts, loop.node, loop.backwards, [update])
         update_line = facts.span(update).line
         if backward is not None:  # as for an optimizer: at the one backward() each update applies
             message = t(
@@ -370,19 +371,6 @@ def _hand_written_steps_never_cleared(facts: ModuleFacts, path: str) -> Iterator
             "after each update"
         )
         yield GRADIENTS_NEVER_CLEARED.finding(path, facts.span(update), message)
-
-
-def _lone_backward_before(facts: ModuleFacts, loop: LoopFacts, update: ast.AST) -> BackwardCall | None:
-    """The loop's one ``backward()``, written before ``update``, that runs once per update: not under a condition
-    of its own (accumulation), not in an inner loop (micro-batches)."""
-    if len(loop.backwards) != 1:
-        return None
-    backward = loop.backwards[0]
-    if position(backward.call) >= position(update):
-        return None
-    if _conditional(facts, loop.node, backward.call) or _conditional(facts, loop.node, update):
-        return None
-    return None if _repeated(facts, loop.node, backward.call) else backward
 
 
 def _looped_call_sites(
