@@ -210,16 +210,11 @@ def _is_named(node: ast.AST, name: str) -> bool:
     """Whether ``node`` is ``name``: a plain name, or an attribute path read as written (``self.smooth_loss``)."""
     if isinstance(node, ast.Name):
         return node.id == name
-    return isinstance(node, ast.Attribute) and "." in name and _dotted(node) == name
+    if not isinstance(node, ast.Attribute) or "." not in name:
+        return False
+    from tensorsight.core.rules.facts import dotted  # only when a growing line is looked for (a finding's place)
 
-
-def _dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        owner = _dotted(node.value)
-        return f"{owner}.{node.attr}" if owner is not None else None
-    return None
+    return dotted(node) == name
 
 
 def _scope_body(tree: ast.Module, scope_first_line: int | None) -> list[ast.stmt]:
