@@ -54,6 +54,7 @@ tier_end() { local took=$((SECONDS - tier_started)); times+=("$1 ${took}s"); ech
 TORCH_DEBUGGER_TESTS_3_12=(
   tests/agent/sentinel/test_sentinel_dap.py
   tests/agent/sentinel/test_first_nan_every_run_dap.py
+  tests/agent/sentinel/test_first_nan_families_dap.py
   tests/agent/sentinel/test_spanish_stop_dap.py
   tests/agent/debugger
   tests/agent/conditions/test_breakpoints_dap.py
@@ -61,6 +62,7 @@ TORCH_DEBUGGER_TESTS_3_12=(
 TORCH_DEBUGGER_TESTS_3_13=(
   tests/agent/sentinel/test_sentinel_dap.py
   tests/agent/sentinel/test_first_nan_every_run_dap.py
+  tests/agent/sentinel/test_first_nan_families_dap.py
   tests/agent/sentinel/test_spanish_stop_dap.py
   tests/agent/debugger/test_pause_dap.py
   tests/agent/debugger/test_stepping_dap.py

@@ -236,14 +236,16 @@ class DebugSession:
         return response.get("body", {})
 
     def wait_for_event(
-        self, name: str, timeout: float = DEFAULT_TIMEOUT, predicate: Any = None, consume: bool = True
+        self, name: str | tuple[str, ...], timeout: float = DEFAULT_TIMEOUT, predicate: Any = None, consume: bool = True
     ) -> dict[str, Any]:
-        """Wait for the first not-yet-consumed event called ``name`` (matching ``predicate``) and return it."""
+        """Wait for the first not-yet-consumed event called ``name`` (or any of the names, when a tuple) that matches
+        ``predicate``, and return it."""
+        names = (name,) if isinstance(name, str) else name
         deadline = time.monotonic() + timeout
         with self._cond:
             while True:
                 for event in self._events:
-                    if event.get("event") == name and (predicate is None or predicate(event)):
+                    if event.get("event") in names and (predicate is None or predicate(event)):
                         if consume:
                             self._events.remove(event)
                         return event
@@ -264,6 +266,13 @@ class DebugSession:
     def wait_for_stop(self, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
         """The body of the next ``stopped`` event."""
         return self.wait_for_event("stopped", timeout)["body"]
+
+    def wait_for_stop_or_exit(self, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any] | None:
+        """The body of the next ``stopped`` event, or None when the debuggee exits first."""
+        event = self.wait_for_event(("stopped", "exited"), timeout, consume=False)
+        if event.get("event") != "stopped":
+            return None
+        return self.wait_for_stop(timeout)
 
     def stack(self, thread_id: int) -> list[dict[str, Any]]:
         return list(self.request("stackTrace", {"threadId": thread_id})["stackFrames"])

@@ -118,15 +118,16 @@ def arm(origin: str = "debugger") -> None:
         sw.enabled = True
         numpy_warnings.install()
         when_imported("torch", install)
-        if origin == "doctor":
-            when_imported("torch", _watch_from_the_first_op)
+        when_imported("torch", _watch_from_the_first_op)
 
 
 @never_raise()
 def _watch_from_the_first_op(torch: types.ModuleType) -> None:
-    """The doctor checks ops outside modules from the program's first torch op, not from its first module call: a
-    NaN/Inf made while the data is prepared (``torch.log`` of counts that hold 0) is found at its line, instead of at
-    the model's input. Debug sessions keep the mode off until training begins (nothing before it pays for it)."""
+    """Ops outside modules are checked from the program's first torch op, not from its first module call, in a debug
+    session as in the doctor (one engine: the same run gets the same verdict): a NaN/Inf made while the data is
+    prepared (``torch.log`` of counts that hold 0), in a loss checked before training, or in a module-level loop with
+    no ``nn.Module`` is found at its line. What the checks before training cost is bounded by the budget's stretch
+    rule (``budget.stretch_over``)."""
     from tensorsight.agent.sentinel.outside import sync_mode
 
     st.started = True

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 import time
 from collections.abc import Callable
@@ -216,8 +217,18 @@ def _replay_backward(call: Call) -> NonFiniteRecord | str | None:
     recorder = ReplayMode(module_names(replica.module), replica.module, None, None)
     recorder.record_nodes = True
     birth: list[tuple[int, str, NonFiniteCounts, list[Any], list[Any]]] = []
+    birth_node: list[Any] = []
     with torch.enable_grad(), replay_context(call, recorder):
         output = replica.run()
+    if recorder.hidden is not None:  # a NaN/Inf made in forward and masked before the output: its gradient shows it
+        with torch.enable_grad():
+            replay = replay_forward(
+                call,
+                stop_at=None,
+                note=t("; later ops kept it out of the module's output, and it reached the gradients"),
+            )
+        if not isinstance(replay, str) and replay.found is not None:
+            return replay.found
     outputs = [t for t in tensors_in(output) if t.requires_grad]
     if not outputs:
         return None
@@ -246,6 +257,7 @@ def _replay_backward(call: Call) -> NonFiniteRecord | str | None:
             incoming_tensors = [g for g in incoming if is_tensor(g)]
             if counts and born(counts, exact_counts(incoming_tensors)):
                 birth.append((index, node.name(), counts, incoming_tensors, produced_tensors))
+                birth_node.append(node)
 
         return watch
 
@@ -259,13 +271,19 @@ def _replay_backward(call: Call) -> NonFiniteRecord | str | None:
     if not inputs:
         return None
     try:
-        torch.autograd.grad(outputs, inputs, grad_outputs, allow_unused=True)
+        # the graph is kept (it is the replica's) so that a custom Function's backward can run again on its context
+        torch.autograd.grad(outputs, inputs, grad_outputs, allow_unused=True, retain_graph=True)
     finally:
         for handle in handles:
             handle.remove()
     if not birth:
         return None
     index, node_name, counts, incoming, produced = birth[0]
+    forward_cls = getattr(birth_node[0], "_forward_cls", None)
+    if forward_cls is not None:  # the program's own backward made it: run it again, op by op, to stop on its line
+        found = _replay_function_backward(call, birth_node[0], forward_cls, incoming)
+        if found is not None:
+            return found
     op, (where, module) = next((op, info) for i, op, info, _ in recorder.ops if i == index)
     approx = "" if call.output_grads else " (replayed from a gradient of ones: the real one was too large to keep)"
     record = make_record(
@@ -291,3 +309,24 @@ def _replay_backward(call: Call) -> NonFiniteRecord | str | None:
         frame = user_frame()
         report(record, frame)
     return record
+
+
+def _replay_function_backward(call: Call, node: Any, forward_cls: Any, incoming: list[Any]) -> NonFiniteRecord | None:
+    """A custom ``torch.autograd.Function`` whose backward made the NaN/Inf: its ``backward`` runs again on the
+    replica's node (the context that holds the saved tensors) and the gradients that came in, op by op, so the stop
+    is on the line of the program's backward that made it. Only when the containment rule vouches for the class
+    (``containment``); None when it is not replayed or made nothing."""
+    from tensorsight.agent.runtime.untraced_hooks import traced_call
+    from tensorsight.agent.sentinel.containment import function_unsafe_reason
+
+    torch = sys.modules["torch"]
+    backward = inspect.getattr_static(forward_cls, "backward", None)
+    backward = getattr(backward, "__func__", backward)
+    if not inspect.isfunction(backward) or function_unsafe_reason(backward, list(incoming)) is not None:
+        return None
+    replay = ReplayMode({}, None, None, None)
+    replay.phase = "backward"
+    replay.note = t(" in the backward of {0} (a custom autograd.Function)", forward_cls.__qualname__)
+    with torch.no_grad(), replay_context(call, replay):
+        traced_call(backward, node, *incoming)  # the program's backward (on the replica's context)
+    return replay.found

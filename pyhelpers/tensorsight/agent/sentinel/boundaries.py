@@ -46,9 +46,11 @@ from tensorsight.agent.sentinel.ops import inherited
 from tensorsight.agent.sentinel.outside import (
     budget,
     check_conversion,
+    end_period_inside_op,
     leave_forked_child,
     library_boundary,
     make_outside_mode,
+    mode_on_stack,
     sync_mode,
 )
 from tensorsight.agent.sentinel.reading import (
@@ -158,6 +160,7 @@ def _before_module(module: Any, args: Any) -> None:
         st.depth += 1
         if st.depth == 1:
             st.started = True
+            st.module_periods += 1
             st.observing = budget.period_ended()
             sync_mode()
             if sw.enabled:
@@ -352,6 +355,9 @@ def _backward_boundary(original: Callable[..., Any], roots_at: str, check: Calla
     starts from checked first; the call itself is the program's, unchanged."""
 
     def backward(*args: Any, **kwargs: Any) -> Any:
+        if st.module_periods == 0 and st.started and st.replay is None and not st.busy:
+            _end_moduleless_period()
+        st.module_periods = 0
         # a step whose ops outside modules the mode is checking needs no second look (on a GPU, one sync less)
         observed = st.observing and st.mode_on
         if sw.enabled and not sw.first_reported and not st.busy and st.replay is None and not observed:
@@ -359,6 +365,19 @@ def _backward_boundary(original: Callable[..., Any], roots_at: str, check: Calla
         return original(*args, **kwargs)
 
     return backward
+
+
+def _end_moduleless_period() -> None:
+    """A ``backward()`` with no outermost module call since the last one: a step of a loop that calls no module (a
+    regression written by hand at module level). Its backward is the step's boundary, as the module call is
+    elsewhere: the period ends here and the budget decides whether the next one is observed (the checks come back
+    after a stretch that spent its share)."""
+    st.observing = budget.period_ended()
+    torch = sys.modules["torch"]
+    if st.mode_on and not mode_on_stack(torch):  # called from our mode's handler for Tensor.backward
+        end_period_inside_op()
+    else:
+        sync_mode()
 
 
 def _conversion_boundary(original: Callable[..., Any], check: Callable[..., None]) -> Callable[..., Any]:

@@ -54,6 +54,12 @@ def _is_torch_code(obj: Any) -> bool:
     return module == "torch" or module.startswith("torch.")
 
 
+def _is_autograd_function(kind: type) -> bool:
+    torch = sys.modules.get("torch")
+    function = getattr(getattr(torch, "autograd", None), "Function", None)
+    return function is not None and issubclass(kind, function)
+
+
 def _safe_module(module: types.ModuleType) -> bool:
     name = module.__name__
     return any(name == safe or name.startswith(safe + ".") for safe in SAFE_MODULES)
@@ -81,6 +87,8 @@ class _Inspector:
         if isinstance(value, type):
             if _is_torch_code(value) or value.__module__ == "builtins":
                 return None
+            if _is_autograd_function(value):
+                return self.autograd_function(value)
             if attribute_use:
                 return t(
                     "{0} uses an attribute of the class {1}, which a second run could change", where, value.__qualname__
@@ -174,6 +182,25 @@ class _Inspector:
                         break
         _verdicts[key] = reason
         return reason
+
+    def autograd_function(self, kind: type) -> str | None:
+        """A custom ``torch.autograd.Function`` (``Norm.apply(x)``): its class is code, not state. Its static methods
+        are checked like any function; its other class attributes must be immutable constants (``eps = 1e-6``)."""
+        for klass in kind.__mro__:
+            if _is_torch_code(klass) or klass is object:
+                continue
+            for name, member in vars(klass).items():
+                if isinstance(member, (staticmethod, classmethod)):
+                    reason = self.function(member.__func__, f"{klass.__qualname__}.{name}")
+                elif inspect.isfunction(member):
+                    reason = self.function(member, f"{klass.__qualname__}.{name}")
+                elif name.startswith("_") or isinstance(member, (_IMMUTABLE, tuple)):
+                    reason = None  # torch's own bookkeeping (``_backward_cls``), dunders, constants
+                else:
+                    reason = t("{0} is a class attribute every instance shares", f"{klass.__qualname__}.{name}")
+                if reason:
+                    return reason
+        return None
 
     def module_class(self, module: Any) -> str | None:
         """The methods a module's forward names, for each class of its MRO that is not torch's; and the class

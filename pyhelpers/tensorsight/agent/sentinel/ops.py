@@ -28,11 +28,12 @@ _SKIP_NAMES = frozenset(
     "_is_view _base _set_grad_enabled".split()
 )
 # Ops that can never be the first producer, forward or backward: from finite inputs they give finite outputs and
-# finite gradients (selections, masks, bounded activations). Outside modules they pass through unchecked.
+# finite gradients (selections, masks, bounded activations). Outside modules they pass through unchecked. Not softmax
+# or log_softmax: of a row that is all -inf (a fully masked attention row) they are NaN.
 _ALWAYS_FINITE = frozenset(
     "neg __neg__ abs gather index_select take take_along_dim cat concat concatenate stack hstack vstack clone "
     "contiguous relu relu_ relu6 hardtanh leaky_relu where max min amax amin maximum minimum clamp clip sort topk "
-    "masked_select masked_fill masked_fill_ flip roll repeat tile pad one_hot sigmoid tanh softmax log_softmax gelu "
+    "masked_select masked_fill masked_fill_ flip roll repeat tile pad one_hot sigmoid tanh gelu "
     "silu hardswish hardsigmoid dropout sign floor ceil round trunc".split()
 )
 # Ops whose backward cannot turn finite gradients into NaN/Inf, though their forward can overflow: checked forward,

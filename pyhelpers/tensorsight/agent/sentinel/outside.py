@@ -245,12 +245,24 @@ def _released(_reference: Any) -> None:
     if not st.passthrough or not st.mode_on or st.busy or sw.mode is None:
         return
     torch = sys.modules.get("torch")
-    if torch is None:
-        return
-    stack = torch._C
-    if not any(stack._get_function_stack_at(i) is sw.mode for i in range(stack._len_torch_function_stack())):
+    if torch is None or not mode_on_stack(torch):
         return
     _take_off(torch)
+
+
+def mode_on_stack(torch: types.ModuleType) -> bool:
+    """Whether our mode is on this thread's stack now (inside its own handler torch has taken it off for the call)."""
+    stack = torch._C
+    return any(stack._get_function_stack_at(i) is sw.mode for i in range(stack._len_torch_function_stack()))
+
+
+def end_period_inside_op() -> None:
+    """A step boundary met inside an op our mode is handling (``Tensor.backward`` of a loop that calls no module):
+    the mode cannot leave the stack from inside its own handler (torch puts it back when the handler returns), so an
+    unobserved period passes ops straight on until a released result (``_watch_release``) or the next boundary
+    takes it off."""
+    if not st.observing:
+        st.passthrough = True
 
 
 def _after_outside_op(func: Any, args: Any, kwargs: Any, result: Any, was_clean: bool | None) -> None:

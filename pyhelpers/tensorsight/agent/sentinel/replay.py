@@ -19,8 +19,10 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+from tensorsight.agent.runtime.op_calls import caller_frame
 from tensorsight.agent.runtime.tensor_walk import exact_counts, is_tensor
 from tensorsight.agent.runtime.untraced_hooks import traced_call
+from tensorsight.agent.runtime.user_code import is_agent_file
 from tensorsight.agent.sentinel.containment import private_copy, unsafe_reason
 from tensorsight.agent.sentinel.ops import BACKWARD, INPLACE, SKIP, judge_inputs, op_name, policy_of
 from tensorsight.agent.sentinel.reading import (
@@ -55,6 +57,9 @@ class ReplayMode:
         self.ops: list[tuple[int, str, Any, list[Any]]] = []  # (index, op, where, output grad_fns) for recording
         self.record_nodes = False
         self.reproduced = False
+        self.hidden: int | None = None  # recording: the first op born non-finite in forward (masked before the output)
+        self.note = ""  # added to the birth's report
+        self.phase = "forward"  # what the replayed code is: a forward, or a custom Function's backward
 
     def module_path(self) -> str | None:
         if not st.stack and self.root is None:
@@ -77,6 +82,12 @@ class ReplayMode:
             frame = user_frame()
             where = (frame.f_code.co_filename, frame.f_lineno) if frame is not None else (None, None)
             self.ops.append((index, op_name(func), (where, self.module_path()), nodes))
+            if (
+                self.hidden is None
+                and was_clean is not False
+                and self._born_here(func, args, kwargs, outputs, was_clean)
+            ):
+                self.hidden = index
             return result
         if self.stop_at is not None:
             # the same op sequence as the recording pass; a different op here means the replay diverged: no stop
@@ -93,7 +104,7 @@ class ReplayMode:
         frame = user_frame()
         module = self.module_path()
         record = make_record(
-            "forward",
+            self.phase,
             op_name(func),
             counts,
             frame,
@@ -104,7 +115,8 @@ class ReplayMode:
                 elements(outputs),
                 birth.carried,
                 module,
-            ),
+            )
+            + self.note,
             inputs=tuple(tensors_in((args, kwargs), shallow=True)),
             output=result,
             title=title_of(counts, born=True),
@@ -113,6 +125,14 @@ class ReplayMode:
         self.found = record  # before the stop: ops the user evaluates while stopped pass through
         report(record, frame)
         return result
+
+    @staticmethod
+    def _born_here(func: Any, args: Any, kwargs: Any, outputs: list[Any], was_clean: bool | None) -> bool:
+        bad = fast_suspects(outputs)
+        if not bad:
+            return False
+        counts = exact_counts([outputs[i] for i in bad])
+        return bool(counts) and judge_inputs(args, kwargs, counts, skip_first=was_clean is not None) is not None
 
     def _stop_for_backward(self, func: Any, args: Any, kwargs: Any, result: Any) -> None:
         record = self.backward
@@ -129,6 +149,10 @@ def _make_replay_mode(torch: types.ModuleType, replay: ReplayMode) -> Any:
 
     class _ReplayCheckMode(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            if is_agent_file(caller_frame(func, sys._getframe(1)).f_code.co_filename):
+                # our own reads during the replay (another feature's hook on the replica's first forward): not the
+                # program's ops, and never counted, so both passes of a replay see the same op sequence
+                return func(*args, **(kwargs or {}))
             return replay.handle(func, args, kwargs or {})
 
     return _ReplayCheckMode()
@@ -191,9 +215,12 @@ def replay_context(call: Call, replay: ReplayMode) -> Iterator[Any]:
         st.busy = saved_busy
 
 
-def replay_forward(call: Call, stop_at: int | None, backward: NonFiniteRecord | None = None) -> ReplayMode | str:
+def replay_forward(
+    call: Call, stop_at: int | None, backward: NonFiniteRecord | None = None, note: str = ""
+) -> ReplayMode | str:
     """Re-run the call op by op on a private copy; the replay knows the birth it found (and stopped at) and whether
-    its output was non-finite again. A string (the reason) when the module is not replayed."""
+    its output was non-finite again. A string (the reason) when the module is not replayed. ``note`` is added to the
+    report of a forward birth."""
     target = unwrap(call.module)
     reason = not_replayable(target, call)
     if reason is not None:
@@ -203,6 +230,7 @@ def replay_forward(call: Call, stop_at: int | None, backward: NonFiniteRecord | 
     except Exception as exc:  # noqa: BLE001 - an attribute that cannot be copied (a lock, a file, a generator)
         return t("its state cannot be copied privately ({0}: {1})", type(exc).__name__, exc)
     replay = ReplayMode(module_names(replica.module), replica.module, stop_at, backward)
+    replay.note = note
     with replay_context(call, replay):
         output = traced_call(replica.run)  # the program's forward (on a copy): its breakpoints stop as before
     outputs = tensors_in(output)

@@ -55,6 +55,7 @@ class ThreadState(threading.local):
         self.grads_finite = True
         self.last_step: Step | None = None
         self.started = False  # the program called a module: training has begun (the outside mode may join)
+        self.module_periods = 0  # outermost module calls since the last backward(): none makes backward() a boundary
         self.observing = True  # this step's ops outside modules are checked op by op (see sentinel.budget)
         self.passthrough = False  # the mode is on the stack but this long stretch is over budget: ops pass straight on
         self.leave_watches: list[Any] = []  # weak references to passed-on results (``outside._watch_release``)
