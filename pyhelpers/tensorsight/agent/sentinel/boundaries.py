@@ -87,8 +87,8 @@ from tensorsight.core.l10n import t
 
 @never_raise()
 def install(torch: types.ModuleType) -> None:
-    """Register the hooks. The outside-modules mode is not pushed here: it joins at the program's first module call
-    (``sync_mode``), so torch code that runs before training (and programs without modules) never meets it."""
+    """Register the hooks. The outside-modules mode is not pushed here: ``sentinel._watch_from_the_first_op`` starts it
+    (``sync_mode``) once torch is imported, and the module and ``backward()`` boundaries put it on and off after."""
     with lock:
         if sw.installed:
             return

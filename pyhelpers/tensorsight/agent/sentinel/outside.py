@@ -1,7 +1,7 @@
 """Ops outside modules (the loss written by hand, data conversion, metrics): checked op by op by a
 ``TorchFunctionMode`` that is on this thread's stack only while the sentinel observes them.
 
-When it is on: armed, after the program's first module call, outside every module forward and ``optimizer.step()``
+When it is on: armed, from the program's first torch op (``sentinel._watch_from_the_first_op``), outside every module forward and ``optimizer.step()``
 (the boundary hooks take it off at the outermost module call and put it back after, so model internals pay nothing
 per op), never during a replay, and only in observed steps (``budget``: past the first steps, a step is observed
 while checking its ops outside modules costs at most ``Budget.allowed`` of it: ``Budget.SHARE``, less what the
