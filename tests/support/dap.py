@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -313,7 +314,26 @@ class DebugSession:
         return int(event["body"]["exitCode"])
 
     def stdout(self) -> str:
+        """Everything the session printed so far (the debuggee's stdout and stderr, the Debug Console). Complete once
+        ``wait_for_exit`` returned (debugpy's launcher sends "exited" after the last captured output); before that,
+        a line the test expects may still be on its way: use ``wait_for_output``."""
         return "".join(self.output)
+
+    def wait_for_output(self, text: str | re.Pattern[str], timeout: float = DEFAULT_TIMEOUT) -> str:
+        """Wait until the session's output contains ``text`` (a string, or a compiled pattern to search for) and return
+        the output so far; raises DapError with the output when it does not arrive in time."""
+        found = (lambda output: text in output) if isinstance(text, str) else (lambda output: bool(text.search(output)))
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                output = "".join(self.output)
+                if found(output):
+                    return output
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._closed:
+                    shown = text if isinstance(text, str) else text.pattern
+                    raise DapError(f"{shown!r} was not printed within {timeout}s; output so far:\n{output}")
+                self._cond.wait(remaining)
 
     # ---- teardown -------------------------------------------------------------------------------------------------
 

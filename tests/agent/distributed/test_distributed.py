@@ -242,7 +242,7 @@ def test_debugger_follows_torchrun_workers_limits_breakpoints_and_reports_waitin
             timeout=SLOW,
             what="rank 0 to report that it waits in the all-reduce",
         )
-        assert f"ddp_nan.py:{ALLREDUCE_LINE}" in job.root.stdout()
+        job.root.wait_for_output(f"ddp_nan.py:{ALLREDUCE_LINE}", timeout=SLOW)
 
         # The hub hears both ranks and, from their reports, tells "waiting for a stopped rank" from "hung".
         def hub_sees_rank_0_waiting_for_stopped_rank_1() -> bool:
@@ -270,7 +270,7 @@ def test_debugger_follows_torchrun_workers_limits_breakpoints_and_reports_waitin
         assert states[0].blocked_in == "torch.autograd.graph._engine_run_backward"
         assert {e["rank"] for e in hub.snapshot("rank")} == {0, 1}
         assert {e.get("rank") for e in hub.snapshot("hello")} >= {0, 1}
-        assert "[tensorsight] rank 0: breakpoints are limited to ranks [1]" in job.root.stdout()
+        job.root.wait_for_output("[tensorsight] rank 0: breakpoints are limited to ranks [1]")
         with pytest.raises(DapError):
             rank0.wait_for_event("stopped", timeout=1.0)
 

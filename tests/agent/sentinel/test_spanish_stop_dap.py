@@ -20,7 +20,7 @@ def test_the_first_nan_stop_and_the_console_speak_spanish():
         assert frame["line"] == marked_lines(path, "@nan")[""]
         info = session.request("exceptionInfo", {"threadId": stop["threadId"]})
         assert info["exceptionId"] == "Inf nace aquí" and info["description"] == description
-        assert "[tensorsight] Inf nace aquí: torch.log produjo" in session.stdout()
+        session.wait_for_output("[tensorsight] Inf nace aquí: torch.log produjo")
         answer = session.evaluate("tensorsight.spike(1.0, factor=-1)", frame["id"])
         assert answer["result"] == "False"
         session.continue_(stop["threadId"])
