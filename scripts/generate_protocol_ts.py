@@ -63,6 +63,8 @@ def render() -> str:
     }
     out += [f"  {names[env]}: '{env}'," for env in protocol.AGENT_ENVIRONMENT]
     out += ["} as const;", ""]
+    out += ["/** The attach request's key that carries AgentEnvironment to a running agent (through pydevd). */"]
+    out += [f"export const ATTACH_AGENT_KEY = '{protocol.ATTACH_AGENT_KEY}';", ""]
     out += ["/** The language server's own environment. */", "export const ServerEnvironment = {"]
     out += [f"  bundledLibs: '{protocol.ENV_BUNDLED_LIBS}',", f"  logLevel: '{protocol.ENV_LOG_LEVEL}',"]
     out += [f"  locale: '{protocol.ENV_LOCALE}',"]

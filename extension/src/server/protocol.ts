@@ -26,6 +26,9 @@ export const AgentEnvironment = {
   locale: 'TENSORSIGHT_LOCALE',
 } as const;
 
+/** The attach request's key that carries AgentEnvironment to a running agent (through pydevd). */
+export const ATTACH_AGENT_KEY = 'tensorsightAgent';
+
 /** The language server's own environment. */
 export const ServerEnvironment = {
   bundledLibs: 'TENSORSIGHT_BUNDLED_LIBS',

@@ -40,6 +40,11 @@ ENV_BUNDLED_LIBS = "TENSORSIGHT_BUNDLED_LIBS"
 ENV_LOG_LEVEL = "TENSORSIGHT_LOG_LEVEL"  # the server's stderr logging level, e.g. "INFO"
 
 AGENT_ENVIRONMENT = (ENV_HUB, ENV_TOKEN, ENV_OPTIONS, ENV_SESSION, ENV_LOCALE)
+# An attach request (the editor attaching to a process that is already running: ``tensorsight watch``, a process
+# started with ``python -m debugpy --listen``) carries the agent's environment under this key instead, an object of
+# AGENT_ENVIRONMENT names to strings; debugpy hands the request to pydevd in the process, where the agent reads it
+# (``agent.debugger.attach``), so the hub's address and token travel in the debug session, never in a file or argv.
+ATTACH_AGENT_KEY = "tensorsightAgent"
 LAUNCHER_ENVIRONMENT = (ENV_RANK, ENV_WORLD_SIZE, ENV_LOCAL_RANK)
 SERVER_ENVIRONMENT = (ENV_BUNDLED_LIBS, ENV_LOG_LEVEL, ENV_LOCALE)
 
