@@ -372,6 +372,99 @@ describe('subprocess sessions and torchrun', () => {
     assert.deepEqual([descriptor.port, descriptor.host], [5679, '203.0.113.7']);
   });
 
+  describe('a launch.json attach entry', () => {
+    const hubSessions = {
+      open: () => Promise.resolve({ sessionId: 'sid', hub: { address: '127.0.0.1:9', token: 'hub-token' } }),
+    } as unknown as AgentSessions;
+    const entry = {
+      type: 'tensorsight',
+      request: 'attach',
+      name: 'Attach',
+      connect: { host: '127.0.0.1', port: 5678 },
+    };
+
+    test("attaches through debugpy's adapter with the agent's settings; the log never shows the token", async () => {
+      const log = logChannel();
+      const provider = new TrainingConfigurationProvider(paths, interpreters, hubSessions, log as never);
+      const resolved = await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, entry);
+      assert.equal(resolved?.request, 'attach');
+      assert.deepEqual(resolved?.connect, { host: '127.0.0.1', port: 5678 });
+      assert.equal(resolved?.tensorsightSessionId, 'sid');
+      const agent = resolved?.tensorsightAgent as Record<string, string>;
+      assert.equal(agent.TENSORSIGHT_HUB, '127.0.0.1:9');
+      assert.equal(agent.TENSORSIGHT_TOKEN, 'hub-token');
+      assert.equal(JSON.parse(agent.TENSORSIGHT_OPTIONS ?? '{}').breakOnNonFinite, true);
+      assert.equal(resolved?.env, undefined);
+      assert.equal(resolved?.python, undefined);
+      assert.deepEqual(fake.messages, []);
+      assert.ok(log.lines.some((l) => l.includes('attach, connect 127.0.0.1:5678 (session sid)')));
+      assert.ok(!log.lines.some((l) => l.includes('hub-token')));
+      // Not a debugpy child session: the adapter is started as for a launch, and connects to the process itself.
+      const factory = new TrainingAdapterFactory(paths, interpreters, logChannel() as never);
+      const descriptor = (await factory.createDebugAdapterDescriptor({ configuration: resolved } as never)) as {
+        command?: string;
+        args?: string[];
+      };
+      assert.equal(descriptor.command, '/usr/bin/python3');
+      assert.ok(descriptor.args?.includes('tensorsight.debugpy_start.adapter'));
+    });
+
+    test('an unusable entry is refused with a message that names what to fix', async () => {
+      const provider = new TrainingConfigurationProvider(paths, interpreters, hubSessions, logChannel() as never);
+      const cases: Array<[Record<string, unknown>, RegExp]> = [
+        [{ ...entry, connect: undefined }, /"connect": \{"host": "127\.0\.0\.1", "port": 5678\}/],
+        [{ ...entry, connect: { port: 70000 } }, /"port" must be a whole number from 1 to 65535/],
+        [{ ...entry, pathMappings: [{ localRoot: '/w' }] }, /"pathMappings" must be a list/],
+        [{ ...entry, listen: { port: 5679 } }, /"connect" or "listen", not both/],
+      ];
+      for (const [config, message] of cases) {
+        fake.messages.length = 0;
+        assert.equal(
+          await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, config as never),
+          undefined,
+        );
+        assert.equal(fake.messages[0]?.level, 'error');
+        assert.match(fake.messages[0]?.text ?? '', message);
+      }
+      fake.messages.length = 0;
+      const other = await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, {
+        ...entry,
+        request: 'foo',
+      });
+      assert.equal(other, undefined);
+      assert.match(fake.messages[0]?.text ?? '', /"launch" or "attach"/);
+    });
+
+    test('another host, or listening beyond loopback, needs trust and a confirmation', async () => {
+      const provider = new TrainingConfigurationProvider(paths, interpreters, hubSessions, logChannel() as never);
+      const remote = { ...entry, connect: { host: '198.51.100.4', port: 5678 } };
+      fake.trusted = false;
+      assert.equal(await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, entry), undefined);
+      assert.match(fake.messages.at(-1)?.text ?? '', /untrusted/);
+      fake.trusted = true;
+      fake.warningChoice = undefined;
+      assert.equal(await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, remote), undefined);
+      assert.match(fake.messages.at(-1)?.text ?? '', /198\.51\.100\.4:5678/);
+      fake.warningChoice = 'Connect';
+      const resolved = await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, remote);
+      assert.deepEqual(resolved?.connect, { host: '198.51.100.4', port: 5678 });
+      const agent = resolved?.tensorsightAgent as Record<string, string>;
+      assert.equal(agent.TENSORSIGHT_TOKEN, undefined, 'the loopback hub is out of reach there: no token');
+      const listen = {
+        type: 'tensorsight',
+        request: 'attach',
+        name: 'Listen',
+        listen: { host: '0.0.0.0', port: 5679 },
+      };
+      fake.warningChoice = 'Connect'; // the wrong button: listening asks for "Listen"
+      assert.equal(await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, listen), undefined);
+      assert.match(fake.messages.at(-1)?.text ?? '', /0\.0\.0\.0:5679/);
+      fake.warningChoice = 'Listen';
+      const listening = await provider.resolveDebugConfigurationWithSubstitutedVariables(undefined, listen);
+      assert.deepEqual(listening?.listen, { host: '0.0.0.0', port: 5679 });
+    });
+  });
+
   test('a torchrun block launches torch.distributed.run; a bad one is refused with the reason', async () => {
     const provider = new TrainingConfigurationProvider(paths, interpreters, sessions, logChannel() as never);
     const config = {

@@ -1,16 +1,20 @@
-/** "Debug Training" → debugpy launch request, and the agent's injection environment. */
+/** "Debug Training" → debugpy launch or attach request, and the agent's injection environment or attach settings. */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import {
   agentEnvironment,
+  agentVariables,
+  attachEndpoint,
+  attachProblem,
   launchForFile,
   launchOptions,
   launchProblem,
   SESSION_ID_KEY,
   type TensorSightLaunchConfig,
+  toDebugpyAttach,
   toDebugpyLaunch,
 } from '../../extension/src/debug/launchConfig';
-import { AgentEnvironment, DEBUG_TRAINING_DEFAULTS } from '../../extension/src/server/protocol';
+import { AgentEnvironment, ATTACH_AGENT_KEY, DEBUG_TRAINING_DEFAULTS } from '../../extension/src/server/protocol';
 
 const context = {
   pyhelpers: '/ext/pyhelpers',
@@ -129,7 +133,9 @@ describe('agentEnvironment', () => {
 
 test('launchProblem and launchForFile', () => {
   assert.equal(launchProblem(base), undefined);
-  assert.equal(launchProblem({ ...base, request: 'attach' }), 'request');
+  assert.equal(launchProblem({ ...base, request: 'foo' }), 'request');
+  assert.equal(launchProblem({ ...base, request: 'attach' }), 'endpoint', 'an attach is checked as an attach');
+  assert.equal(launchProblem({ ...base, request: 'attach', connect: { port: 5678 } }), undefined);
   assert.equal(launchProblem({ type: 'tensorsight', request: 'launch', name: 'x' }), 'program');
   assert.equal(launchProblem({ type: 'tensorsight', request: 'launch', name: 'x', module: 'pkg.train' }), undefined);
   assert.deepEqual(launchForFile('Debug Training', '/w/a.py', '/w'), {
@@ -140,4 +146,143 @@ test('launchProblem and launchForFile', () => {
     args: [],
     cwd: '/w',
   });
+});
+
+describe('toDebugpyAttach', () => {
+  const attach: TensorSightLaunchConfig = {
+    type: 'tensorsight',
+    request: 'attach',
+    name: 'Attach',
+    connect: { host: '127.0.0.1', port: 5678 },
+    options: { measure: true },
+  };
+  const session = {
+    sessionId: 'abc',
+    hub: { address: '127.0.0.1:4567', token: 's3cret' },
+    locale: 'es',
+    viewLink: 'vscode://tensorsight.tensorsight/viewTensor?session=abc',
+  };
+
+  test("connects to a waiting process and carries the agent's settings, hub and token included", () => {
+    const request = toDebugpyAttach(attach, settings, session);
+    assert.equal(request.type, 'tensorsight');
+    assert.equal(request.request, 'attach');
+    assert.deepEqual(request.connect, { host: '127.0.0.1', port: 5678 });
+    assert.equal(request.justMyCode, true, 'the setting, as for a launch');
+    assert.equal(request.breakOnNonFinite, true);
+    assert.equal(request[SESSION_ID_KEY], 'abc');
+    assert.deepEqual(request[ATTACH_AGENT_KEY], {
+      TENSORSIGHT_OPTIONS: JSON.stringify({ measure: true, breakOnNonFinite: true, viewTensorLink: session.viewLink }),
+      TENSORSIGHT_SESSION: 'abc',
+      TENSORSIGHT_LOCALE: 'es',
+      TENSORSIGHT_HUB: '127.0.0.1:4567',
+      TENSORSIGHT_TOKEN: 's3cret',
+    });
+    const agent = request[ATTACH_AGENT_KEY] as Record<string, unknown>;
+    assert.ok(
+      Object.values(agent).every((value) => typeof value === 'string'),
+      'the agent reads an object of strings',
+    );
+    for (const key of ['options', 'env', 'python', 'program', 'module', 'args', 'debugLauncherPath', 'listen']) {
+      assert.equal(key in request, false, `${key} is not part of an attach request`);
+    }
+  });
+
+  test('without a hub the agent gets no address and no token', () => {
+    const agent = toDebugpyAttach(attach, settings, { sessionId: 'abc' })[ATTACH_AGENT_KEY] as Record<string, string>;
+    assert.deepEqual(Object.keys(agent).sort(), [AgentEnvironment.options, AgentEnvironment.session].sort());
+  });
+
+  test('a process behind another host cannot reach the loopback hub: it gets no token', () => {
+    const remote = { ...attach, connect: { host: 'gpu-host', port: 5678 } };
+    const agent = toDebugpyAttach(remote, settings, session)[ATTACH_AGENT_KEY] as Record<string, string>;
+    assert.equal(agent[AgentEnvironment.token], undefined);
+    assert.equal(agent[AgentEnvironment.hub], undefined);
+    assert.equal(agent[AgentEnvironment.session], 'abc');
+    const local = { ...attach, connect: { host: 'localhost', port: 5678 } };
+    const own = toDebugpyAttach(local, settings, session)[ATTACH_AGENT_KEY] as Record<string, string>;
+    assert.equal(own[AgentEnvironment.token], 's3cret');
+  });
+
+  test('listen waits for the process to connect back; the host defaults to loopback', () => {
+    const request = toDebugpyAttach(
+      { type: 'tensorsight', request: 'attach', name: 'Listen', listen: { port: 5679 } },
+      settings,
+      session,
+    );
+    assert.deepEqual(request.listen, { host: '127.0.0.1', port: 5679 });
+    assert.equal('connect' in request, false);
+    assert.equal((request[ATTACH_AGENT_KEY] as Record<string, string>)[AgentEnvironment.token], 's3cret');
+  });
+
+  test('legacy top-level host/port become connect', () => {
+    const legacy = { type: 'tensorsight', request: 'attach', name: 'Legacy', host: 'localhost', port: 5678 };
+    const request = toDebugpyAttach(legacy, settings, session);
+    assert.deepEqual(request.connect, { host: 'localhost', port: 5678 });
+    assert.equal('host' in request, false);
+    assert.equal('port' in request, false);
+    assert.deepEqual(attachEndpoint({ ...legacy, host: undefined }), {
+      mode: 'connect',
+      host: '127.0.0.1',
+      port: 5678,
+    });
+    assert.deepEqual(attachEndpoint({ ...legacy, port: '5680' }), { mode: 'connect', host: 'localhost', port: 5680 });
+  });
+
+  test('pathMappings pass through; justMyCode, breakOnNonFinite and options as for a launch', () => {
+    const pathMappings = [{ localRoot: '/w', remoteRoot: '/home/me/project' }];
+    const request = toDebugpyAttach(
+      { ...attach, pathMappings, justMyCode: false, breakOnNonFinite: false, options: { breakOnNonFinite: true } },
+      settings,
+      session,
+    );
+    assert.deepEqual(request.pathMappings, pathMappings);
+    assert.equal(request.justMyCode, false);
+    assert.equal(request.breakOnNonFinite, false);
+    const agent = request[ATTACH_AGENT_KEY] as Record<string, string>;
+    assert.equal(JSON.parse(agent[AgentEnvironment.options] ?? '{}').breakOnNonFinite, false, 'the top level wins');
+    const fromSetting = toDebugpyAttach(
+      { ...attach, options: undefined },
+      { ...settings, breakOnNonFinite: false },
+      session,
+    );
+    const options = JSON.parse(
+      (fromSetting[ATTACH_AGENT_KEY] as Record<string, string>)[AgentEnvironment.options] ?? '',
+    );
+    assert.equal(options.breakOnNonFinite, false, 'the setting when the entry says nothing');
+    const own = { ...attach, options: { viewTensorLink: 'mine' } };
+    const ownOptions = (toDebugpyAttach(own, settings, session)[ATTACH_AGENT_KEY] as Record<string, string>)[
+      AgentEnvironment.options
+    ];
+    assert.equal(JSON.parse(ownOptions ?? '{}').viewTensorLink, 'mine');
+  });
+
+  test('attachProblem names what to fix', () => {
+    const entry = { type: 'tensorsight', request: 'attach', name: 'x' };
+    assert.equal(attachProblem(attach), undefined);
+    assert.equal(attachProblem(entry), 'endpoint');
+    assert.equal(attachProblem({ ...entry, connect: 'localhost:5678' }), 'endpoint');
+    assert.equal(attachProblem({ ...entry, connect: { port: 1 }, listen: { port: 2 } }), 'both');
+    assert.equal(attachProblem({ ...entry, connect: {} }), 'port');
+    assert.equal(attachProblem({ ...entry, connect: { host: 'h', port: 0 } }), 'port');
+    assert.equal(attachProblem({ ...entry, connect: { port: 65536 } }), 'port');
+    assert.equal(attachProblem({ ...entry, connect: { port: 56.5 } }), 'port');
+    assert.equal(attachProblem({ ...entry, listen: { port: 'http' } }), 'port');
+    assert.equal(attachProblem({ ...entry, host: 'localhost' }), 'port');
+    assert.equal(attachProblem({ ...entry, connect: { host: '', port: 5678 } }), 'host');
+    assert.equal(attachProblem({ ...entry, connect: { host: 7, port: 5678 } }), 'host');
+    assert.equal(attachProblem({ ...entry, port: 5678 }), undefined);
+    assert.equal(attachProblem({ ...attach, pathMappings: { localRoot: '/w', remoteRoot: '/r' } }), 'pathMappings');
+    assert.equal(attachProblem({ ...attach, pathMappings: [{ localRoot: '/w' }] }), 'pathMappings');
+    assert.equal(attachProblem({ ...attach, pathMappings: [] }), undefined);
+    assert.equal(attachEndpoint({ ...entry, connect: {} }), undefined);
+    assert.throws(() => toDebugpyAttach(entry, settings, session), /endpoint/);
+  });
+});
+
+test('agentVariables is what a launch puts in the environment and an attach in its request', () => {
+  const variables = agentVariables({ measure: true }, context);
+  const env = agentEnvironment({}, { measure: true }, context);
+  for (const [name, value] of Object.entries(variables)) assert.equal(env[name], value, name);
+  assert.equal('PYTHONPATH' in variables, false);
 });

@@ -12,6 +12,7 @@ import {
   repairSnippetSyntax,
   type TensorSightLaunchConfig,
 } from '../../extension/src/debug/launchConfig';
+import { torchrunProblem } from '../../extension/src/debug/torchrun';
 import { DEBUG_TRAINING_DEFAULTS } from '../../extension/src/server/protocol';
 import { PACKAGE_JSON, REPO } from './support/paths';
 
@@ -174,16 +175,114 @@ test('launch.json: initial configurations are literal and valid; each snippet in
   // A snippet body, once VS Code inserts it (`^"…"` raw JSON text, `\$` an escaped dollar), is a configuration.
   const snippets = ours.configurationSnippets as Array<{ label: string; body: unknown }>;
   assert.ok(snippets.length >= 1);
-  for (const snippet of snippets) {
-    const inserted = mapStrings(mapStrings(snippet.body, localized), expandSnippetValue) as TensorSightLaunchConfig;
-    assert.ok(!allStrings(inserted).some((s) => s.startsWith('^') || s.includes('\\$')), snippet.label);
-    assert.equal(launchProblem(inserted), undefined, snippet.label);
-    assert.deepEqual(
-      { type: inserted.type, request: inserted.request, program: inserted.program, cwd: inserted.cwd },
-      { type: 'tensorsight', request: 'launch', program: '${file}', cwd: '${workspaceFolder}' },
-    );
-    assert.deepEqual(repairSnippetSyntax(inserted).repaired, [], 'an inserted snippet needs no repair');
+  const inserted = snippets.map((snippet) => ({
+    label: snippet.label,
+    config: mapStrings(mapStrings(snippet.body, localized), expandSnippetValue) as TensorSightLaunchConfig,
+  }));
+  for (const { label, config } of inserted) {
+    assert.ok(!allStrings(config).some((s) => s.startsWith('^') || s.includes('\\$')), label);
+    assert.equal(launchProblem(config), undefined, label);
+    assert.equal(config.type, 'tensorsight', label);
+    if (config.request === 'launch') {
+      assert.ok(config.program === '${file}' || config.module, label);
+      assert.equal(config.cwd, '${workspaceFolder}', label);
+      assert.equal(torchrunProblem(config), undefined, label);
+    } else {
+      assert.equal(config.request, 'attach', label);
+      assert.deepEqual(config.connect, { host: '127.0.0.1', port: 5678 }, label);
+      for (const mapping of (config.pathMappings ?? []) as Array<Record<string, string>>) {
+        assert.equal(mapping.localRoot, '${workspaceFolder}', label);
+      }
+    }
+    assert.deepEqual(repairSnippetSyntax(config).repaired, [], 'an inserted snippet needs no repair');
   }
+  const nameOf = (c: TensorSightLaunchConfig) => c.name;
+  const kinds = inserted.map(({ config }) => config);
+  assert.ok(
+    kinds.some((c) => c.module),
+    'a module snippet',
+  );
+  assert.ok(
+    kinds.some((c) => c.torchrun),
+    'a torchrun snippet',
+  );
+  assert.ok(
+    kinds.some((c) => c.request === 'attach' && !c.pathMappings),
+    'an attach snippet',
+  );
+  assert.ok(
+    kinds.some((c) => c.request === 'attach' && Array.isArray(c.pathMappings)),
+    'a remote attach snippet',
+  );
+  assert.deepEqual(kinds.map(nameOf), [...new Set(kinds.map(nameOf))], 'two snippets insert the same name');
   // The raw snippet text really uses the snippet syntax (so the check above is not vacuous).
   assert.ok(allStrings(snippets.map((s) => s.body)).some((s) => s.startsWith('^"')));
+});
+
+interface Schema {
+  type?: string | string[];
+  properties?: Record<string, Schema>;
+  items?: Schema;
+  required?: string[];
+  additionalProperties?: boolean;
+}
+
+/** The keys of `value` its schema does not declare, as paths (VS Code flags them in launch.json: "not allowed"). */
+function undeclared(value: unknown, schema: Schema, at: string): string[] {
+  if (Array.isArray(value))
+    return schema.items ? value.flatMap((v, i) => undeclared(v, schema.items!, `${at}[${i}]`)) : [];
+  if (typeof value !== 'object' || value === null || !schema.properties) return [];
+  return Object.entries(value).flatMap(([key, v]) => {
+    const inner = schema.properties?.[key];
+    return inner ? undeclared(v, inner, `${at}.${key}`) : [`${at}.${key}`];
+  });
+}
+
+test('launch.json schema: launch takes program or module, attach takes connect/listen; snippets use declared keys', () => {
+  const debuggers = (PACKAGE_JSON.contributes as { debuggers: Array<Record<string, unknown>> }).debuggers;
+  const ours = debuggers.find((d) => d.type === 'tensorsight') as {
+    configurationAttributes: Record<string, Schema>;
+    configurationSnippets: Array<{ label: string; body: Record<string, unknown> }>;
+    initialConfigurations: Array<Record<string, unknown>>;
+  };
+  const { launch, attach } = ours.configurationAttributes;
+  assert.ok(launch && attach, 'launch and attach are both declared');
+  assert.deepEqual(launch.required ?? [], [], 'a module entry needs no program');
+  for (const key of ['program', 'module', 'torchrun', 'ranks', 'justMyCode', 'breakOnNonFinite', 'options']) {
+    assert.ok(launch.properties?.[key], `launch.${key}`);
+  }
+  for (const key of [
+    'connect',
+    'listen',
+    'host',
+    'port',
+    'pathMappings',
+    'justMyCode',
+    'breakOnNonFinite',
+    'options',
+  ]) {
+    assert.ok(attach.properties?.[key], `attach.${key}`);
+  }
+  for (const key of ['program', 'module', 'python', 'env', 'args']) {
+    assert.equal(attach.properties?.[key], undefined, `attach.${key} means nothing to an attach`);
+  }
+  assert.deepEqual(attach.properties?.connect?.required, ['port']);
+  assert.deepEqual(attach.properties?.pathMappings?.items?.required, ['localRoot', 'remoteRoot']);
+  // VS Code adds these to every request's schema and refuses any other key (additionalProperties: false).
+  const common: Schema = { properties: { name: {}, type: {}, request: {} } };
+  const entries = [...ours.initialConfigurations, ...ours.configurationSnippets.map((s) => s.body)];
+  for (const entry of entries) {
+    const schema = ours.configurationAttributes[String(entry.request)];
+    assert.ok(schema, `no schema for request ${String(entry.request)}`);
+    const merged = { properties: { ...common.properties, ...schema.properties } };
+    assert.deepEqual(undeclared(entry, merged, String(entry.name)), []);
+  }
+  // torchrun's schema names the keys torchrun.ts reads.
+  const torchrunKeys = Object.keys(launch.properties?.torchrun?.properties ?? {}).sort();
+  const source = fs.readFileSync(path.join(REPO, 'extension', 'src', 'debug', 'torchrun.ts'), 'utf8');
+  const block = source.slice(
+    source.indexOf('export interface TorchrunSettings'),
+    source.indexOf('/** A "Debug Training"'),
+  );
+  assert.deepEqual(torchrunKeys, [...block.matchAll(/^ {2}(\w+)\?:/gm)].map((m) => m[1]).sort());
 });

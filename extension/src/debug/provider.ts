@@ -1,7 +1,8 @@
 /**
  * "Debug Training": the DebugConfigurationProvider of our `tensorsight` debug type (the dynamic configuration, F5
  * without launch.json, launch.json entries still holding snippet syntax, final resolution into a debugpy launch
- * request with the agent injected; the initial launch.json entry is the manifest's `initialConfigurations`),
+ * request with the agent injected, or into a debugpy attach request that carries the agent's settings to a process
+ * already running; the initial launch.json entry is the manifest's `initialConfigurations`),
  * and the adapter factory that runs `python -m debugpy.adapter` from the bundled debugpy. Also injects the agent
  * into the Microsoft Python extension's plain `debugpy` sessions when `tensorsight.injectIntoPythonDebugger` is on.
  */
@@ -28,6 +29,10 @@ import {
 } from '../common/vscodeapi';
 import {
   agentEnvironment,
+  type AttachEndpoint,
+  attachEndpoint,
+  attachProblem,
+  type AttachProblem,
   DEBUG_TYPE,
   launchForFile,
   launchOptions,
@@ -35,6 +40,7 @@ import {
   repairSnippetSyntax,
   SESSION_ID_KEY,
   type TensorSightLaunchConfig,
+  toDebugpyAttach,
   toDebugpyLaunch,
 } from './launchConfig';
 import { withTensorBoardLogging } from '../commands/tensorboardLogging';
@@ -45,35 +51,68 @@ import {
   isLoopbackHost,
   toTorchrunLaunch,
   torchrunProblem,
-  type WorkerEndpoint,
   workerAttachEndpoint,
 } from './torchrun';
 
-/** Remote debugpy endpoints the user agreed to attach to in this window (`host:port`). */
+/** Remote debugpy endpoints the user agreed to attach to in this window (`host:port`, `listen host:port`). */
 const approvedRemoteEndpoints = new Set<string>();
 
 /**
- * Whether an `attach` with `connect` may go ahead: never in an untrusted workspace; at once for loopback (debugpy's
- * own child session for a process it follows); for another host only once the user confirmed it, since a
- * launch.json can name any host and attaching lets that debugger drive this editor's session.
+ * Whether an attach may go ahead: never in an untrusted workspace; at once for loopback (debugpy's own child session
+ * for a process it follows, a run waiting on this machine); for another host only once the user confirmed it, since
+ * a launch.json can name any host and attaching lets that debugger drive this editor's session (`connect`), or lets
+ * any machine that reaches the address connect to it (`listen` on a non-loopback interface).
  */
-async function approveAttach(endpoint: WorkerEndpoint): Promise<boolean> {
+async function approveAttach(
+  endpoint: Pick<AttachEndpoint, 'host' | 'port'>,
+  mode: AttachEndpoint['mode'] = 'connect',
+): Promise<boolean> {
   if (!workspace.isTrusted()) {
     void window.showWarningMessage(l10n.t('TensorSight does not run code in an untrusted workspace.'));
     return false;
   }
   if (isLoopbackHost(endpoint.host)) return true;
   const address = `${endpoint.host}:${endpoint.port}`;
-  if (approvedRemoteEndpoints.has(address)) return true;
-  const connect = l10n.t('Connect');
-  const choice = await window.showModalWarning(
-    l10n.t('Attach to the debugger at {0}?', address),
-    l10n.t('This configuration connects to another machine. Attach only to a debugger you started yourself.'),
-    connect,
-  );
-  if (choice !== connect) return false;
-  approvedRemoteEndpoints.add(address);
+  const approval = mode === 'connect' ? address : `listen ${address}`; // the adapter factory checks connects
+  if (approvedRemoteEndpoints.has(approval)) return true;
+  const button = mode === 'connect' ? l10n.t('Connect') : l10n.t('Listen');
+  const choice =
+    mode === 'connect'
+      ? await window.showModalWarning(
+          l10n.t('Attach to the debugger at {0}?', address),
+          l10n.t('This configuration connects to another machine. Attach only to a debugger you started yourself.'),
+          button,
+        )
+      : await window.showModalWarning(
+          l10n.t('Wait for a debugger to connect on {0}?', address),
+          l10n.t(
+            'This configuration accepts a connection from another machine. Use it only on a network you trust, for a process you started yourself.',
+          ),
+          button,
+        );
+  if (choice !== button) return false;
+  approvedRemoteEndpoints.add(approval);
   return true;
+}
+
+/** The message for an attach entry that cannot be used, naming what to fix. */
+function attachMessage(problem: AttachProblem): string {
+  switch (problem) {
+    case 'endpoint':
+      return l10n.t(
+        '"Debug Training" attach needs "connect": {"host": "127.0.0.1", "port": 5678} (a process started with "python -m tensorsight watch" or "python -m debugpy --listen"), or "listen": {"host", "port"} for a process that connects back.',
+      );
+    case 'both':
+      return l10n.t('"Debug Training" attach takes "connect" or "listen", not both.');
+    case 'host':
+      return l10n.t('"Debug Training" attach: "host" must be a host name or address, such as "127.0.0.1".');
+    case 'port':
+      return l10n.t('"Debug Training" attach: "port" must be a whole number from 1 to 65535, such as 5678.');
+    case 'pathMappings':
+      return l10n.t(
+        '"Debug Training" attach: "pathMappings" must be a list of {"localRoot": "…", "remoteRoot": "…"}, both paths as strings.',
+      );
+  }
 }
 
 export class TrainingConfigurationProvider implements DebugConfigurationProvider {
@@ -150,6 +189,7 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
       void window.showWarningMessage(l10n.t('TensorSight does not run code in an untrusted workspace.'));
       return undefined;
     }
+    if (config.request === 'attach') return this.resolveAttach(config);
     const distributed = config as DistributedLaunchConfig;
     const distributedProblem = torchrunProblem(distributed);
     if (distributedProblem) {
@@ -161,7 +201,7 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
     if (problem) {
       void window.showErrorMessage(
         problem === 'request'
-          ? l10n.t('"Debug Training" supports "request": "launch" only.')
+          ? l10n.t('"Debug Training" supports "request": "launch" or "attach".')
           : l10n.t('"Debug Training" needs a "program" (or "module") to run.'),
       );
       return undefined;
@@ -184,11 +224,40 @@ export class TrainingConfigurationProvider implements DebugConfigurationProvider
     this.log.info(`Debug Training: ${resolved.program ?? resolved.module ?? ''} (session ${sessionId})`);
     return resolved;
   }
+
+  /**
+   * A launch.json attach entry: a process already running (waiting in `python -m tensorsight watch`, or started
+   * with `python -m debugpy --listen`) gets the agent's settings in the attach request; debugpy's adapter, started
+   * by TrainingAdapterFactory as for a launch, connects to it (or listens for it).
+   */
+  private async resolveAttach(config: TensorSightLaunchConfig): Promise<DebugConfiguration | undefined> {
+    const problem = attachProblem(config);
+    const endpoint = attachEndpoint(config);
+    if (problem || !endpoint) {
+      void window.showErrorMessage(attachMessage(problem ?? 'endpoint'));
+      return undefined;
+    }
+    if (!(await approveAttach(endpoint, endpoint.mode))) return undefined;
+    const { sessionId, hub } = await this.sessions.open();
+    const settings = readSettings();
+    const defaults = { breakOnNonFinite: settings.breakOnNonFinite, justMyCode: settings.justMyCode };
+    const resolved = toDebugpyAttach(config, defaults, {
+      sessionId,
+      hub,
+      locale: env.language(),
+      viewLink: viewLinkStart(env.uriScheme(), EXTENSION_ID, sessionId),
+    });
+    // the request carries the hub's token: log where it goes, never the request
+    this.log.info(`Debug Training: attach, ${endpoint.mode} ${endpoint.host}:${endpoint.port} (session ${sessionId})`);
+    return resolved;
+  }
 }
 
 /**
  * Runs debugpy's adapter with the bundled debugpy first on its path, isolated from the workspace, through
- * `tensorsight.debugpy_start.adapter` (debugpy's adapter without the environment report nobody logs).
+ * `tensorsight.debugpy_start.adapter` (debugpy's adapter without the environment report nobody logs), for a launch
+ * and a launch.json attach entry alike (the adapter itself connects to the process, or listens for it). A child
+ * session debugpy announced for a subprocess connects to the adapter already running instead.
  */
 export class TrainingAdapterFactory implements DebugAdapterDescriptorFactory {
   constructor(
