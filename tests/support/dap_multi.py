@@ -207,8 +207,10 @@ class MultiProcessSession:
         breakpoints: Breakpoints = (),
         exception_filters: Iterable[str] = (),
         timeout: float = DEFAULT_TIMEOUT,
+        extra_attach: dict[str, Any] | None = None,
     ) -> MultiProcessSession:
-        """Attach to a job started under ``python -m debugpy --listen host:port``, as a launch.json attach does.
+        """Attach to a job started under ``python -m debugpy --listen host:port``, as a launch.json attach does
+        (``extra_attach``: more fields of the attach request, e.g. what the extension adds for the agent).
 
         ``path_mappings`` are ``(local_root, remote_root)`` pairs: breakpoints use local paths, frames come back with
         local paths. The job's children are then reported and attached exactly as for a launch.
@@ -227,6 +229,7 @@ class MultiProcessSession:
                     "pathMappings": [{"localRoot": local, "remoteRoot": remote} for local, remote in path_mappings],
                     "justMyCode": False,
                     "subProcess": True,
+                    **(extra_attach or {}),
                 },
             )
             job._finish_start(attach_seq, timeout)

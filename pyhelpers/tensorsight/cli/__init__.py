@@ -9,6 +9,10 @@ from collections.abc import Sequence
 # subcommand -> (module with ``run(args) -> int`` and ``add_arguments(parser)``, one-line help)
 SUBCOMMANDS = {
     "doctor": ("tensorsight.cli.doctor", "run a training script with the agent (no debugger) and print findings"),
+    "watch": (
+        "tensorsight.cli.watch",
+        "run a training script unattended; at its first NaN/Inf hold it at that line and wait for a debugger",
+    ),
     "demo": ("tensorsight.cli.demo", "run every toolbox check on bundled synthetic data and print what each found"),
     "profile": ("tensorsight.cli.profile", "profile N training steps of a script (cProfile, optional line_profiler)"),
     "overfit": ("tensorsight.cli.overfit", "train a script's model on one small batch and report if loss nears 0"),

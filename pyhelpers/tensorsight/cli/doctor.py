@@ -124,11 +124,11 @@ class DoctoredRun:
         elif event.get("type") == "shape-map" and self.shape_map is None:
             self.shape_map = {k: v for k, v in event.items() if k not in ("type", "pid", "time")}
 
-    def start(self, options: dict[str, Any]) -> None:
+    def start(self, options: dict[str, Any], origin: str = "doctor") -> None:
         from tensorsight.agent.runtime import events
 
         self._unsubscribe = events.subscribe(self._collect, ("finding", "shape-map"))
-        prelude.install_agent(options, "doctor")
+        prelude.install_agent(options, origin)
 
     def finish(self, outcome: ScriptOutcome) -> list[Finding]:
         """Explain the script's exception, let every feature flush (``run-finished``); idempotent."""

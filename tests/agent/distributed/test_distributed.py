@@ -17,7 +17,6 @@ generous, but nothing can hang the suite.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
@@ -33,12 +32,12 @@ import pytest
 from support.dap import DapError
 from support.dap_multi import MultiProcessSession
 from support.paths import EXAMPLES, PYHELPERS, PYTHON, REPO, example, marked_lines
+from support.running_hub import RunningHub
 from tensorsight.agent.distributed import ranks as distributed
 from tensorsight.agent.distributed.ranks import RankStateTracker, ThreadSample, sample_thread
 from tensorsight.agent.runtime import identity, options
 from tensorsight.agent.runtime.identity import RankInfo, rank_info_from_env
 from tensorsight.core.ranks import classify_ranks, diverging_rank, latest_states, series_from_scalars
-from tensorsight.server.hub import Hub
 
 DDP_NAN = example("ddp_nan.py")
 NAN_LINE = marked_lines(DDP_NAN, "@nan")[""]
@@ -54,37 +53,6 @@ TORCHRUN_LOOPBACK = [
     "127.0.0.1",
 ]
 SLOW = 240.0  # seconds: three processes importing torch on two busy cores, under a debugger
-
-
-class RunningHub:
-    """The language server's real runtime hub (tensorsight.server.hub) on its own event loop, recording events."""
-
-    def __init__(self) -> None:
-        self.events: list[dict] = []
-        self.log: list[str] = []
-        self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="test-hub", daemon=True)
-        self._thread.start()
-        self.hub = Hub(on_event=self._record, log=lambda level, message: self.log.append(f"{level}: {message}"))
-        self.session = asyncio.run_coroutine_threadsafe(self.hub.start_session("ddp"), self._loop).result(30)
-
-    def _record(self, session_id: str, event: dict) -> None:
-        with self._lock:
-            self.events.append(event)
-
-    def env(self) -> dict[str, str]:
-        return {"TENSORSIGHT_HUB": self.session.address, "TENSORSIGHT_TOKEN": self.session.token}
-
-    def snapshot(self, event_type: str | None = None) -> list[dict]:
-        with self._lock:
-            return [e for e in self.events if event_type is None or e.get("type") == event_type]
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.hub.close(), self._loop).result(30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(30)
-        self._loop.close()
 
 
 @pytest.fixture

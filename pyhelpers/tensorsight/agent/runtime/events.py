@@ -48,10 +48,7 @@ def wanted(event_type: str) -> bool:
 @never_raise()
 def emit(event_type: str, **data: Any) -> None:
     """Publish one event to every listener; a failing listener is reported once and skipped."""
-    event: dict[str, Any] = {"type": event_type, "pid": os.getpid(), "time": time.time(), **data}
-    rank = identity.rank()
-    if rank is not None and "rank" not in event:
-        event["rank"] = rank
+    event = _stamped(event_type, data)
     for listener, types in list(_listeners):
         if types is not None and event_type not in types:
             continue
@@ -59,6 +56,20 @@ def emit(event_type: str, **data: Any) -> None:
             listener(event)
         except Exception as exc:  # noqa: BLE001
             report_once(f"listener-{id(listener)}", f"event listener failed: {type(exc).__name__}: {exc}")
+
+
+def _stamped(event_type: str, data: dict[str, Any]) -> dict[str, Any]:
+    event: dict[str, Any] = {"type": event_type, "pid": os.getpid(), "time": time.time(), **data}
+    rank = identity.rank()
+    if rank is not None and "rank" not in event:
+        event["rank"] = rank
+    return event
+
+
+def wire_form(event: protocol.AgentEvent) -> dict[str, Any]:
+    """The event as a listener receives it (its type, this process, the time, the rank): for one listener that must
+    get an event published before it subscribed (the hub an attached editor named)."""
+    return _stamped(event.TYPE, protocol.to_wire(event))
 
 
 def send(event: protocol.AgentEvent) -> None:

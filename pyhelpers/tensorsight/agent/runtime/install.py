@@ -25,13 +25,15 @@ FEATURES = (
     "tensorsight.agent.leakage.watch",  # train/val/test overlap checks on the splits a script builds
     "tensorsight.agent.distributed.ranks",  # rank awareness under torch.distributed / torchrun
 )
-# armed only under a debugger: debugpy's own waits cut (a link without Nagle's 40 ms or the 0.1 s pause, an exit
-# without pydevd's polls, forked workers that need not wait for the editor, no environment report nobody logs);
-# explains uncaught errors (shape, device, OOM) before the debugger reports them, times the debugger's holds, which
-# the phase clock leaves out of each step, runs the agent's hooks untraced, and imports libraries and runs a
-# DataLoader's batch plumbing untraced while nothing could stop there
+# armed only under a debugger: an attached editor's hub and options read from its attach request; debugpy's own
+# waits cut (a link without Nagle's 40 ms or the 0.1 s pause, an exit without pydevd's polls, forked workers that
+# need not wait for the editor, no environment report nobody logs); explains uncaught errors (shape, device, OOM)
+# before the debugger reports them, times the debugger's holds, which the phase clock leaves out of each step, runs
+# the agent's hooks untraced, and imports libraries and runs a DataLoader's batch plumbing untraced while nothing
+# could stop there
 DEBUGGER_FEATURES = (
     "tensorsight.agent.debugger.link",
+    "tensorsight.agent.debugger.attach",
     "tensorsight.agent.debugger.shutdown",
     "tensorsight.agent.debugger.forked_start",
     "tensorsight.agent.debugger.environment_report",

@@ -1,10 +1,11 @@
 """Reads the environment contract that the editor (or the doctor) hands to the debugged process.
 
 ``TENSORSIGHT_HUB`` (address of the language server's hub), ``TENSORSIGHT_TOKEN`` (per-session secret) and
-``TENSORSIGHT_OPTIONS`` (JSON object of launch options such as ``breakOnNonFinite``). All are optional: without them
-the agent works alone and sends nothing. The names, and every launch option with its type and default, are declared
-in ``tensorsight.core.protocol``; features read their options through ``option`` (the hub client reads the address
-and token through ``hub_address`` / ``hub_token``).
+``TENSORSIGHT_OPTIONS`` (JSON object of launch options such as ``breakOnNonFinite``); an editor that attaches to a
+running process hands the same values through its attach request instead (``set_hub``, ``set_options``). All are
+optional: without them the agent works alone and sends nothing. The names, and every launch option with its type and
+default, are declared in ``tensorsight.core.protocol``; features read their options through ``option`` (the hub
+client reads the address and token through ``hub_address`` / ``hub_token``).
 """
 
 from __future__ import annotations
@@ -62,9 +63,22 @@ def set_options(values: Mapping[str, Any]) -> None:
     _cache = dict(values)
 
 
+_hub_given: tuple[str, str] | None = None  # (address, token) an attached editor named (``debugger.attach``)
+
+
+def set_hub(address: str, token: str) -> None:
+    """The hub of an editor that attached to this running process (its attach request carried it)."""
+    global _hub_given
+    _hub_given = (address, token)
+
+
 def hub_address() -> str | None:
+    if _hub_given is not None:
+        return _hub_given[0]
     return os.environ.get(ENV_HUB) or None
 
 
 def hub_token() -> str | None:
+    if _hub_given is not None:
+        return _hub_given[1]
     return os.environ.get(ENV_TOKEN) or None

@@ -52,10 +52,10 @@ tensor-subclass ``__torch_function__`` calls as without TensorSight.
 Limits (also in the README): code compiled by ``torch.compile`` is checked at its module boundary only; a forward
 that reaches state outside its module (globals, closures, I/O, other libraries) is not replayed: the stop is then at
 the module call, with the reason; with fp16 autocast, non-finite gradients are left to the GradScaler (a skipped step
-is not reported); FSDP modules are not replayed; in a program whose steps are mostly tiny ops outside modules only some steps are (a birth there that
-reaches a ``backward()`` is still named from the graph; a gradient born outside modules in such a step is reported at
-the optimizer step, without its op); a long stretch of ops with no boundary is checked until it has cost its share of
-its own time (``budget.stretch_over``).
+is not reported); FSDP modules are not replayed; in a program whose steps are mostly tiny ops outside modules only
+some steps are (a birth there that reaches a ``backward()`` is still named from the graph; a gradient born outside
+modules in such a step is reported at the optimizer step, without its op); a long stretch of ops with no boundary is
+checked until it has cost its share of its own time (``budget.stretch_over``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Ops outside modules (the loss written by hand, data conversion, metrics): checked op by op by a
 ``TorchFunctionMode`` that is on this thread's stack only while the sentinel observes them.
 
-When it is on: armed, from the program's first torch op (``sentinel._watch_from_the_first_op``), outside every module forward and ``optimizer.step()``
-(the boundary hooks take it off at the outermost module call and put it back after, so model internals pay nothing
-per op), never during a replay, and only in observed steps (``budget``: past the first steps, a step is observed
-while checking its ops outside modules costs at most ``Budget.allowed`` of it: ``Budget.SHARE``, less what the
-boundary checks already cost of the sentinel's whole share; a program whose steps are mostly tiny ops outside
-modules gets one observed step in ``stride``, ``benchmarks/bench_sentinel.py`` part 3).
+When it is on: armed, from the program's first torch op (``sentinel._watch_from_the_first_op``), outside every module
+forward and ``optimizer.step()`` (the boundary hooks take it off at the outermost module call and put it back after, so
+model internals pay nothing per op), never during a replay, and only in observed steps (``budget``: past the first
+steps, a step is observed while checking its ops outside modules costs at most ``Budget.allowed`` of it:
+``Budget.SHARE``, less what the boundary checks already cost of the sentinel's whole share; a program whose steps are
+mostly tiny ops outside modules gets one observed step in ``stride``, ``benchmarks/bench_sentinel.py`` part 3).
 In a step that is not observed, a birth outside modules is still caught at the next boundary (the model's input, the
 gradients before ``optimizer.step()``), and the report says that the ops were not checked one by one.
 

@@ -11,14 +11,15 @@ import sys
 import types
 from typing import Any
 
-from tensorsight.agent.debugger import pause
+from tensorsight.agent.debugger import pause, waiting
 from tensorsight.agent.runtime import events, identity, steps
 from tensorsight.agent.runtime.tensor_walk import is_tensor
 from tensorsight.agent.sentinel.reading import elements, user_frame
 from tensorsight.agent.sentinel.record import NonFiniteRecord
 from tensorsight.agent.sentinel.state import lock, sw
 from tensorsight.agent.sentinel.view_link import stop_reason
-from tensorsight.core.findings import finding_context
+from tensorsight.core import protocol
+from tensorsight.core.findings import Finding, finding_context
 from tensorsight.core.l10n import t
 from tensorsight.core.nonfinite import NonFiniteCounts
 from tensorsight.core.phase_names import phase_label
@@ -117,11 +118,29 @@ def report(record: NonFiniteRecord, frame: types.FrameType | None, line_shown: i
     if finding is not None:
         events.emit_finding(finding)
     shown = record.message + finding_context(record.step, record.rank)
-    reason = stop_reason(record, shown) if sw.origin == "debugger" else shown
-    say(f"{record.title}: {reason}")
-    if sw.origin != "debugger" or frame is None or not _stops_allowed() or pause.thread_held_by_debugger():
+    if sw.origin == "watch":  # an unattended run: wait for an editor to attach, then stop in it as a launch does
+        if frame is None or not waiting.hold(f"{record.title}: {shown}"):
+            return
+        _resend_to_late_hub(record, finding)
+    else:
+        reason = stop_reason(record, shown) if sw.origin == "debugger" else shown
+        say(f"{record.title}: {reason}")
+        if sw.origin != "debugger" or frame is None or not _stops_allowed() or pause.thread_held_by_debugger():
+            return
+    pause.stop_in_frame(frame, record.title, stop_reason(record, shown), {"(nonfinite)": record}, line=line_shown)
+
+
+def _resend_to_late_hub(record: NonFiniteRecord, finding: Finding | None) -> None:
+    """The birth's event and finding, for the hub the attached editor named (``debugger.attach``): sent before it
+    was known, they reached only this process's own listeners."""
+    from tensorsight.agent.runtime import hub_client
+
+    client = hub_client.client()
+    if client is None:
         return
-    pause.stop_in_frame(frame, record.title, reason, {"(nonfinite)": record}, line=line_shown)
+    client.offer(events.wire_form(record.event()))
+    if finding is not None:
+        client.offer(events.wire_form(protocol.FindingEvent(finding=finding.to_dict())))
 
 
 def _stops_allowed() -> bool:
