@@ -213,3 +213,15 @@ def test_a_misused_watch_says_what_to_fix():
             timeout=120,
         )
         assert done.returncode == 2 and message in done.stderr, (args, done.stderr)
+
+
+def test_a_clean_run_never_listens_nor_waits():
+    port = free_port()
+    run = WatchedRun(LONG_RUN, "--port", str(port), script_args=("--steps", "400", "--bad-step", "0"))
+    try:
+        assert run.finish() == 0
+        stderr = "".join(run.stderr_lines)
+        assert "waiting" not in stderr and "NaN" not in stderr and "0 finding(s)" in stderr, stderr
+        assert "trained 400 steps" in "".join(run.stdout_lines)
+    finally:
+        run.kill()

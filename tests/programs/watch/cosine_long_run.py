@@ -1,6 +1,6 @@
-"""A long unattended training run, written the way retrieval code is: argparse and main(), a data stream that yields
-batches forever, a cosine-similarity classifier that L2-normalises its features by hand, AdamW. At ``--bad-step`` the stream
-yields a batch holding an all-zero row (a blank record from an upstream join): its norm is 0, and the hand-written
+"""A long unattended training run, written the way retrieval code is: argparse and main(), an endless batch stream,
+a cosine-similarity classifier that L2-normalises its features by hand, AdamW. At ``--bad-step`` the stream yields a
+batch holding an all-zero row (a blank record from an upstream join): its norm is 0, and the hand-written
 normalisation makes 0/0 = NaN there. ``--bad-step 0`` never yields one (the clean version)."""
 
 import argparse
