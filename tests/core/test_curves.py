@@ -312,6 +312,27 @@ def test_the_optimizer_making_the_nan_is_evidence_for_the_learning_rate():
     assert "learning rate is probably too high" in found[0].message
 
 
+@pytest.mark.parametrize(
+    "extra, advised, not_advised",
+    [
+        ({}, "add gradient clipping or a warm-up", "already"),
+        ({"clip_norm": 1.0}, "or add a warm-up (the script already clips gradients)", "add gradient clipping"),
+        (
+            {"first_lr": 1e-5, "peak_lr": 1e-3},
+            "or add gradient clipping (the script already warms up)",
+            "add a warm-up",
+        ),
+        ({"clip_norm": 1.0, "first_lr": 1e-5, "peak_lr": 1e-3}, "already clips gradients and warms up", "add "),
+        ({"first_lr": 1e-3, "peak_lr": 1e-3}, "add gradient clipping or a warm-up", "already"),  # a constant rate
+    ],
+)
+def test_the_learning_rate_advice_leaves_out_what_the_script_already_does(extra, advised, not_advised):
+    run = curves([1.0] * 30, lr=1.0, first_nonfinite_loss_step=18, nonfinite_origin=origin("Adam.step()", "optimizer"))
+    (found,) = diagnose_curves(dataclasses.replace(run, extra={**run.extra, **extra}))
+    assert "learning rate is probably too high" in found.message and advised in found.message
+    assert not_advised not in found.message.split("too high", 1)[1]
+
+
 def test_an_optimizer_without_losses_of_its_own_is_judged_against_the_runs_loss_scale():
     steps = list(range(1, 31))
     decoder = dataclasses.replace(curves([], grad=[1.6e4] * 30), grad_steps=steps)

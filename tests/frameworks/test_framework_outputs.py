@@ -186,11 +186,17 @@ def test_the_framework_watch_hands_the_curves_what_it_saw():
         watch.uninstall()
     assert watch.curve_extra(100) == {
         "peak_lr": 0.5,
+        "first_lr": 0.5,
         "classes": 100,
         "grad_norm_before_clipping": 50.0,
         "clip_norm": 1.0,
     }
-    assert watch.curve_extra(None) == {"peak_lr": 0.5, "grad_norm_before_clipping": 50.0, "clip_norm": 1.0}
+    assert watch.curve_extra(None) == {
+        "peak_lr": 0.5,
+        "first_lr": 0.5,
+        "grad_norm_before_clipping": 50.0,
+        "clip_norm": 1.0,
+    }
 
 
 class _FakeTime:

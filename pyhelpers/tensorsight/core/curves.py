@@ -288,12 +288,30 @@ def _nonfinite_loss(curves: TrainingCurves, where: Location, subject: str) -> li
         )
         return [Finding("dynamics", "warning", message, *where, step=step, details=details)]
     message = t(
-        "{subject} diverged to NaN/Inf{lr}: the "
-        "learning rate is probably too high; lower it (e.g. 10×), add gradient clipping or a warm-up",
+        "{subject} diverged to NaN/Inf{lr}: the learning rate is probably too high; {remedies}",
         subject=subject,
         lr=_lr_text(curves.lr),
+        remedies=_divergence_remedies(curves),
     )
     return [Finding("dynamics", "warning", message, *where, step=step, details=details)]
+
+
+WARM_UP_RISE = 1.5  # the learning rate peaked this many times above its first value: the schedule warms up
+
+
+def _divergence_remedies(curves: TrainingCurves) -> str:
+    """What to do about a learning rate that is too high, leaving out what the run shows the script already does:
+    clipping (``clip_grad_norm_`` was seen, ``clip_norm``) and a warm-up (the rate rose from its first value)."""
+    clips = curves.extra.get("clip_norm") is not None
+    first, peak = curves.extra.get("first_lr"), curves.extra.get("peak_lr")
+    warms_up = isinstance(first, (int, float)) and isinstance(peak, (int, float)) and peak > WARM_UP_RISE * first > 0
+    if clips and warms_up:
+        return t("lower it (e.g. 10×); the script already clips gradients and warms up")
+    if clips:
+        return t("lower it (e.g. 10×) or add a warm-up (the script already clips gradients)")
+    if warms_up:
+        return t("lower it (e.g. 10×) or add gradient clipping (the script already warms up)")
+    return t("lower it (e.g. 10×), add gradient clipping or a warm-up")
 
 
 GROWTH_BEFORE_NONFINITE = 3.0  # the loss just before the NaN against its best: "it diverged"

@@ -88,6 +88,7 @@ class StepCalls:
         self._with_closure: set[int] = set()
         self._handle: Any = None
         self.peak_lr: float | None = None
+        self.first_lr: float | None = None  # the rate of the first step (a warm-up then rises above it)
 
     def register(self, torch: Any) -> None:
         from torch.optim.optimizer import register_optimizer_step_pre_hook
@@ -111,6 +112,8 @@ class StepCalls:
             else:
                 self._with_closure.discard(id(optimizer))
             lr = learning_rate(optimizer)
+            if lr is not None and math.isfinite(lr) and self.first_lr is None:
+                self.first_lr = lr
             if lr is not None and math.isfinite(lr) and (self.peak_lr is None or lr > self.peak_lr):
                 self.peak_lr = lr
         except Exception:  # noqa: BLE001 - a hook must never break the user's step
@@ -192,9 +195,9 @@ class FrameworkWatch:
         return self.steps.ran_closure(optimizer)
 
     def curve_extra(self, classes: int | None) -> dict[str, Any]:
-        """``TrainingCurves.extra``: the classes a model's own loss scores (seen by the phase clock), the peak
-        learning rate, the largest gradient norm before clipping and the clip norm it was clipped to."""
-        extra: dict[str, Any] = {"peak_lr": self.steps.peak_lr}
+        """``TrainingCurves.extra``: the classes a model's own loss scores (seen by the phase clock), the first and
+        peak learning rates, the largest gradient norm before clipping and the clip norm it was clipped to."""
+        extra: dict[str, Any] = {"peak_lr": self.steps.peak_lr, "first_lr": self.steps.first_lr}
         if classes:
             extra["classes"] = classes
         if self.clips.peak is not None:
