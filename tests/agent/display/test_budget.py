@@ -116,7 +116,9 @@ def test_a_module_scan_stops_at_the_budget_and_says_how_far_it_got(monkeypatch):
 def test_an_expanded_module_lists_at_most_500_members():
     model = torch.nn.ParameterList(torch.nn.Parameter(torch.ones(2)) for _ in range(600))
     names = [name for name, _, _ in children.child_entries(model)]
-    assert names[6:9] == ["0", "1", "2"] and "499" in names and "500" not in names
+    # the members, whatever rows come before them (a "(scan)" row appears when a loaded machine runs out of budget)
+    members = [name for name in names if name.isdigit()]
+    assert members[:3] == ["0", "1", "2"] and members[-1] == "499" and len(members) == 500
     more = dict((name, child) for name, child, _ in children.child_entries(model))["(more)"]
     assert more.startswith("… 100 more submodules/parameters/buffers")
 
