@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import os
 import pathlib
-import socket
 
 import pytest
 import pytest_lsp
@@ -22,6 +21,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from support.dap import DebugSession
+from support.dap_multi import free_port
 from support.lsp import close, eventually, initialize, open_and_wait, server_config
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -34,14 +34,6 @@ async def client(lsp_client: LanguageClient):
     await initialize(lsp_client)
     yield
     await lsp_client.shutdown_session()
-
-
-def free_port() -> int:
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = int(probe.getsockname()[1])
-    probe.close()
-    return port
 
 
 async def relay(port: int, target: str) -> asyncio.AbstractServer:

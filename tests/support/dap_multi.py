@@ -42,6 +42,15 @@ from .paths import PYHELPERS, PYTHON
 Breakpoints = Iterable[tuple[str, int, str | None]]
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on right now (for a debuggee or a relay the test starts next)."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = int(probe.getsockname()[1])
+    probe.close()
+    return port
+
+
 class SocketTransport:
     """One TCP connection to the adapter, shaped like the ``subprocess.Popen`` that ``DebugSession`` reads from."""
 

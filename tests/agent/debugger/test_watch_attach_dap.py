@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from support.dap_multi import MultiProcessSession
+from support.dap_multi import MultiProcessSession, free_port
 from support.paths import PROGRAMS, PYHELPERS, PYTHON, marked_lines
 from support.running_hub import RunningHub
 from tensorsight.core import protocol
@@ -29,14 +29,6 @@ pytestmark = pytest.mark.timeout(420)
 LONG_RUN = os.path.join(PROGRAMS, "watch", "cosine_long_run.py")
 NAN_LINE = marked_lines(LONG_RUN, "@nan")[""]
 SLOW = 240.0
-
-
-def free_port() -> int:
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = int(probe.getsockname()[1])
-    probe.close()
-    return port
 
 
 class WatchedRun:

@@ -16,11 +16,11 @@ never lost to its watcher.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tensorsight.agent.runtime.guard import say
 from tensorsight.core.l10n import t
 
 DEFAULT_HOST = "127.0.0.1"
@@ -76,7 +76,7 @@ def hold(headline: str) -> bool:
     try:
         import debugpy  # type: ignore[import-not-found]
     except ImportError:
-        _say(t("{0}; cannot wait for a debugger: debugpy is not installed here (pip install debugpy)", headline))
+        say(t("{0}; cannot wait for a debugger: debugpy is not installed here (pip install debugpy)", headline))
         _give_up(plan)
         return False
     # pydevd's warning about frozen modules is for breakpoints set before start-up; this session begins at a stop
@@ -84,13 +84,13 @@ def hold(headline: str) -> bool:
     try:
         debugpy.listen((plan.host, plan.port))
     except Exception as exc:  # noqa: BLE001 - a port in use, an address this machine does not have
-        _say(t("{0}; cannot listen on {1}:{2} ({3}): use --port to pick another", headline, plan.host, plan.port, exc))
+        say(t("{0}; cannot listen on {1}:{2} ({3}): use --port to pick another", headline, plan.host, plan.port, exc))
         _give_up(plan)
         return False
     from tensorsight.agent.debugger import attach
 
     attach.arm("watch")  # pydevd is loaded now: the attaching editor's hub and options are read from its request
-    _say(
+    say(
         t(
             "{0}; waiting {1} s for a debugger on {2}:{3}: {4}",
             headline,
@@ -103,9 +103,9 @@ def hold(headline: str) -> bool:
     if not _wait_for_client(debugpy, plan.wait_seconds):
         waited = f"{plan.wait_seconds:g}"
         if plan.on_timeout == "exit":
-            _say(t("no debugger attached within {0} s; the run ends (--on-timeout exit)", waited))
+            say(t("no debugger attached within {0} s; the run ends (--on-timeout exit)", waited))
         else:
-            _say(t("no debugger attached within {0} s; the run goes on without one", waited))
+            say(t("no debugger attached within {0} s; the run goes on without one", waited))
         _give_up(plan)
         return False
     return True
@@ -138,11 +138,3 @@ def _give_up(plan: WaitPlan) -> None:
     """Nobody attached: write the report so far, then go on or end as configured."""
     if plan.report is not None:
         plan.report(plan.on_timeout == "exit")
-
-
-def _say(message: str) -> None:
-    try:
-        sys.stderr.write(f"[tensorsight] {message}\n")
-        sys.stderr.flush()
-    except Exception:  # noqa: BLE001 - stderr may be closed
-        pass

@@ -22,6 +22,11 @@ def report_once(key: str, message: str) -> None:
     if key in _reported:
         return
     _reported.add(key)
+    say(message)
+
+
+def say(message: str) -> None:
+    """One ``[tensorsight]`` line on stderr (the Debug Console, or the tool's output); never raises."""
     try:
         sys.stderr.write(f"[tensorsight] {message}\n")
         sys.stderr.flush()

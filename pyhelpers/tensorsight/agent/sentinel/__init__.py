@@ -63,13 +63,13 @@ from __future__ import annotations
 import types
 
 from tensorsight.agent.debugger import pause
-from tensorsight.agent.runtime.guard import never_raise, report_once
+from tensorsight.agent.runtime.guard import never_raise, report_once, say
 from tensorsight.agent.runtime.lazy_import import when_imported
 from tensorsight.agent.runtime.options import option
 from tensorsight.agent.sentinel import numpy_warnings
 from tensorsight.agent.sentinel.boundaries import install
 from tensorsight.agent.sentinel.budget import budget
-from tensorsight.agent.sentinel.records import NonFiniteRecord, say
+from tensorsight.agent.sentinel.records import NonFiniteRecord
 from tensorsight.agent.sentinel.state import lock, st, sw
 from tensorsight.core.l10n import t
 

@@ -7,12 +7,12 @@ Every section of the sentinel reports through ``publish`` (a birth seen where it
 from __future__ import annotations
 
 import os
-import sys
 import types
 from typing import Any
 
 from tensorsight.agent.debugger import pause, waiting
 from tensorsight.agent.runtime import events, identity, steps
+from tensorsight.agent.runtime.guard import say
 from tensorsight.agent.runtime.tensor_walk import is_tensor
 from tensorsight.agent.sentinel.reading import elements, user_frame
 from tensorsight.agent.sentinel.record import NonFiniteRecord
@@ -23,15 +23,6 @@ from tensorsight.core.findings import Finding, finding_context
 from tensorsight.core.l10n import t
 from tensorsight.core.nonfinite import NonFiniteCounts
 from tensorsight.core.phase_names import phase_label
-
-
-def say(message: str) -> None:
-    """A line in the Debug Console (the debuggee's stderr) or the doctor's output."""
-    try:
-        sys.stderr.write(f"[tensorsight] {message}\n")
-        sys.stderr.flush()
-    except Exception:  # noqa: BLE001 - stderr may be closed
-        pass
 
 
 def publish(
